@@ -1,0 +1,5 @@
+"""Entry point for ``python -m pykai``."""
+
+from pykai.cli.app import main
+
+main()

@@ -1,0 +1,120 @@
+"""Scheduler configuration: actions, placement strategy, min-runtime defaults and limits.
+
+It can be written as KAI's SchedulingShard (kai.scheduler/v1) or as a plain mapping with the
+same field names as ``SchedulerConfig``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ValidationError as PydanticError
+
+from pykai.model.duration import parse_duration
+from pykai.model.errors import FieldProblem, ValidationError
+from pykai.model.pydantic_errors import problems_from
+
+ACTION_NAMES = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
+DEFAULT_ACTION_PRIORITY = {name: 500 - 100 * i for i, name in enumerate(ACTION_NAMES)}
+Strategy = Literal["binpack", "spread"]
+
+
+class PlacementStrategy(BaseModel):
+    """Where to put pods: fill nodes up (binpack) or keep them even (spread), per resource."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpu: Strategy = "binpack"
+    cpu: Strategy = "binpack"
+
+
+class SchedulerConfig(BaseModel):
+    """The scheduler's settings."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    actions: list[str] = Field(default_factory=lambda: list(ACTION_NAMES))
+    placement: PlacementStrategy = Field(
+        default_factory=PlacementStrategy, alias="placementStrategy"
+    )
+    default_preempt_min_runtime: float = Field(0.0, alias="defaultPreemptMinRuntime", ge=0)
+    default_reclaim_min_runtime: float = Field(0.0, alias="defaultReclaimMinRuntime", ge=0)
+    stale_gang_grace_period: float = Field(60.0, alias="staleGangGracePeriod")
+    max_consolidation_preemptees: int = Field(16, alias="maxConsolidationPreemptees", ge=0)
+
+    @field_validator("actions")
+    @classmethod
+    def _known_actions(cls, actions: list[str]) -> list[str]:
+        unknown = [a for a in actions if a not in ACTION_NAMES]
+        if unknown:
+            raise ValueError(
+                f"unknown action(s) {', '.join(unknown)}; known: {', '.join(ACTION_NAMES)}"
+            )
+        return actions
+
+    @field_validator(
+        "default_preempt_min_runtime",
+        "default_reclaim_min_runtime",
+        "stale_gang_grace_period",
+        mode="before",
+    )
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return parse_duration(value) if isinstance(value, str) else value
+
+    @property
+    def consolidation_enabled(self) -> bool:
+        """KAI turns consolidation off when either strategy is spread."""
+        return (
+            "consolidation" in self.actions
+            and self.placement.gpu == "binpack"
+            and self.placement.cpu == "binpack"
+        )
+
+
+def config_from_mapping(data: dict[str, Any], source: str = "scheduler config") -> SchedulerConfig:
+    """Read a plain config mapping or a SchedulingShard object; errors name the field."""
+    if data.get("kind") == "SchedulingShard":
+        return _from_shard(data)
+    try:
+        return SchedulerConfig.model_validate(data)
+    except PydanticError as exc:
+        raise ValidationError(problems_from(exc, "SchedulerConfig", source, "")) from exc
+
+
+def _from_shard(shard: dict[str, Any]) -> SchedulerConfig:
+    """Map KAI's SchedulingShard spec (placementStrategy, actions, minRuntime, args)."""
+    name = str((shard.get("metadata") or {}).get("name", "default"))
+    spec = shard.get("spec") or {}
+    data: dict[str, Any] = {}
+    if "placementStrategy" in spec:
+        data["placementStrategy"] = spec["placementStrategy"]
+    actions = spec.get("actions")
+    if isinstance(actions, dict):
+        enabled = []
+        for action, raw in actions.items():
+            settings = raw or {}
+            if settings.get("enabled", True):
+                priority = settings.get("priority", DEFAULT_ACTION_PRIORITY.get(action, 0))
+                enabled.append((-int(priority), action))
+        for action in ACTION_NAMES:
+            if action not in actions:
+                enabled.append((-DEFAULT_ACTION_PRIORITY[action], action))
+        data["actions"] = [a for _, a in sorted(enabled)]
+    runtime = spec.get("minRuntime") or {}
+    if "preemptMinRuntime" in runtime:
+        data["defaultPreemptMinRuntime"] = runtime["preemptMinRuntime"]
+    if "reclaimMinRuntime" in runtime:
+        data["defaultReclaimMinRuntime"] = runtime["reclaimMinRuntime"]
+    args = spec.get("args") or {}
+    if "default-staleness-grace-period" in args:
+        data["staleGangGracePeriod"] = args["default-staleness-grace-period"]
+    if "max-consolidation-preemptees" in args:
+        data["maxConsolidationPreemptees"] = int(args["max-consolidation-preemptees"])
+    try:
+        return SchedulerConfig.model_validate(data)
+    except PydanticError as exc:
+        raise ValidationError(problems_from(exc, "SchedulingShard", name, "spec")) from exc
+    except ValueError as exc:
+        raise ValidationError([FieldProblem("SchedulingShard", name, "spec", str(exc))]) from exc

@@ -1,0 +1,63 @@
+"""What a scheduling cycle decides, for a backend to carry out."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pykai.model.resources import Resources
+
+
+@dataclass(frozen=True, slots=True)
+class Bind:
+    """Bind pod ``namespace/name`` to ``node``."""
+
+    namespace: str
+    name: str
+    uid: str
+    node: str
+    gpu_groups: tuple[str, ...] = ()  # shared-GPU groups the pod was placed on
+    gpu_portion: float = 0.0  # portion of each shared device (0 for whole GPUs)
+
+
+@dataclass(frozen=True, slots=True)
+class Evict:
+    """Evict (delete) pod ``namespace/name``."""
+
+    namespace: str
+    name: str
+    uid: str
+    job: str  # the victim's PodGroup key
+    reason: str  # Preempted, Reclaimed, Consolidated, StaleGang
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reason:
+    """Why a job did not run: a KAI reason code and a message a user can act on."""
+
+    reason: str  # OverLimit, NonPreemptibleOverQuota, QueueDoesNotExist, NotReady, Unschedulable
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class QueueStatus:
+    """A queue's figures at the end of the cycle (engine units)."""
+
+    deserved: Resources
+    fair_share: Resources
+    allocated: Resources
+    allocated_non_preemptible: Resources
+    requested: Resources
+
+
+@dataclass(slots=True)
+class CycleResult:
+    """Everything one cycle decided."""
+
+    binds: list[Bind] = field(default_factory=list)
+    evictions: list[Evict] = field(default_factory=list)
+    pipelined: list[str] = field(default_factory=list)  # pod keys "ns/name"
+    unschedulable: dict[str, list[Reason]] = field(default_factory=dict)  # job key -> reasons
+    started: dict[str, float] = field(default_factory=dict)  # job key -> first start time
+    queues: dict[str, QueueStatus] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds

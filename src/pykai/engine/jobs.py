@@ -1,0 +1,143 @@
+"""Tasks (pods) and jobs (PodGroups) as the engine tracks them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+
+from pykai.model import constants as c
+from pykai.model.pod import PodView
+from pykai.model.podgroup import PodGroupView
+from pykai.model.resources import Resources
+
+
+class TaskStatus(Enum):
+    """KAI's pod statuses (pkg/scheduler/api/pod_status)."""
+
+    PENDING = "Pending"
+    ALLOCATED = "Allocated"
+    PIPELINED = "Pipelined"
+    BINDING = "Binding"
+    BOUND = "Bound"
+    RUNNING = "Running"
+    RELEASING = "Releasing"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+# Statuses that hold node resources now.
+HOLDS_NODE = frozenset(
+    {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING}
+)
+# Statuses counted toward the queue's allocation (KAI's AllocatedStatus).
+COUNTS_FOR_QUEUE = HOLDS_NODE
+# Statuses that count toward a gang's minimum ("active allocated").
+ACTIVE = HOLDS_NODE | {TaskStatus.PIPELINED}
+ALIVE = frozenset(TaskStatus) - {TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.RELEASING}
+
+
+@dataclass(slots=True, eq=False)
+class Task:
+    """One pod of a job."""
+
+    pod: PodView
+    job_key: str
+    subgroup: str
+    request: Resources  # cpu, memory, GPU devices (quota-equivalent, fractions included)
+    status: TaskStatus = TaskStatus.PENDING
+    node: str = ""  # the node it is placed on, empty when not placed
+    order_key: tuple[int, int, float, str] = (0, 0, 0.0, "")
+
+    @property
+    def uid(self) -> str:
+        """The pod's UID."""
+        return self.pod.meta.uid
+
+    @property
+    def name(self) -> str:
+        """The pod's name."""
+        return self.pod.meta.name
+
+    @property
+    def namespace(self) -> str:
+        """The pod's namespace."""
+        return self.pod.meta.namespace
+
+
+def task_order_key(pod: PodView) -> tuple[int, int, float, str]:
+    """KAI's task order: Kubeflow master/launcher and Ray head first, then
+    ``kai.scheduler/task-priority`` (labelled first, higher first), then creation time, then UID."""
+    labels = pod.meta.labels
+    leader = (
+        labels.get(c.KUBEFLOW_ROLE_LABEL) in ("master", "launcher")
+        or labels.get(c.RAY_NODE_TYPE_LABEL) == "head"
+    )
+    raw_priority = labels.get(c.TASK_PRIORITY_LABEL)
+    try:
+        task_priority = -int(raw_priority) if raw_priority is not None else 1 << 62
+    except ValueError:
+        task_priority = 1 << 62
+    return (0 if leader else 1, task_priority, pod.meta.creation, pod.meta.uid)
+
+
+@dataclass(slots=True, eq=False)
+class SubGroup:
+    """A named part of a gang with its own minimum."""
+
+    name: str
+    min_member: int
+    parent: str = ""
+    active: int = 0  # tasks in ACTIVE statuses, this subgroup's and its descendants'
+    alive: int = 0
+
+
+@dataclass(slots=True, eq=False)
+class Job:
+    """A PodGroup and its tasks."""
+
+    key: str
+    group: PodGroupView
+    queue: str
+    priority: int
+    preemptible: bool
+    subgroups: dict[str, SubGroup]
+    tasks: dict[str, Task] = field(default_factory=dict)
+    active: int = 0  # tasks in ACTIVE statuses
+    alive: int = 0  # tasks that are neither finished nor releasing
+    pending: int = 0
+    allocated: Resources = Resources.ZERO  # COUNTS_FOR_QUEUE tasks
+    pending_request: Resources = Resources.ZERO
+    last_start: float | None = None
+
+    @property
+    def min_member(self) -> int:
+        """The gang's minimum number of pods."""
+        return self.group.spec.min_member
+
+    @property
+    def creation(self) -> float:
+        """The PodGroup's creation time."""
+        return self.group.meta.creation
+
+    @property
+    def uid(self) -> str:
+        """The PodGroup's UID."""
+        return self.group.meta.uid
+
+    def gang_satisfied(self) -> bool:
+        """True if the job and every subgroup have at least their minimum of active tasks."""
+        return self.active >= self.min_member and all(
+            g.active >= g.min_member for g in self.subgroups.values()
+        )
+
+    def ready_for_scheduling(self) -> bool:
+        """KAI's IsReadyForScheduling: enough pods exist to satisfy every minimum."""
+        return self.alive >= self.min_member and all(
+            g.alive >= g.min_member for g in self.subgroups.values()
+        )
+
+    def elastic_state(self) -> int:
+        """0 below the minimum, 1 exactly at it, 2 above it (KAI's elastic job order)."""
+        if self.active < self.min_member:
+            return 0
+        return 1 if self.active == self.min_member else 2

@@ -1,0 +1,110 @@
+"""Nodes as arrays: allocatable, used and releasing resources per node, and cached constraint masks.
+
+Rows are kept in node-name order so that "first best" is "lowest name", KAI's tie-break.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import numpy.typing as npt
+
+from pykai.model.constraints import NodeConstraints
+from pykai.model.node import NodeView
+from pykai.model.resources import Resources
+
+FloatArray = npt.NDArray[np.float64]
+BoolArray = npt.NDArray[np.bool_]
+CPU, MEM, GPU = 0, 1, 2
+
+
+class NodeTable:
+    """All nodes, with per-resource columns [cpu, memory, gpu] as numpy arrays."""
+
+    def __init__(self) -> None:
+        self._views: dict[str, NodeView] = {}
+        self.names: list[str] = []
+        self.index: dict[str, int] = {}
+        self.alloc: FloatArray = np.zeros((0, 3))
+        self.used: FloatArray = np.zeros((0, 3))
+        self.releasing: FloatArray = np.zeros((0, 3))
+        self.schedulable: BoolArray = np.zeros(0, dtype=bool)
+        self.gpu_memory_mib: FloatArray = np.zeros(0)
+        self._masks: dict[tuple[NodeConstraints, tuple[tuple[str, float], ...]], BoolArray] = {}
+        self.dirty = False
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def view(self, name: str) -> NodeView:
+        """The node's view."""
+        return self._views[name]
+
+    def views(self) -> list[NodeView]:
+        """All node views in row order."""
+        return [self._views[n] for n in self.names]
+
+    def upsert(self, node: NodeView) -> None:
+        """Add or replace a node. A new node marks the table for rebuild."""
+        if node.name in self.index and not self.dirty:
+            i = self.index[node.name]
+            self.alloc[i] = tuple(node.allocatable)
+            self.schedulable[i] = node.ready and not node.unschedulable
+            self.gpu_memory_mib[i] = node.gpu_memory_mib
+        else:
+            self.dirty = True
+        self._views[node.name] = node
+        self._masks.clear()
+
+    def remove(self, name: str) -> None:
+        """Forget a node."""
+        if self._views.pop(name, None) is not None:
+            self.dirty = True
+            self._masks.clear()
+
+    def rebuild(self) -> None:
+        """Lay the rows out again in name order; usage is zeroed for the caller to recount."""
+        self.names = sorted(self._views)
+        self.index = {n: i for i, n in enumerate(self.names)}
+        views = [self._views[n] for n in self.names]
+        self.alloc = np.array([tuple(v.allocatable) for v in views], dtype=float).reshape(-1, 3)
+        self.used = np.zeros_like(self.alloc)
+        self.releasing = np.zeros_like(self.alloc)
+        self.schedulable = np.array([v.ready and not v.unschedulable for v in views], dtype=bool)
+        self.gpu_memory_mib = np.array([v.gpu_memory_mib for v in views], dtype=float)
+        self._masks.clear()
+        self.dirty = False
+
+    def add_usage(self, name: str, amount: Resources, sign: float, releasing: bool) -> None:
+        """Add (sign=+1) or remove (sign=-1) usage of a node."""
+        i = self.index.get(name)
+        if i is None:
+            return
+        row = self.releasing[i] if releasing else self.used[i]
+        row[CPU] += sign * amount.cpu
+        row[MEM] += sign * amount.memory
+        row[GPU] += sign * amount.gpu
+
+    def idle(self) -> FloatArray:
+        """Free resources per node now."""
+        return self.alloc - self.used
+
+    def constraint_mask(
+        self, constraints: NodeConstraints, extended: tuple[tuple[str, float], ...] = ()
+    ) -> BoolArray:
+        """Nodes that are schedulable and that the pod's selector, affinity, tolerations and
+        extended resources allow. Cached until the nodes change."""
+        key = (constraints, extended)
+        mask = self._masks.get(key)
+        if mask is None:
+            mask = np.array(
+                [
+                    constraints.selects(v.meta.labels)
+                    and not constraints.untolerated(v.taints)
+                    and all(v.extended.get(name, 0.0) >= amount for name, amount in extended)
+                    for v in (self._views[n] for n in self.names)
+                ],
+                dtype=bool,
+            ).reshape(-1)
+            mask &= self.schedulable
+            self._masks[key] = mask
+        return mask

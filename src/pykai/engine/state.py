@@ -1,0 +1,346 @@
+"""The cluster state the engine schedules from: an incremental snapshot.
+
+Backends feed it Kubernetes-shaped objects as they change (``upsert`` / ``remove``); it keeps
+per-node arrays, per-job counters and per-queue sums up to date, so a scheduling cycle starts
+without rebuilding anything. Every change of a task goes through ``set_status``, the one place
+where accounting happens, so sessions can change tasks virtually and undo exactly.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pykai.engine.jobs import (
+    ACTIVE,
+    ALIVE,
+    COUNTS_FOR_QUEUE,
+    HOLDS_NODE,
+    Job,
+    SubGroup,
+    Task,
+    TaskStatus,
+    task_order_key,
+)
+from pykai.engine.nodes import NodeTable
+from pykai.model import constants as c
+from pykai.model.meta import Obj, kind_of
+from pykai.model.node import parse_node
+from pykai.model.pod import PodView, parse_pod
+from pykai.model.podgroup import PodGroupView, parse_podgroup
+from pykai.model.priorityclass import PriorityClassView, parse_priority_class
+from pykai.model.queue import QueueView, parse_queue
+from pykai.model.resources import Resources
+
+KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
+
+
+@dataclass(slots=True)
+class QueueUsage:
+    """Sums over a queue's jobs (its subtree's, for ``ClusterState.subtree``)."""
+
+    allocated: Resources = Resources.ZERO
+    allocated_non_preemptible: Resources = Resources.ZERO
+    requested: Resources = Resources.ZERO  # allocated + pending + pipelined
+
+
+def pod_status(pod: PodView) -> TaskStatus:
+    """The task status a stored pod implies."""
+    if pod.phase == "Succeeded":
+        return TaskStatus.SUCCEEDED
+    if pod.phase == "Failed":
+        return TaskStatus.FAILED
+    if pod.deleting:
+        return TaskStatus.RELEASING if pod.node_name else TaskStatus.FAILED
+    if pod.node_name:
+        return TaskStatus.RUNNING if pod.phase == "Running" else TaskStatus.BOUND
+    return TaskStatus.PENDING
+
+
+class ClusterState:
+    """Nodes, tasks, jobs, queues and priority classes, with usage kept current."""
+
+    def __init__(self) -> None:
+        self.nodes = NodeTable()
+        self.tasks: dict[str, Task] = {}
+        self.jobs: dict[str, Job] = {}
+        self.queues: dict[str, QueueView] = {}
+        self.priority_classes: dict[str, PriorityClassView] = {}
+        self.members: dict[
+            str, dict[str, Task]
+        ] = {}  # job key -> tasks, even before the job exists
+        self.usage: dict[str, QueueUsage] = {}  # per queue, its own jobs
+        self.subtree: dict[str, QueueUsage] = {}  # per queue, its whole subtree
+        self.foreign_used = Resources.ZERO  # pods of other schedulers on nodes
+        self._chains: dict[str, tuple[str, ...]] = {}
+        self._tasks_by_key: dict[str, str] = {}  # "ns/name" -> uid
+
+    # ---- feeding objects -------------------------------------------------------------------
+
+    def upsert(self, obj: Obj) -> None:
+        """Add or replace an object of a kind the engine reads (others are ignored)."""
+        kind = kind_of(obj)
+        if kind == "Node":
+            self.nodes.upsert(parse_node(obj))
+        elif kind == "Pod":
+            self._upsert_pod(parse_pod(obj))
+        elif kind == "PodGroup":
+            self._upsert_job(parse_podgroup(obj))
+        elif kind == "Queue":
+            queue = parse_queue(obj)
+            self.queues[queue.name] = queue
+            self._queues_changed()
+        elif kind == "PriorityClass":
+            pc = parse_priority_class(obj)
+            self.priority_classes[pc.name] = pc
+            self._reprioritise()
+
+    def remove(self, kind: str, namespace: str, name: str) -> None:
+        """Forget an object."""
+        key = f"{namespace}/{name}" if namespace else name
+        if kind == "Node":
+            self.nodes.remove(name)
+        elif kind == "Pod":
+            uid = self._tasks_by_key.get(key)
+            if uid is not None:
+                self._remove_task(self.tasks[uid])
+        elif kind == "PodGroup":
+            self._remove_job(key)
+        elif kind == "Queue" and self.queues.pop(name, None) is not None:
+            self._queues_changed()
+        elif kind == "PriorityClass" and self.priority_classes.pop(name, None) is not None:
+            self._reprioritise()
+
+    def ensure_current(self) -> None:
+        """Lay out the node arrays again if nodes were added or removed, and recount usage."""
+        if not self.nodes.dirty:
+            return
+        self.nodes.rebuild()
+        self.foreign_used = Resources.ZERO
+        for task in self.tasks.values():
+            self._account_node(task, 1.0)
+
+    # ---- the one mutation of a task ----------------------------------------------------------
+
+    def set_status(self, task: Task, status: TaskStatus, node: str) -> None:
+        """Move a task to a status and node, keeping every sum consistent."""
+        self._account(task, -1.0)
+        task.status = status
+        task.node = node
+        self._account(task, 1.0)
+
+    # ---- queries -----------------------------------------------------------------------------
+
+    def queue_chain(self, queue: str) -> tuple[str, ...]:
+        """The queue and its ancestors, leaf first; empty if the queue or an ancestor is missing."""
+        chain = self._chains.get(queue)
+        if chain is None:
+            names: list[str] = []
+            current = queue
+            while current:
+                if current not in self.queues or current in names:
+                    names = []
+                    break
+                names.append(current)
+                current = self.queues[current].parent
+            chain = tuple(names)
+            self._chains[queue] = chain
+        return chain
+
+    def priority_value(self, class_name: str) -> int:
+        """The value of a priority class; unknown names get the global default, else 50."""
+        pc = self.priority_classes.get(class_name)
+        if pc is not None:
+            return pc.value
+        defaults = [p.value for p in self.priority_classes.values() if p.global_default]
+        return max(defaults) if defaults else c.DEFAULT_PRIORITY
+
+    def total_capacity(self) -> Resources:
+        """Σ allocatable over schedulable nodes, minus what pods of other schedulers use."""
+        self.ensure_current()
+        nodes = self.nodes
+        if not len(nodes):
+            return Resources.ZERO
+        total = nodes.alloc[nodes.schedulable].sum(axis=0)
+        return Resources(float(total[0]), float(total[1]), float(total[2])) - self.foreign_used
+
+    def task_by_key(self, namespace: str, name: str) -> Task | None:
+        """The task of pod ``namespace/name``."""
+        uid = self._tasks_by_key.get(f"{namespace}/{name}")
+        return self.tasks.get(uid) if uid else None
+
+    # ---- pods --------------------------------------------------------------------------------
+
+    def _upsert_pod(self, pod: PodView) -> None:
+        key = pod.meta.key
+        uid = pod.meta.uid or key
+        old_uid = self._tasks_by_key.get(key)
+        if old_uid is not None and old_uid != uid:
+            self._remove_task(self.tasks[old_uid])
+        ours = pod.scheduler_name == c.SCHEDULER_NAME
+        group = pod.meta.annotations.get(c.POD_GROUP_ANNOTATION, "") if ours else ""
+        job_key = f"{pod.meta.namespace}/{group}" if group else ""
+        status = pod_status(pod)
+        node = pod.node_name
+        task = self.tasks.get(uid)
+        if task is not None:
+            if status == TaskStatus.PENDING and task.status == TaskStatus.BINDING:
+                status, node = task.status, task.node  # assumed bind not yet visible
+            self._account(task, -1.0)
+            if task.job_key != job_key:
+                self._detach(task)
+            task.pod = pod
+            task.job_key = job_key
+        else:
+            task = Task(pod=pod, job_key=job_key, subgroup="", request=Resources.ZERO)
+            self.tasks[uid] = task
+            self._tasks_by_key[key] = uid
+        task.subgroup = pod.meta.labels.get(c.SUBGROUP_LABEL, "")
+        task.request = self._task_request(pod)
+        task.order_key = task_order_key(pod)
+        task.status, task.node = status, node
+        self.members.setdefault(job_key, {})[uid] = task
+        self._account(task, 1.0)
+
+    def _task_request(self, pod: PodView) -> Resources:
+        """A pod's request with GPUs counted as quota-equivalent devices."""
+        if not pod.gpu.is_shared:
+            return pod.requests
+        memories = self.nodes.gpu_memory_mib
+        smallest = float(memories[memories > 0].min()) if (memories > 0).any() else 0.0
+        return Resources(
+            pod.requests.cpu, pod.requests.memory, pod.gpu.devices_equivalent(smallest)
+        )
+
+    def _remove_task(self, task: Task) -> None:
+        self._account(task, -1.0)
+        self._detach(task)
+        del self.tasks[task.uid or task.pod.meta.key]
+        self._tasks_by_key.pop(task.pod.meta.key, None)
+
+    def _detach(self, task: Task) -> None:
+        members = self.members.get(task.job_key)
+        if members is not None:
+            members.pop(task.uid or task.pod.meta.key, None)
+            if not members and task.job_key not in self.jobs:
+                del self.members[task.job_key]
+
+    # ---- jobs --------------------------------------------------------------------------------
+
+    def _upsert_job(self, group: PodGroupView) -> None:
+        key = group.key
+        members = self.members.setdefault(key, {})
+        for task in members.values():
+            self._account(task, -1.0)
+        old = self.jobs.get(key)
+        priority = self.priority_value(group.spec.priority_class_name)
+        job = Job(
+            key=key,
+            group=group,
+            queue=group.spec.queue,
+            priority=priority,
+            preemptible=_preemptible(group, priority),
+            subgroups={
+                g.name: SubGroup(g.name, g.min_member, parent=g.parent or "")
+                for g in group.spec.sub_groups
+            },
+            tasks=members,
+            last_start=old.last_start if old else None,
+        )
+        self.jobs[key] = job
+        for task in members.values():
+            self._account(task, 1.0)
+
+    def _remove_job(self, key: str) -> None:
+        job = self.jobs.get(key)
+        if job is None:
+            return
+        for task in job.tasks.values():
+            self._account(task, -1.0)
+        del self.jobs[key]
+        for task in job.tasks.values():
+            self._account(task, 1.0)
+        if not job.tasks:
+            self.members.pop(key, None)
+
+    def _reprioritise(self) -> None:
+        for job in list(self.jobs.values()):
+            self._upsert_job(job.group)
+
+    # ---- queues ------------------------------------------------------------------------------
+
+    def _queues_changed(self) -> None:
+        """Recount subtree sums after the tree changed."""
+        self._chains.clear()
+        self.subtree = {}
+        for name, own in self.usage.items():
+            for q in self.queue_chain(name):
+                sums = self.subtree.setdefault(q, QueueUsage())
+                sums.allocated += own.allocated
+                sums.allocated_non_preemptible += own.allocated_non_preemptible
+                sums.requested += own.requested
+
+    # ---- accounting --------------------------------------------------------------------------
+
+    def _account_node(self, task: Task, sign: float) -> None:
+        if not task.node:
+            return
+        if task.status in HOLDS_NODE:
+            self.nodes.add_usage(task.node, task.request, sign, releasing=False)
+            if not task.job_key:
+                self.foreign_used += task.request.scaled(sign)
+        elif task.status == TaskStatus.RELEASING:
+            self.nodes.add_usage(task.node, task.request, sign, releasing=True)
+
+    def _account(self, task: Task, sign: float) -> None:
+        """Add (+1) or remove (-1) a task's contribution to nodes, its job and its queues."""
+        if not self.nodes.dirty:
+            self._account_node(task, sign)
+        job = self.jobs.get(task.job_key) if task.job_key else None
+        if job is None:
+            return
+        status = task.status
+        step = int(sign)
+        group = job.subgroups.get(task.subgroup)
+        if status in ACTIVE:
+            job.active += step
+            while group is not None:
+                group.active += step
+                group = job.subgroups.get(group.parent)
+        group = job.subgroups.get(task.subgroup)
+        if status in ALIVE:
+            job.alive += step
+            while group is not None:
+                group.alive += step
+                group = job.subgroups.get(group.parent)
+        request = task.request.scaled(sign)
+        if status == TaskStatus.PENDING:
+            job.pending += step
+            job.pending_request += request
+        allocated = status in COUNTS_FOR_QUEUE
+        if allocated:
+            job.allocated += request
+        if allocated or status in (TaskStatus.PENDING, TaskStatus.PIPELINED):
+            self._add_queue_usage(job.queue, request, allocated, not job.preemptible)
+
+    def _add_queue_usage(
+        self, queue: str, request: Resources, allocated: bool, non_preemptible: bool
+    ) -> None:
+        own = self.usage.setdefault(queue, QueueUsage())
+        targets = [
+            own,
+            *(self.subtree.setdefault(q, QueueUsage()) for q in self.queue_chain(queue)),
+        ]
+        for usage in targets:
+            usage.requested += request
+            if allocated:
+                usage.allocated += request
+                if non_preemptible:
+                    usage.allocated_non_preemptible += request
+
+
+def _preemptible(group: PodGroupView, priority: int) -> bool:
+    """Explicit spec.preemptibility or label wins; otherwise priority < 100 is preemptible."""
+    explicit = group.spec.preemptibility or group.meta.labels.get(c.PREEMPTIBILITY_LABEL, "")
+    if explicit:
+        return explicit == "preemptible"
+    return priority < c.PREEMPTIBLE_BELOW_PRIORITY

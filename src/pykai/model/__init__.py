@@ -1,0 +1,1 @@
+"""The object model: resources, Kubernetes quantities, typed views of objects, validation."""

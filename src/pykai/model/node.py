@@ -1,0 +1,80 @@
+"""Typed view of a v1 Node: allocatable resources, GPU memory and model, taints, readiness."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pykai.model import constants as c
+from pykai.model.constraints import Taint, parse_taints
+from pykai.model.errors import QuantityError, ValidationError
+from pykai.model.meta import Meta, Obj, parse_meta
+from pykai.model.quantity import count, cpu_millis, memory_bytes
+from pykai.model.resources import Resources
+
+KIND = "Node"
+
+
+@dataclass(frozen=True, slots=True)
+class NodeView:
+    """The scheduler's view of a node."""
+
+    meta: Meta
+    allocatable: Resources
+    extended: dict[str, float]
+    gpu_memory_mib: float  # memory of one GPU, from label nvidia.com/gpu.memory (0 = unknown)
+    gpu_product: str
+    taints: tuple[Taint, ...]
+    ready: bool
+    unschedulable: bool
+
+    @property
+    def name(self) -> str:
+        """The node name."""
+        return self.meta.name
+
+
+def parse_node(obj: Obj) -> NodeView:
+    """Read and validate a node."""
+    meta = parse_meta(obj, KIND)
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    raw = status.get("allocatable") or status.get("capacity") or {}
+    values: dict[str, float] = {}
+    for rname, quantity in raw.items():
+        try:
+            if rname == c.CPU_RESOURCE:
+                values[rname] = cpu_millis(quantity)
+            elif rname == c.MEMORY_RESOURCE:
+                values[rname] = memory_bytes(quantity)
+            else:
+                values[rname] = count(quantity)
+        except QuantityError as exc:
+            raise ValidationError.single(
+                KIND, meta.name, f"status.allocatable[{rname}]", str(exc)
+            ) from exc
+    gpu_memory_text = meta.labels.get(c.GPU_MEMORY_NODE_LABEL, "0")
+    try:
+        gpu_memory = float(gpu_memory_text)
+    except ValueError as exc:
+        raise ValidationError.single(
+            KIND,
+            meta.name,
+            f"metadata.labels[{c.GPU_MEMORY_NODE_LABEL}]",
+            f"must be the memory of one GPU in MiB, got {gpu_memory_text!r}",
+        ) from exc
+    conditions = {str(x.get("type")): str(x.get("status")) for x in status.get("conditions") or []}
+    allocatable = Resources(
+        values.pop(c.CPU_RESOURCE, 0.0),
+        values.pop(c.MEMORY_RESOURCE, 0.0),
+        values.pop(c.GPU_RESOURCE, 0.0),
+    )
+    return NodeView(
+        meta=meta,
+        allocatable=allocatable,
+        extended=values,
+        gpu_memory_mib=gpu_memory,
+        gpu_product=meta.labels.get(c.GPU_PRODUCT_NODE_LABEL, ""),
+        taints=parse_taints(spec, KIND, meta.name),
+        ready=conditions.get("Ready", "True") == "True",
+        unschedulable=bool(spec.get("unschedulable", False)),
+    )

@@ -1,0 +1,263 @@
+"""Typed view of a v1 Pod: effective requests, GPU-sharing request, node constraints."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pykai.model import constants as c
+from pykai.model.constraints import NodeConstraints, parse_constraints
+from pykai.model.errors import FieldProblem, QuantityError, ValidationError
+from pykai.model.meta import Meta, Obj, parse_meta
+from pykai.model.quantity import count, cpu_millis, memory_bytes
+from pykai.model.resources import Resources
+
+KIND = "Pod"
+_IGNORED_RESOURCES = {"ephemeral-storage", "pods"}
+
+
+@dataclass(frozen=True, slots=True)
+class GpuRequest:
+    """What a pod asks of GPUs: whole devices, a fraction of N devices, or GPU memory."""
+
+    whole: int = 0
+    fraction: float = 0.0  # portion of each device, 0 < f <= 1
+    memory_mib: int = 0
+    devices: int = 1  # devices for a fraction or memory request
+
+    @property
+    def is_shared(self) -> bool:
+        """True if the pod shares GPUs (fraction or memory request)."""
+        return self.fraction > 0 or self.memory_mib > 0
+
+    def devices_equivalent(self, gpu_memory_mib: float) -> float:
+        """GPUs counted toward quota; a memory request is converted with ``gpu_memory_mib``."""
+        if self.fraction:
+            return self.fraction * self.devices
+        if self.memory_mib:
+            if gpu_memory_mib <= 0:
+                return float(self.devices)
+            return self.devices * min(1.0, self.memory_mib / gpu_memory_mib)
+        return float(self.whole)
+
+
+@dataclass(frozen=True, slots=True)
+class PodView:
+    """The scheduler's view of a pod."""
+
+    meta: Meta
+    scheduler_name: str
+    node_name: str
+    phase: str
+    deleting: bool
+    priority_class_name: str
+    requests: Resources  # cpu, memory, and whole GPUs (fractions are in ``gpu``)
+    gpu: GpuRequest
+    extended: tuple[tuple[str, float], ...]
+    constraints: NodeConstraints
+
+    @property
+    def finished(self) -> bool:
+        """True if the pod has completed and holds nothing."""
+        return self.phase in ("Succeeded", "Failed")
+
+
+def parse_pod(obj: Obj) -> PodView:
+    """Read and validate a pod; raises ValidationError naming the field and the fix."""
+    meta = parse_meta(obj, KIND)
+    spec = obj.get("spec") or {}
+    status = obj.get("status") or {}
+    problems: list[FieldProblem] = []
+    cpu, memory, whole, extended = _effective_requests(spec, meta.name, problems)
+    gpu = _gpu_request(meta, whole, spec, problems)
+    if problems:
+        raise ValidationError(problems)
+    return PodView(
+        meta=meta,
+        scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
+        node_name=str(spec.get("nodeName") or ""),
+        phase=str(status.get("phase") or "Pending"),
+        deleting=bool((obj.get("metadata") or {}).get("deletionTimestamp")),
+        priority_class_name=str(spec.get("priorityClassName") or ""),
+        requests=Resources(cpu, memory, float(whole)),
+        gpu=gpu,
+        extended=tuple(sorted(extended.items())),
+        constraints=parse_constraints(spec, KIND, meta.name),
+    )
+
+
+def _container_requests(
+    container: Obj, path: str, name: str, problems: list[FieldProblem]
+) -> dict[str, float]:
+    """One container's requests: requests, with limits filling in what is missing."""
+    resources = container.get("resources") or {}
+    limits = resources.get("limits") or {}
+    requests = resources.get("requests") or {}
+    result: dict[str, float] = {}
+    for rname in set(limits) | set(requests):
+        if rname in _IGNORED_RESOURCES:
+            continue
+        source, raw = (
+            ("requests", requests[rname]) if rname in requests else ("limits", limits[rname])
+        )
+        try:
+            if rname == c.CPU_RESOURCE:
+                result[rname] = cpu_millis(raw)
+            elif rname == c.MEMORY_RESOURCE:
+                result[rname] = memory_bytes(raw)
+            else:
+                result[rname] = count(raw)
+        except QuantityError as exc:
+            problems.append(
+                FieldProblem(KIND, name, f"{path}.resources.{source}[{rname}]", str(exc))
+            )
+            continue
+        if rname not in (c.CPU_RESOURCE, c.MEMORY_RESOURCE):
+            _check_extended(rname, limits, requests, path, name, problems)
+    return result
+
+
+def _check_extended(
+    rname: str, limits: Obj, requests: Obj, path: str, name: str, problems: list[FieldProblem]
+) -> None:
+    """An extended resource (nvidia.com/gpu) needs a limit equal to its request."""
+    if rname not in limits:
+        problems.append(
+            FieldProblem(
+                KIND,
+                name,
+                f"{path}.resources.limits[{rname}]",
+                f"is required: an extended resource such as {rname} needs a limit",
+                f"set limits.{rname} equal to requests.{rname}",
+            )
+        )
+    elif rname in requests:
+        try:
+            differs = count(requests[rname]) != count(limits[rname])
+        except QuantityError:
+            return
+        if differs:
+            problems.append(
+                FieldProblem(
+                    KIND,
+                    name,
+                    f"{path}.resources.requests[{rname}]",
+                    "must equal the limit for an extended resource",
+                    f"set requests.{rname} equal to limits.{rname}",
+                )
+            )
+
+
+def _effective_requests(
+    spec: Obj, name: str, problems: list[FieldProblem]
+) -> tuple[float, float, int, dict[str, float]]:
+    """Kubernetes' rule: max(sum over containers, each init container), per resource."""
+    totals: dict[str, float] = {}
+    for i, container in enumerate(spec.get("containers") or []):
+        for rname, value in _container_requests(
+            container, f"spec.containers[{i}]", name, problems
+        ).items():
+            totals[rname] = totals.get(rname, 0.0) + value
+    for i, container in enumerate(spec.get("initContainers") or []):
+        path = f"spec.initContainers[{i}]"
+        for rname, value in _container_requests(container, path, name, problems).items():
+            totals[rname] = max(totals.get(rname, 0.0), value)
+    cpu = totals.pop(c.CPU_RESOURCE, 0.0)
+    memory = totals.pop(c.MEMORY_RESOURCE, 0.0)
+    gpus = totals.pop(c.GPU_RESOURCE, 0.0)
+    if gpus != int(gpus) or gpus < 0:
+        problems.append(
+            FieldProblem(
+                KIND,
+                name,
+                f"spec.containers[*].resources.limits[{c.GPU_RESOURCE}]",
+                f"must be a whole number of devices, got {gpus:g}",
+                'for part of a GPU use the annotation gpu-fraction: "0.5"',
+            )
+        )
+        gpus = math.floor(max(gpus, 0))
+    return cpu, memory, int(gpus), totals
+
+
+def _gpu_request(meta: Meta, whole: int, spec: Obj, problems: list[FieldProblem]) -> GpuRequest:
+    """Read the GPU-sharing annotations and reject the combinations KAI rejects."""
+    ann = meta.annotations
+    fraction_text = ann.get(c.GPU_FRACTION_ANNOTATION)
+    memory_text = ann.get(c.GPU_MEMORY_ANNOTATION)
+    devices_text = ann.get(c.GPU_FRACTION_NUM_DEVICES_ANNOTATION)
+    field = "metadata.annotations"
+    fraction = 0.0
+    memory = 0
+    devices = 1
+    if fraction_text is not None:
+        try:
+            fraction = float(fraction_text)
+        except ValueError:
+            fraction = math.nan
+        if not 0 < fraction <= 1:
+            problems.append(
+                FieldProblem(
+                    KIND,
+                    meta.name,
+                    f"{field}[{c.GPU_FRACTION_ANNOTATION}]",
+                    f"must be a number in (0, 1], got {fraction_text!r}",
+                    'write the share of one GPU, e.g. gpu-fraction: "0.5"',
+                )
+            )
+            fraction = 0.0
+        if whole:
+            problems.append(
+                FieldProblem(
+                    KIND,
+                    meta.name,
+                    f"{field}[{c.GPU_FRACTION_ANNOTATION}]",
+                    f"cannot be combined with a {c.GPU_RESOURCE} limit",
+                    f"request either whole GPUs ({c.GPU_RESOURCE}) or a fraction, not both",
+                )
+            )
+    if memory_text is not None:
+        if not memory_text.isdigit() or int(memory_text) <= 0:
+            problems.append(
+                FieldProblem(
+                    KIND,
+                    meta.name,
+                    f"{field}[{c.GPU_MEMORY_ANNOTATION}]",
+                    f"must be a positive whole number of MiB, got {memory_text!r}",
+                    'e.g. gpu-memory: "4000"',
+                )
+            )
+        else:
+            memory = int(memory_text)
+        if whole or fraction_text is not None:
+            problems.append(
+                FieldProblem(
+                    KIND,
+                    meta.name,
+                    f"{field}[{c.GPU_MEMORY_ANNOTATION}]",
+                    f"cannot be combined with gpu-fraction or a {c.GPU_RESOURCE} limit",
+                    "request GPU memory, a fraction, or whole GPUs: only one of them",
+                )
+            )
+    if devices_text is not None:
+        if not devices_text.isdigit() or int(devices_text) <= 0:
+            problems.append(
+                FieldProblem(
+                    KIND,
+                    meta.name,
+                    f"{field}[{c.GPU_FRACTION_NUM_DEVICES_ANNOTATION}]",
+                    f"must be a positive whole number, got {devices_text!r}",
+                )
+            )
+        elif fraction_text is None and memory_text is None:
+            problems.append(
+                FieldProblem(
+                    KIND,
+                    meta.name,
+                    f"{field}[{c.GPU_FRACTION_NUM_DEVICES_ANNOTATION}]",
+                    "needs gpu-fraction or gpu-memory beside it",
+                    "add gpu-fraction (the share of each device) or remove this annotation",
+                )
+            )
+        else:
+            devices = int(devices_text)
+    return GpuRequest(whole=whole, fraction=fraction, memory_mib=memory, devices=devices)

@@ -1,0 +1,170 @@
+"""Typed view of a scheduling.run.ai/v2 Queue, with KAI's units and special values."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import ValidationError as PydanticError
+
+from pykai.model import constants as c
+from pykai.model.duration import parse_duration
+from pykai.model.errors import FieldProblem, ValidationError
+from pykai.model.meta import Meta, Obj, parse_meta
+from pykai.model.pydantic_errors import problems_from
+from pykai.model.resources import MB, Resources
+
+KIND = "Queue"
+
+
+class ResourceSpec(BaseModel):
+    """quota / limit / overQuotaWeight of one resource. Missing fields take KAI's Helm defaults."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    quota: float = 0.0
+    limit: float = -1.0
+    over_quota_weight: float = Field(1.0, alias="overQuotaWeight")
+
+    @field_validator("quota", "limit")
+    @classmethod
+    def _minus_one_or_positive(cls, value: float) -> float:
+        if value < 0 and value != -1:
+            raise ValueError(f"must be -1 (unlimited) or at least 0, got {value:g}")
+        return value
+
+    @field_validator("over_quota_weight")
+    @classmethod
+    def _non_negative(cls, value: float) -> float:
+        if value < 0:
+            raise ValueError(f"must be at least 0, got {value:g}")
+        return value
+
+
+class QueueResources(BaseModel):
+    """spec.resources: only cpu, gpu and memory are known."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cpu: ResourceSpec = ResourceSpec()
+    gpu: ResourceSpec = ResourceSpec()
+    memory: ResourceSpec = ResourceSpec()
+
+
+class QueueSpec(BaseModel):
+    """spec of a Queue."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    display_name: str = Field("", alias="displayName")
+    parent_queue: str = Field("", alias="parentQueue")
+    priority: int = c.DEFAULT_QUEUE_PRIORITY
+    preempt_min_runtime: str | None = Field(None, alias="preemptMinRuntime")
+    reclaim_min_runtime: str | None = Field(None, alias="reclaimMinRuntime")
+    resources: QueueResources
+
+    @field_validator("preempt_min_runtime", "reclaim_min_runtime")
+    @classmethod
+    def _duration(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_duration(value)
+        return value
+
+
+def _amounts(spec: QueueResources, attr: str, unlimited: float) -> Resources:
+    """Quota or limit in engine units (cpu milli, memory bytes, gpu); -1 becomes ``unlimited``."""
+
+    def one(r: ResourceSpec, scale: float) -> float:
+        value: float = getattr(r, attr)
+        return unlimited if value == -1 else value * scale
+
+    return Resources(one(spec.cpu, 1.0), one(spec.memory, MB), one(spec.gpu, 1.0))
+
+
+@dataclass(frozen=True, slots=True)
+class QueueView:
+    """The scheduler's view of a queue (engine units: cpu milli, memory bytes, gpu devices)."""
+
+    meta: Meta
+    spec: QueueSpec
+
+    @property
+    def name(self) -> str:
+        """The queue name."""
+        return self.meta.name
+
+    @property
+    def parent(self) -> str:
+        """The parent queue's name, or empty for a top-level queue."""
+        return self.spec.parent_queue
+
+    @property
+    def deserved(self) -> Resources:
+        """Quota; unlimited (-1) is ``math.inf``."""
+        return _amounts(self.spec.resources, "quota", math.inf)
+
+    @property
+    def limit(self) -> Resources:
+        """Limit; no limit (-1) is ``math.inf``, 0 forbids."""
+        return _amounts(self.spec.resources, "limit", math.inf)
+
+    @property
+    def over_quota_weight(self) -> Resources:
+        """Over-quota weight per resource."""
+        r = self.spec.resources
+        return Resources(
+            r.cpu.over_quota_weight, r.memory.over_quota_weight, r.gpu.over_quota_weight
+        )
+
+
+def parse_queue(obj: Obj) -> QueueView:
+    """Read and validate one queue (the tree is checked by ``validate_queue_tree``)."""
+    meta = parse_meta(obj, KIND)
+    spec = obj.get("spec")
+    if not isinstance(spec, dict) or "resources" not in spec:
+        raise ValidationError.single(
+            KIND,
+            meta.name,
+            "spec.resources",
+            "is required",
+            "give quota, limit and overQuotaWeight for cpu, gpu and memory (-1 = unlimited)",
+        )
+    try:
+        return QueueView(meta=meta, spec=QueueSpec.model_validate(spec))
+    except PydanticError as exc:
+        raise ValidationError(problems_from(exc, KIND, meta.name, "spec")) from exc
+
+
+def validate_queue_tree(queues: dict[str, QueueView]) -> list[FieldProblem]:
+    """Problems of the tree: parents that do not exist, and cycles."""
+    problems: list[FieldProblem] = []
+    for name, queue in sorted(queues.items()):
+        parent = queue.parent
+        if parent and parent not in queues:
+            problems.append(
+                FieldProblem(
+                    KIND,
+                    name,
+                    "spec.parentQueue",
+                    f'queue "{parent}" does not exist',
+                    f'create queue "{parent}" first, or remove spec.parentQueue',
+                )
+            )
+            continue
+        seen = {name}
+        while parent:
+            if parent in seen:
+                problems.append(
+                    FieldProblem(
+                        KIND,
+                        name,
+                        "spec.parentQueue",
+                        f'forms a cycle through queue "{parent}"',
+                        "make the parents form a tree",
+                    )
+                )
+                break
+            seen.add(parent)
+            parent = queues[parent].parent if parent in queues else ""
+    return problems
