@@ -1,1 +1,1 @@
-
+"""Benchmarks run by ``pykai bench``; results are recorded under bench/results/."""

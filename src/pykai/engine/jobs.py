@@ -34,6 +34,23 @@ COUNTS_FOR_QUEUE = HOLDS_NODE
 # Statuses that count toward a gang's minimum ("active allocated").
 ACTIVE = HOLDS_NODE | {TaskStatus.PIPELINED}
 ALIVE = frozenset(TaskStatus) - {TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.RELEASING}
+REQUESTING = HOLDS_NODE | {TaskStatus.PENDING, TaskStatus.PIPELINED}
+
+
+def _accounting_class(status: TaskStatus) -> tuple[bool, ...]:
+    return (
+        status in HOLDS_NODE,
+        status is TaskStatus.RELEASING,
+        status in ACTIVE,
+        status in ALIVE,
+        status is TaskStatus.PENDING,
+        status in REQUESTING,
+    )
+
+
+# Statuses that every sum treats alike (e.g. Allocated and Binding): moving between them on the
+# same node changes no figure.
+ACCOUNTING_CLASS = {status: _accounting_class(status) for status in TaskStatus}
 
 
 @dataclass(slots=True, eq=False)

@@ -15,6 +15,7 @@ from pykai.model.resources import Resources
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
 CPU, MEM, GPU = 0, 1, 2
+_ConstraintKey = tuple[NodeConstraints, tuple[tuple[str, float], ...]]
 
 
 class NodeTable:
@@ -29,7 +30,8 @@ class NodeTable:
         self.releasing: FloatArray = np.zeros((0, 3))
         self.schedulable: BoolArray = np.zeros(0, dtype=bool)
         self.gpu_memory_mib: FloatArray = np.zeros(0)
-        self._masks: dict[tuple[NodeConstraints, tuple[tuple[str, float], ...]], BoolArray] = {}
+        self._masks: dict[_ConstraintKey, BoolArray] = {}
+        self._parts: dict[_ConstraintKey, tuple[BoolArray, BoolArray, BoolArray]] = {}
         self.dirty = False
 
     def __len__(self) -> int:
@@ -53,13 +55,13 @@ class NodeTable:
         else:
             self.dirty = True
         self._views[node.name] = node
-        self._masks.clear()
+        self._clear_masks()
 
     def remove(self, name: str) -> None:
         """Forget a node."""
         if self._views.pop(name, None) is not None:
             self.dirty = True
-            self._masks.clear()
+            self._clear_masks()
 
     def rebuild(self) -> None:
         """Lay the rows out again in name order; usage is zeroed for the caller to recount."""
@@ -71,8 +73,12 @@ class NodeTable:
         self.releasing = np.zeros_like(self.alloc)
         self.schedulable = np.array([v.ready and not v.unschedulable for v in views], dtype=bool)
         self.gpu_memory_mib = np.array([v.gpu_memory_mib for v in views], dtype=float)
-        self._masks.clear()
+        self._clear_masks()
         self.dirty = False
+
+    def _clear_masks(self) -> None:
+        self._masks.clear()
+        self._parts.clear()
 
     def add_usage(self, name: str, amount: Resources, sign: float, releasing: bool) -> None:
         """Add (sign=+1) or remove (sign=-1) usage of a node."""
@@ -88,6 +94,28 @@ class NodeTable:
         """Free resources per node now."""
         return self.alloc - self.used
 
+    def constraint_parts(
+        self, constraints: NodeConstraints, extended: tuple[tuple[str, float], ...] = ()
+    ) -> tuple[BoolArray, BoolArray, BoolArray]:
+        """Per node: selector/affinity matches, taints tolerated, extended resources present.
+        Cached until the nodes change."""
+        key = (constraints, extended)
+        parts = self._parts.get(key)
+        if parts is None:
+            views = [self._views[n] for n in self.names]
+            selects = np.array([constraints.selects(v.meta.labels) for v in views], dtype=bool)
+            tolerates = np.array([not constraints.untolerated(v.taints) for v in views], dtype=bool)
+            has_extended = np.array(
+                [
+                    all(v.extended.get(name, 0.0) >= amount for name, amount in extended)
+                    for v in views
+                ],
+                dtype=bool,
+            )
+            parts = (selects.reshape(-1), tolerates.reshape(-1), has_extended.reshape(-1))
+            self._parts[key] = parts
+        return parts
+
     def constraint_mask(
         self, constraints: NodeConstraints, extended: tuple[tuple[str, float], ...] = ()
     ) -> BoolArray:
@@ -96,15 +124,7 @@ class NodeTable:
         key = (constraints, extended)
         mask = self._masks.get(key)
         if mask is None:
-            mask = np.array(
-                [
-                    constraints.selects(v.meta.labels)
-                    and not constraints.untolerated(v.taints)
-                    and all(v.extended.get(name, 0.0) >= amount for name, amount in extended)
-                    for v in (self._views[n] for n in self.names)
-                ],
-                dtype=bool,
-            ).reshape(-1)
-            mask &= self.schedulable
+            selects, tolerates, has_extended = self.constraint_parts(constraints, extended)
+            mask = self.schedulable & selects & tolerates & has_extended
             self._masks[key] = mask
         return mask

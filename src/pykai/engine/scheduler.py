@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+
+from pykai.engine.actions.allocate import allocate
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import CycleResult
+from pykai.engine.session import Session
 from pykai.engine.state import ClusterState
+
+Action = Callable[[Session], None]
+ACTIONS: dict[str, Action] = {"allocate": allocate}
 
 
 class Scheduler:
@@ -17,4 +25,18 @@ class Scheduler:
         """Run one cycle at time ``now`` (seconds). Committed binds stay in ``state`` as
         assumed (status Binding) until the backend confirms them; evicted tasks stay
         Releasing until their pods are deleted."""
-        raise NotImplementedError("being written")
+        started = time.perf_counter()
+        session = Session.open(state, self.config, now)
+        opened = time.perf_counter()
+        for name in self.config.actions:
+            action = ACTIONS.get(name)
+            if action is not None:
+                action(session)
+        acted = time.perf_counter()
+        result = session.close()
+        result.timings = {
+            "session_open": opened - started,
+            "actions": acted - opened,
+            "close": time.perf_counter() - acted,
+        }
+        return result

@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pykai.engine.jobs import (
+    ACCOUNTING_CLASS,
     ACTIVE,
     ALIVE,
     COUNTS_FOR_QUEUE,
     HOLDS_NODE,
+    REQUESTING,
     Job,
     SubGroup,
     Task,
@@ -23,7 +25,7 @@ from pykai.engine.jobs import (
 )
 from pykai.engine.nodes import NodeTable
 from pykai.model import constants as c
-from pykai.model.meta import Obj, kind_of
+from pykai.model.meta import Obj, kind_of, parse_time
 from pykai.model.node import parse_node
 from pykai.model.pod import PodView, parse_pod
 from pykai.model.podgroup import PodGroupView, parse_podgroup
@@ -71,6 +73,7 @@ class ClusterState:
         self.usage: dict[str, QueueUsage] = {}  # per queue, its own jobs
         self.subtree: dict[str, QueueUsage] = {}  # per queue, its whole subtree
         self.foreign_used = Resources.ZERO  # pods of other schedulers on nodes
+        self.pending_jobs: set[str] = set()  # keys of jobs with pending tasks
         self._chains: dict[str, tuple[str, ...]] = {}
         self._tasks_by_key: dict[str, str] = {}  # "ns/name" -> uid
 
@@ -123,6 +126,9 @@ class ClusterState:
 
     def set_status(self, task: Task, status: TaskStatus, node: str) -> None:
         """Move a task to a status and node, keeping every sum consistent."""
+        if node == task.node and ACCOUNTING_CLASS[status] == ACCOUNTING_CLASS[task.status]:
+            task.status = status
+            return
         self._account(task, -1.0)
         task.status = status
         task.node = node
@@ -244,7 +250,7 @@ class ClusterState:
                 for g in group.spec.sub_groups
             },
             tasks=members,
-            last_start=old.last_start if old else None,
+            last_start=_last_start(group, old),
         )
         self.jobs[key] = job
         for task in members.values():
@@ -257,6 +263,7 @@ class ClusterState:
         for task in job.tasks.values():
             self._account(task, -1.0)
         del self.jobs[key]
+        self.pending_jobs.discard(key)
         for task in job.tasks.values():
             self._account(task, 1.0)
         if not job.tasks:
@@ -316,10 +323,14 @@ class ClusterState:
         if status == TaskStatus.PENDING:
             job.pending += step
             job.pending_request += request
+            if job.pending:
+                self.pending_jobs.add(job.key)
+            else:
+                self.pending_jobs.discard(job.key)
         allocated = status in COUNTS_FOR_QUEUE
         if allocated:
             job.allocated += request
-        if allocated or status in (TaskStatus.PENDING, TaskStatus.PIPELINED):
+        if status in REQUESTING:
             self._add_queue_usage(job.queue, request, allocated, not job.preemptible)
 
     def _add_queue_usage(
@@ -336,6 +347,17 @@ class ClusterState:
                 usage.allocated += request
                 if non_preemptible:
                     usage.allocated_non_preemptible += request
+
+
+def _last_start(group: PodGroupView, old: Job | None) -> float | None:
+    """When the job last started: the annotation KAI writes, else what this state saw."""
+    stamp = group.meta.annotations.get(c.LAST_START_ANNOTATION)
+    if stamp:
+        try:
+            return parse_time(stamp)
+        except ValueError:
+            pass
+    return old.last_start if old else None
 
 
 def _preemptible(group: PodGroupView, priority: int) -> bool:

@@ -1,0 +1,144 @@
+"""The engine benchmark (benchmarks.md §B): pods bound per second and cycle latency, in process.
+
+Three measurements on synthetic clusters fed straight into a ClusterState (no store, no API):
+- single-pod jobs: ``pods`` pending one-GPU jobs on ``nodes`` nodes of 8 GPUs;
+- gangs: ``pods / 8`` gangs of 8 one-GPU pods on the same cluster;
+- a large cycle: 4,000 nodes holding 140,000 pods (KAI issue #315's size), most of them running,
+  with 1,000 pending jobs; one full cycle split into session open (the snapshot) and actions.
+"""
+
+from __future__ import annotations
+
+import gc
+import resource
+import time
+from typing import Any
+
+from pykai.engine.scheduler import Scheduler
+from pykai.engine.state import ClusterState
+from pykai.model.builders import node, pod, podgroup, queue
+from pykai.model.meta import Obj
+from pykai.model.priorityclass import builtin_priority_classes
+
+QUEUES = 10
+GPUS_PER_NODE = 8
+
+
+def _base(nodes: int, gpu_nodes: int | None = None) -> ClusterState:
+    """A state with ``nodes`` nodes (the first ``gpu_nodes`` with 8 GPUs) and 10 queues."""
+    state = ClusterState()
+    objects: list[Obj] = [*builtin_priority_classes(), queue("bench")]
+    objects += [queue(f"team-{q}", parent="bench", gpu=(0, -1, 1)) for q in range(QUEUES)]
+    gpu_nodes = nodes if gpu_nodes is None else gpu_nodes
+    objects += [
+        node(f"node-{i:05d}", gpus=GPUS_PER_NODE if i < gpu_nodes else 0) for i in range(nodes)
+    ]
+    for obj in objects:
+        state.upsert(obj)
+    state.ensure_current()
+    return state
+
+
+def _jobs(
+    state: ClusterState, count: int, size: int, *, gpus: int = 1, prefix: str = "job"
+) -> None:
+    """Add ``count`` pending jobs of ``size`` pods each, spread over the queues."""
+    for j in range(count):
+        name = f"{prefix}-{j:06d}"
+        stamp = f"2025-01-01T00:{(j // 60) % 60:02d}:{j % 60:02d}Z"
+        state.upsert(
+            podgroup(
+                name, queue=f"team-{j % QUEUES}", min_member=size, uid=f"pg-{name}", creation=stamp
+            )
+        )
+        for i in range(size):
+            state.upsert(
+                pod(f"{name}-{i}", group=name, gpus=gpus, uid=f"{name}-{i}", creation=stamp)
+            )
+
+
+def _bind_rate(state: ClusterState, expected: int) -> dict[str, float]:
+    """Run cycles until ``expected`` pods are bound (or nothing more binds)."""
+    scheduler = Scheduler()
+    bound = 0
+    cycles = 0
+    started = time.perf_counter()
+    while bound < expected:
+        result = scheduler.run_cycle(state, 1.0e9 + cycles)
+        cycles += 1
+        if not result.binds:
+            break
+        bound += len(result.binds)
+    elapsed = time.perf_counter() - started
+    return {
+        "bound": bound,
+        "cycles": cycles,
+        "seconds": elapsed,
+        "pods_per_second": bound / elapsed,
+    }
+
+
+def _large_cycle(nodes: int, pods: int, pending_jobs: int) -> dict[str, float]:
+    """One full cycle on a big, mostly running cluster."""
+    gpu_nodes = max(100, nodes // 40)
+    load_started = time.perf_counter()
+    state = _base(nodes, gpu_nodes)
+    running = pods - pending_jobs
+    cpu_nodes = nodes - gpu_nodes
+    for i in range(running):
+        group = f"run-{i:06d}"
+        target = gpu_nodes + i % cpu_nodes if cpu_nodes else i % nodes
+        state.upsert(podgroup(group, queue=f"team-{i % QUEUES}", uid=f"pg-{group}"))
+        state.upsert(
+            pod(
+                group,
+                group=group,
+                cpu="100m",
+                memory="256Mi",
+                uid=group,
+                node_name=f"node-{target:05d}",
+                phase="Running",
+            )
+        )
+    _jobs(state, pending_jobs, 1, gpus=1, prefix="pending")
+    state.ensure_current()
+    load = time.perf_counter() - load_started
+    result = Scheduler().run_cycle(state, 2.0e9)
+    timings = result.timings
+    return {
+        "load_seconds": load,
+        "cycle_seconds": sum(timings.values()),
+        "snapshot_seconds": timings["session_open"],
+        "actions_seconds": timings["actions"] + timings["close"],
+        "bound": len(result.binds),
+    }
+
+
+def run_engine_bench(nodes: int = 5000, pods: int = 10_000) -> dict[str, Any]:
+    """Run the three measurements and return one flat record of figures."""
+    gc.collect()
+    state = _base(nodes)
+    _jobs(state, pods, 1)
+    single = _bind_rate(state, pods)
+    del state
+    state = _base(nodes)
+    _jobs(state, pods // 8, 8, prefix="gang")
+    gangs = _bind_rate(state, pods // 8 * 8)
+    del state
+    gc.collect()
+    large = _large_cycle(4000, 140_000, 1000)
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "nodes": nodes,
+        "pods": pods,
+        "pods_per_second": round(single["pods_per_second"], 1),
+        "single_pod_cycles": single["cycles"],
+        "gang_pods_per_second": round(gangs["pods_per_second"], 1),
+        "gang_cycles": gangs["cycles"],
+        "cycle_seconds_4000_nodes_140k_pods": round(large["cycle_seconds"], 4),
+        "snapshot_seconds": round(large["snapshot_seconds"], 4),
+        "actions_seconds": round(large["actions_seconds"], 4),
+        "large_cluster_load_seconds": round(large["load_seconds"], 2),
+        "large_cycle_bound": large["bound"],
+        "peak_rss_mb": round(peak_kb / 1024, 1),
+    }

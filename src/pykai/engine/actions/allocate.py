@@ -1,0 +1,187 @@
+"""allocate: place pending jobs on free resources, gang by gang, in queue and job order.
+
+A job below its minimum gets all its missing pods up to the minimum at once (all or nothing,
+per subgroup and for the whole PodGroup); once the minimum is met, one extra pod per pass, and
+the job goes back into its queue so that elastic growth interleaves with other jobs by fairness.
+"""
+
+from __future__ import annotations
+
+from pykai.engine.capacity import over_capacity
+from pykai.engine.decisions import Reason
+from pykai.engine.jobs import Job, Task, TaskStatus
+from pykai.engine.ordering import JobQueue
+from pykai.engine.placement import explain, find_node
+from pykai.engine.session import Session
+from pykai.model.constraints import NodeConstraints
+from pykai.model.resources import Resources
+
+
+def allocate(session: Session) -> None:
+    """Run the allocate action."""
+    plans: dict[str, list[Task]] = {}
+    no_fit: dict[FitKey, str] = {}  # allocate only fills nodes: what did not fit stays so
+
+    def request_of(job: Job) -> Resources:
+        tasks = plans.get(job.key)
+        if tasks is None:
+            tasks = plans[job.key] = tasks_to_allocate(job)
+        total = Resources.ZERO
+        for task in tasks:
+            total += task.request
+        return total
+
+    queue = JobQueue(session, schedulable_jobs(session), request_of)
+    while (job := queue.pop()) is not None:
+        request_of(job)
+        tasks = plans.pop(job.key)
+        if not tasks:
+            continue
+        if allocate_job(session, job, tasks, no_fit) and job.pending and job.gang_satisfied():
+            queue.push(job)
+
+
+def schedulable_jobs(session: Session) -> list[Job]:
+    """Jobs with pending pods whose queue exists and that have enough pods to start;
+    the others get a reason."""
+    state = session.state
+    jobs = []
+    for key in sorted(state.pending_jobs):
+        job = state.jobs[key]
+        if not session.chain(job):
+            session.note(job, _missing_queue(session, job))
+        elif session.queues[job.queue].children:
+            session.note(
+                job,
+                Reason(
+                    "QueueDoesNotExist",
+                    f'queue "{job.queue}" is a parent queue; jobs run only in leaf queues. '
+                    f"Set the kai.scheduler/queue label to one of: "
+                    f"{', '.join(session.queues[job.queue].children)}",
+                ),
+            )
+        elif not job.ready_for_scheduling():
+            session.note(
+                job,
+                Reason(
+                    "NotReady",
+                    f"waiting for pods: the gang needs {job.min_member} (minMember), "
+                    f"{job.alive} exist",
+                ),
+            )
+        else:
+            jobs.append(job)
+    return jobs
+
+
+def _missing_queue(session: Session, job: Job) -> Reason:
+    chain_names = []
+    name = job.queue
+    queues = session.state.queues
+    while name in queues:
+        chain_names.append(name)
+        name = queues[name].parent
+    if not chain_names:
+        return Reason(
+            "QueueDoesNotExist",
+            f'queue "{job.queue}" does not exist. Create it, or set the kai.scheduler/queue '
+            f"label to an existing queue",
+        )
+    return Reason(
+        "QueueDoesNotExist",
+        f'queue "{job.queue}" has a missing ancestor "{name}". Create queue "{name}"',
+    )
+
+
+def tasks_to_allocate(job: Job) -> list[Task]:
+    """The pods to try now: the gang up to every minimum, or one extra pod."""
+    pending = sorted(
+        (t for t in job.tasks.values() if t.status == TaskStatus.PENDING),
+        key=lambda t: t.order_key,
+    )
+    if not pending:
+        return []
+    if job.gang_satisfied():
+        return pending[:1]
+    chosen: list[Task] = []
+    taken: set[int] = set()
+    for group in sorted(job.subgroups.values(), key=lambda g: g.name):
+        members = _subtree(job, group.name)
+        short = group.min_member - group.active - sum(1 for t in chosen if t.subgroup in members)
+        for task in pending:
+            if short <= 0:
+                break
+            if id(task) not in taken and task.subgroup in members:
+                chosen.append(task)
+                taken.add(id(task))
+                short -= 1
+    short = job.min_member - job.active - len(chosen)
+    for task in pending:
+        if short <= 0:
+            break
+        if id(task) not in taken:
+            chosen.append(task)
+            taken.add(id(task))
+            short -= 1
+    return sorted(chosen, key=lambda t: t.order_key)
+
+
+def _subtree(job: Job, name: str) -> set[str]:
+    """A subgroup's name and the names of its descendants."""
+    names = {name}
+    changed = True
+    while changed:
+        changed = False
+        for group in job.subgroups.values():
+            if group.parent in names and group.name not in names:
+                names.add(group.name)
+                changed = True
+    return names
+
+
+FitKey = tuple[Resources, NodeConstraints, tuple[tuple[str, float], ...]]
+
+
+def allocate_job(
+    session: Session, job: Job, tasks: list[Task], no_fit: dict[FitKey, str] | None = None
+) -> bool:
+    """Try to place ``tasks`` of ``job`` atomically; True if committed (allocated or pipelined).
+    ``no_fit`` remembers task shapes that found no node, to skip them while nodes only fill."""
+    no_fit = {} if no_fit is None else no_fit
+    request = Resources.ZERO
+    for task in tasks:
+        request += task.request
+    reason = over_capacity(job, session.chain(job), request)
+    if reason is not None:
+        session.note(job, reason)
+        return False
+    was_satisfied = job.gang_satisfied()
+    nodes = session.state.nodes
+    strategy = session.config.placement
+    statement = session.statement()
+    pipelined = False
+    for position, task in enumerate(tasks, start=1):
+        fit_key = (task.request, task.pod.constraints, task.pod.extended)
+        placement = None if fit_key in no_fit else find_node(nodes, task, strategy)
+        if placement is None:
+            message = no_fit.get(fit_key) or explain(nodes, task)
+            if position == 1:  # later positions saw nodes held by this gang's earlier pods
+                no_fit[fit_key] = message
+            statement.discard()
+            where = f"pod {task.pod.meta.key}"
+            if len(tasks) > 1:
+                where += f" ({position} of {len(tasks)} the gang needs together)"
+            session.note(job, Reason("Unschedulable", f"{where}: {message}"))
+            return False
+        if placement.pipelined:
+            statement.pipeline(task, placement.node)
+            pipelined = True
+        else:
+            statement.allocate(task, placement.node)
+    if pipelined and not was_satisfied:
+        for task in tasks:
+            if task.status == TaskStatus.ALLOCATED:
+                statement.pipeline(task, task.node)
+    statement.commit()
+    session.reasons.pop(job.key, None)
+    return True

@@ -1,0 +1,135 @@
+"""Job order and queue order (KAI's priority, elastic and proportion plugins), and the
+queue tree that hands out the next job to try."""
+
+from __future__ import annotations
+
+import heapq
+import itertools
+from collections.abc import Callable, Iterable
+
+from pykai.engine.jobs import Job
+from pykai.engine.session import QueueInfo, Session
+from pykai.model.resources import Resources
+
+EPS = 1e-9
+
+
+def job_order_key(job: Job) -> tuple[int, int, float, str]:
+    """Higher priority first, then jobs below their minimum, then older, then UID."""
+    return (-job.priority, job.elastic_state(), job.creation, job.uid)
+
+
+def _dominant_share(used: tuple[float, ...], allocatable: tuple[float, ...]) -> float:
+    """max over resources of used / allocatable; a zero allocatable weighs used × 1000."""
+    share = 0.0
+    for u, a in zip(used, allocatable, strict=True):
+        share = max(share, u * 1000 if a <= EPS else u / a)
+    return share
+
+
+QueueKey = tuple[bool, bool, int, bool, float, float, float, float, str, str]
+
+
+def queue_order_key(queue: QueueInfo, job_request: Resources, total: Resources) -> QueueKey:
+    """KAI's queue order as a sort key (smaller goes first), given the request of the job the
+    queue would run next: not over fair share, starved, priority, no zero-share penalty, DRF
+    with the job, DRF without it, smaller allocatable share, older.
+
+    KAI's seventh criterion is a partial order (smaller in every resource); the key uses the
+    sum of the shares relative to the cluster total, which agrees with it wherever it decides.
+    """
+    allocated = tuple(queue.usage.allocated)
+    with_job = tuple(a + r for a, r in zip(allocated, job_request, strict=True))
+    fair = tuple(queue.fair_share)
+    deserved = tuple(queue.deserved)
+    share = tuple(queue.allocatable_share(total))
+    over = all(a > f + EPS for a, f in zip(allocated, fair, strict=True))
+    starved = all(w <= d + EPS for w, d in zip(with_job, deserved, strict=True))
+    zero_share = any(w > EPS and s <= EPS for w, s in zip(with_job, share, strict=True))
+    relative = sum(s / t for s, t in zip(share, total, strict=True) if t > EPS)
+    return (
+        over,
+        not starved,
+        -queue.priority,
+        zero_share,
+        _dominant_share(with_job, share),
+        _dominant_share(allocated, share),
+        relative,
+        queue.creation,
+        queue.uid,
+        queue.name,
+    )
+
+
+class JobQueue:
+    """Pending jobs in leaf queues; ``pop`` walks the tree from the root, taking at each level
+    the child queue that queue order ranks first, judged by the job it would run next."""
+
+    def __init__(
+        self, session: Session, jobs: Iterable[Job], request_of: Callable[[Job], Resources]
+    ) -> None:
+        self._session = session
+        self._request_of = request_of
+        self._heaps: dict[str, list[tuple[tuple[int, int, float, str], int, Job]]] = {}
+        self._counts: dict[str, int] = {}
+        self._seq = itertools.count()
+        self._keys: dict[str, QueueKey] = {}  # cached queue-order keys, dropped when they change
+        self._roots = sorted(q.name for q in session.queues.values() if not q.parent)
+        for job in jobs:
+            self.push(job)
+
+    def __len__(self) -> int:
+        return sum(len(h) for h in self._heaps.values())
+
+    def push(self, job: Job) -> None:
+        """Add (or re-add) a job to its leaf queue."""
+        heapq.heappush(
+            self._heaps.setdefault(job.queue, []), (job_order_key(job), next(self._seq), job)
+        )
+        for name in self._session.state.queue_chain(job.queue):
+            self._counts[name] = self._counts.get(name, 0) + 1
+
+    def pop(self) -> Job | None:
+        """The next job to try, or None when every queue is empty."""
+        level = self._roots
+        chosen = ""
+        heads: dict[str, Job] = {}
+        while level:
+            candidates = [q for q in level if self._counts.get(q, 0) > 0]
+            if not candidates:
+                break
+            chosen = self._best(candidates, heads)
+            level = self._session.queues[chosen].children
+        if not chosen or not self._heaps.get(chosen):
+            return None
+        _, _, job = heapq.heappop(self._heaps[chosen])
+        for name in self._session.state.queue_chain(job.queue):
+            self._counts[name] -= 1
+            self._keys.pop(name, None)  # its head and (once the job runs) its usage change
+        return job
+
+    def _head(self, queue: str, heads: dict[str, Job]) -> Job:
+        """The job a queue's subtree would hand out next."""
+        if queue not in heads:
+            heap = self._heaps.get(queue)
+            if heap:
+                heads[queue] = heap[0][2]
+            else:
+                children = [
+                    c for c in self._session.queues[queue].children if self._counts.get(c, 0) > 0
+                ]
+                heads[queue] = self._head(self._best(children, heads), heads)
+        return heads[queue]
+
+    def _best(self, candidates: list[str], heads: dict[str, Job]) -> str:
+        if len(candidates) == 1:
+            return candidates[0]
+        return min(candidates, key=lambda name: self._key(name, heads))
+
+    def _key(self, name: str, heads: dict[str, Job]) -> QueueKey:
+        key = self._keys.get(name)
+        if key is None:
+            request = self._request_of(self._head(name, heads))
+            key = queue_order_key(self._session.queues[name], request, self._session.total)
+            self._keys[name] = key
+        return key

@@ -1,0 +1,133 @@
+"""Choosing a node for a task: filtering by fit and constraints, scoring as KAI does
+(node availability, resource type, binpack or spread), and explaining a failure."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from pykai.engine.config import PlacementStrategy
+from pykai.engine.jobs import Task
+from pykai.engine.nodes import CPU, GPU, MEM, BoolArray, FloatArray, NodeTable
+from pykai.model.resources import format_cpu, format_gpu, format_memory
+
+EPS = 1e-9
+RESOURCE_TYPE_SCORE = 10.0  # a CPU-only task on a CPU-only node
+BINPACK_MAX = 9.0
+
+
+@dataclass(frozen=True, slots=True)
+class Placement:
+    """Where a task goes; ``pipelined`` when it fits only on resources being released."""
+
+    node: str
+    pipelined: bool
+
+
+def _fits(free: FloatArray, task: Task) -> BoolArray:
+    r = task.request
+    fit: BoolArray = free[:, GPU] >= r.gpu - EPS
+    if r.cpu:
+        fit &= free[:, CPU] >= r.cpu - EPS
+    if r.memory:
+        fit &= free[:, MEM] >= r.memory - EPS
+    return fit
+
+
+def find_node(nodes: NodeTable, task: Task, strategy: PlacementStrategy) -> Placement | None:
+    """The best node for a task on idle resources, else on idle + releasing ones, else None."""
+    if not len(nodes):
+        return None
+    mask = nodes.constraint_mask(task.pod.constraints, task.pod.extended)
+    idle = nodes.alloc - nodes.used
+    candidates = np.flatnonzero(mask & _fits(idle, task))
+    pipelined = False
+    if not candidates.size:
+        if not nodes.releasing.any():
+            return None
+        candidates = np.flatnonzero(mask & _fits(idle + nodes.releasing, task))
+        if not candidates.size:
+            return None
+        pipelined = True
+    best = candidates[int(np.argmax(_scores(nodes, idle, candidates, task, strategy)))]
+    return Placement(nodes.names[int(best)], pipelined)
+
+
+def _scores(
+    nodes: NodeTable,
+    idle: FloatArray,
+    candidates: np.ndarray,
+    task: Task,
+    strategy: PlacementStrategy,
+) -> FloatArray:
+    """KAI's node scores for the candidate rows (higher is better; first best wins ties)."""
+    gpu_task = task.request.gpu > 0
+    column = GPU if gpu_task else CPU
+    free = idle[candidates, column]
+    if (strategy.gpu if gpu_task else strategy.cpu) == "binpack":
+        low, high = float(free.min()), float(free.max())
+        scores = (
+            BINPACK_MAX * (1.0 - (free - low) / (high - low))
+            if high > low
+            else np.full(free.shape, BINPACK_MAX)
+        )
+    else:
+        total = nodes.alloc[candidates, column]
+        scores = np.divide(free, total, out=np.zeros_like(free), where=total > 0)
+    if not gpu_task:
+        scores = scores + RESOURCE_TYPE_SCORE * (nodes.alloc[candidates, GPU] <= 0)
+    return scores
+
+
+def explain(nodes: NodeTable, task: Task) -> str:
+    """Why no node fits, in kube-scheduler's words, plus the largest free GPU count."""
+    total = len(nodes)
+    if not total:
+        return "0/0 nodes are available: the cluster has no nodes"
+    parts: list[str] = []
+    unschedulable = int((~nodes.schedulable).sum())
+    if unschedulable:
+        parts.append(f"{unschedulable} node(s) were not ready or were cordoned")
+    selects, tolerates, has_extended = nodes.constraint_parts(
+        task.pod.constraints, task.pod.extended
+    )
+    selectable = nodes.schedulable & selects
+    mismatched = int((nodes.schedulable & ~selects).sum())
+    tainted = int((selectable & ~tolerates).sum())
+    selectable &= tolerates
+    missing = int((selectable & ~has_extended).sum())
+    selectable &= has_extended
+    if mismatched:
+        parts.append(f"{mismatched} node(s) didn't match the pod's node selector or affinity")
+    if tainted:
+        parts.append(f"{tainted} node(s) had taints the pod does not tolerate")
+    if missing:
+        names = ", ".join(name for name, _ in task.pod.extended)
+        parts.append(f"{missing} node(s) lacked {names}")
+    idle = nodes.alloc - nodes.used
+    r = task.request
+    for column, name, amount in (
+        (GPU, "nvidia.com/gpu", r.gpu),
+        (CPU, "cpu", r.cpu),
+        (MEM, "memory", r.memory),
+    ):
+        short = int((selectable & (idle[:, column] < amount - EPS)).sum())
+        if short:
+            parts.append(f"{short} Insufficient {name}")
+    message = f"0/{total} nodes are available: " + (", ".join(parts) or "no node fits")
+    if r.gpu > 0 and selectable.any():
+        largest = float(idle[selectable, GPU].max())
+        message += (
+            f". Not enough GPUs: needs {format_gpu(r.gpu)} on one node,"
+            f" largest free is {format_gpu(max(largest, 0.0))}"
+        )
+    elif selectable.any() and r.cpu > 0:
+        largest_cpu = float(idle[selectable, CPU].max())
+        largest_mem = float(idle[selectable, MEM].max())
+        message += (
+            f". Needs cpu {format_cpu(r.cpu)} and memory {format_memory(r.memory)} on one node;"
+            f" largest free: cpu {format_cpu(max(largest_cpu, 0.0))},"
+            f" memory {format_memory(max(largest_mem, 0.0))}"
+        )
+    return message
