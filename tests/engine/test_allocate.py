@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.jobs import TaskStatus
 from pykai.model.builders import node, pod, podgroup, queue
@@ -143,3 +145,41 @@ def test_failed_gang_releases_what_it_held_for_the_next_job(engine: Engine) -> N
     engine.add(gang("one", 1, gpus=8, creation="2024-01-01T00:00:01Z"))
     result = engine.cycle()
     assert [b.name for b in result.binds] == ["one-0"]
+
+
+def shared(name: str, fraction: str, *, queue_name: str = "q", creation: str = "") -> list[dict]:  # type: ignore[type-arg]
+    return [
+        podgroup(name, queue=queue_name, uid=f"uid-{name}", creation=creation),
+        pod(
+            f"{name}-0",
+            group=name,
+            uid=f"uid-{name}-0",
+            annotations={"gpu-fraction": fraction},
+            creation=creation,
+        ),
+    ]
+
+
+def test_fractions_share_one_gpu_group_and_close_it_when_the_last_leaves(engine: Engine) -> None:
+    engine.add([node("n1", gpus=2), queue("q")])
+    engine.add(shared("a", "0.7") + shared("b", "0.2"))
+    result = engine.cycle()
+    groups = {b.name: b.gpu_groups for b in result.binds}
+    assert groups["a-0"] == groups["b-0"] and len(groups["a-0"]) == 1
+    assert {b.gpu_portion for b in result.binds} == {0.7, 0.2}
+    nodes = engine.state.nodes
+    assert nodes.used[0, 2] == 1  # one device taken out of the idle count
+    assert engine.state.subtree["q"].allocated.gpu == pytest.approx(0.9)  # quota counts fractions
+    engine.state.remove("Pod", "default", "a-0")
+    assert nodes.used[0, 2] == 1
+    engine.state.remove("Pod", "default", "b-0")
+    assert nodes.used[0, 2] == 0 and not nodes.shared["n1"].groups
+
+
+def test_fraction_never_spans_devices(engine: Engine) -> None:
+    engine.add([node("n1", gpus=2), queue("q")])
+    for name in "abc":
+        engine.add(shared(name, "0.6"))
+    result = engine.cycle()
+    assert len(result.binds) == 2  # the third 0.6 needs a third device
+    assert result.binds[0].gpu_groups != result.binds[1].gpu_groups

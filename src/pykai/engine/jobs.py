@@ -63,6 +63,7 @@ class Task:
     request: Resources  # cpu, memory, GPU devices (quota-equivalent, fractions included)
     status: TaskStatus = TaskStatus.PENDING
     node: str = ""  # the node it is placed on, empty when not placed
+    gpu_groups: tuple[str, ...] = ()  # shared GPU groups it holds a portion of
     order_key: tuple[int, int, float, str] = (0, 0, 0.0, "")
 
     @property

@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from pykai.engine.gpu_sharing import GpuGroup, NodeGpuGroups
 from pykai.model.constraints import NodeConstraints
 from pykai.model.node import NodeView
 from pykai.model.resources import Resources
@@ -30,6 +31,8 @@ class NodeTable:
         self.releasing: FloatArray = np.zeros((0, 3))
         self.schedulable: BoolArray = np.zeros(0, dtype=bool)
         self.gpu_memory_mib: FloatArray = np.zeros(0)
+        self.shared: dict[str, NodeGpuGroups] = {}  # node -> its shared GPU groups
+        self.shared_free: FloatArray = np.zeros(0)  # largest free portion of a group, per row
         self._masks: dict[_ConstraintKey, BoolArray] = {}
         self._parts: dict[_ConstraintKey, tuple[BoolArray, BoolArray, BoolArray]] = {}
         self.dirty = False
@@ -73,6 +76,8 @@ class NodeTable:
         self.releasing = np.zeros_like(self.alloc)
         self.schedulable = np.array([v.ready and not v.unschedulable for v in views], dtype=bool)
         self.gpu_memory_mib = np.array([v.gpu_memory_mib for v in views], dtype=float)
+        self.shared = {}
+        self.shared_free = np.zeros(len(views))
         self._clear_masks()
         self.dirty = False
 
@@ -89,6 +94,25 @@ class NodeTable:
         row[CPU] += sign * amount.cpu
         row[MEM] += sign * amount.memory
         row[GPU] += sign * amount.gpu
+
+    def add_shared(self, name: str, groups: tuple[str, ...], portion: float, sign: float) -> None:
+        """Add (sign=+1) or remove (-1) a pod's portion on each of its GPU groups. Opening a
+        group takes a whole device; the last pod leaving frees it."""
+        i = self.index.get(name)
+        if i is None:
+            return
+        node = self.shared.setdefault(name, NodeGpuGroups())
+        for group_id in groups:
+            group = node.groups.get(group_id)
+            if group is None:
+                group = node.groups[group_id] = GpuGroup(group_id)
+                self.used[i, GPU] += 1
+            group.used += sign * portion
+            group.pods += int(sign)
+            if group.pods <= 0:
+                del node.groups[group_id]
+                self.used[i, GPU] -= 1
+        self.shared_free[i] = node.best_free()
 
     def idle(self) -> FloatArray:
         """Free resources per node now."""

@@ -4,10 +4,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 
 from pykai.engine.config import PlacementStrategy
+from pykai.engine.gpu_sharing import NodeGpuGroups, choose_devices
 from pykai.engine.jobs import Task
 from pykai.engine.nodes import CPU, GPU, MEM, BoolArray, FloatArray, NodeTable
 from pykai.model.resources import format_cpu, format_gpu, format_memory
@@ -17,17 +19,21 @@ RESOURCE_TYPE_SCORE = 10.0  # a CPU-only task on a CPU-only node
 BINPACK_MAX = 9.0
 
 
+SHARED_GROUP_SCORE = 1000.0  # KAI's gpusharingorder: a node with a shared group that fits
+
+
 @dataclass(frozen=True, slots=True)
 class Placement:
     """Where a task goes; ``pipelined`` when it fits only on resources being released."""
 
     node: str
     pipelined: bool
+    gpu_groups: tuple[str, ...] = ()
 
 
 def _fits(free: FloatArray, task: Task) -> BoolArray:
     r = task.request
-    fit: BoolArray = free[:, GPU] >= r.gpu - EPS
+    fit: BoolArray = free[:, GPU] >= (0.0 if task.pod.gpu.is_shared else r.gpu) - EPS
     if r.cpu:
         fit &= free[:, CPU] >= r.cpu - EPS
     if r.memory:
@@ -39,6 +45,8 @@ def find_node(nodes: NodeTable, task: Task, strategy: PlacementStrategy) -> Plac
     """The best node for a task on idle resources, else on idle + releasing ones, else None."""
     if not len(nodes):
         return None
+    if task.pod.gpu.is_shared:
+        return _find_shared(nodes, task, strategy)
     mask = nodes.constraint_mask(task.pod.constraints, task.pod.extended)
     idle = nodes.alloc - nodes.used
     candidates = np.flatnonzero(mask & _fits(idle, task))
@@ -78,6 +86,52 @@ def _scores(
     if not gpu_task:
         scores = scores + RESOURCE_TYPE_SCORE * (nodes.alloc[candidates, GPU] <= 0)
     return scores
+
+
+def _portions(nodes: NodeTable, task: Task) -> FloatArray:
+    """The portion of a device the task takes on each node (inf where it cannot tell)."""
+    request = task.pod.gpu
+    if request.fraction:
+        return np.full(len(nodes), request.fraction)
+    memory = nodes.gpu_memory_mib
+    portions: FloatArray = np.divide(
+        float(request.memory_mib), memory, out=np.full(len(nodes), np.inf), where=memory > 0
+    )
+    return portions
+
+
+def _find_shared(nodes: NodeTable, task: Task, strategy: PlacementStrategy) -> Placement | None:
+    """A node and GPU groups for a fractional task: existing groups that fit score first
+    (gpusharingorder), then binpack or spread on whole GPUs; devices are chosen by gpupack or
+    gpuspread. Shared portions are placed on idle devices only (never pipelined)."""
+    mask = nodes.constraint_mask(task.pod.constraints, task.pod.extended)
+    idle = nodes.alloc - nodes.used
+    portions = _portions(nodes, task)
+    devices = task.pod.gpu.devices
+    group_fits = (nodes.shared_free >= portions - EPS) & (portions <= 1 + EPS)
+    device_fit = (idle[:, GPU] >= devices - EPS) & (portions <= 1 + EPS)
+    if devices == 1:
+        device_fit |= group_fits
+    candidates = np.flatnonzero(mask & _fits(idle, task) & device_fit)
+    if not candidates.size:
+        return None
+    scores = _scores(nodes, idle, candidates, task, strategy)
+    scores = scores + SHARED_GROUP_SCORE * group_fits[candidates]
+    order: Literal["pack", "spread"] = "pack" if strategy.gpu == "binpack" else "spread"
+    for position in np.argsort(-scores, kind="stable"):
+        row = int(candidates[int(position)])
+        name = nodes.names[row]
+        groups = choose_devices(
+            nodes.shared.get(name, NodeGpuGroups()),
+            int(idle[row, GPU] + EPS),
+            float(portions[row]),
+            devices,
+            task.uid,
+            order,
+        )
+        if groups is not None:
+            return Placement(name, pipelined=False, gpu_groups=groups)
+    return None
 
 
 def explain(nodes: NodeTable, task: Task) -> str:

@@ -22,6 +22,7 @@ class _Change:
     task: Task
     old_status: TaskStatus
     old_node: str
+    old_groups: tuple[str, ...]
     evict_reason: tuple[str, str] | None = None
 
 
@@ -32,17 +33,17 @@ class Statement:
         self._session = session
         self._changes: list[_Change] = []
 
-    def allocate(self, task: Task, node: str) -> None:
-        """Place a task on idle resources of a node."""
-        self._change(task, TaskStatus.ALLOCATED, node)
+    def allocate(self, task: Task, node: str, gpu_groups: tuple[str, ...] = ()) -> None:
+        """Place a task on idle resources of a node (and shared GPU groups)."""
+        self._change(task, TaskStatus.ALLOCATED, node, gpu_groups)
 
-    def pipeline(self, task: Task, node: str) -> None:
+    def pipeline(self, task: Task, node: str, gpu_groups: tuple[str, ...] = ()) -> None:
         """Place a task on resources of a node that are being released."""
-        self._change(task, TaskStatus.PIPELINED, node)
+        self._change(task, TaskStatus.PIPELINED, node, gpu_groups)
 
     def evict(self, task: Task, reason: str, message: str) -> None:
         """Release a running task."""
-        self._change(task, TaskStatus.RELEASING, task.node, (reason, message))
+        self._change(task, TaskStatus.RELEASING, task.node, task.gpu_groups, (reason, message))
 
     def checkpoint(self) -> int:
         """A point to roll back to."""
@@ -53,7 +54,7 @@ class Statement:
         state = self._session.state
         while len(self._changes) > checkpoint:
             change = self._changes.pop()
-            state.set_status(change.task, change.old_status, change.old_node)
+            state.set_status(change.task, change.old_status, change.old_node, change.old_groups)
 
     def discard(self) -> None:
         """Undo everything."""
@@ -65,10 +66,15 @@ class Statement:
         self._changes = []
 
     def _change(
-        self, task: Task, status: TaskStatus, node: str, evict: tuple[str, str] | None = None
+        self,
+        task: Task,
+        status: TaskStatus,
+        node: str,
+        gpu_groups: tuple[str, ...],
+        evict: tuple[str, str] | None = None,
     ) -> None:
-        self._changes.append(_Change(task, task.status, task.node, evict))
-        self._session.state.set_status(task, status, node)
+        self._changes.append(_Change(task, task.status, task.node, task.gpu_groups, evict))
+        self._session.state.set_status(task, status, node, gpu_groups)
 
 
 @dataclass(slots=True)
@@ -180,11 +186,14 @@ class Session:
             task = change.task
             if task.status == TaskStatus.ALLOCATED:
                 self.state.set_status(task, TaskStatus.BINDING, task.node)
-                result.binds.append(Bind(task.namespace, task.name, task.uid, task.node))
+                portion = self.state.portion(task, task.node) if task.gpu_groups else 0.0
+                result.binds.append(
+                    Bind(task.namespace, task.name, task.uid, task.node, task.gpu_groups, portion)
+                )
                 bound_jobs[task.job_key] = bound_jobs.get(task.job_key, 0) + 1
             elif task.status == TaskStatus.PIPELINED:
                 result.pipelined.append(task.pod.meta.key)
-                self.state.set_status(task, change.old_status, change.old_node)
+                self.state.set_status(task, change.old_status, change.old_node, change.old_groups)
             elif task.status == TaskStatus.RELEASING and key in evicted:
                 reason, message = evicted[key]
                 result.evictions.append(

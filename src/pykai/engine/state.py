@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pykai.engine.gpu_sharing import portion_of
 from pykai.engine.jobs import (
     ACCOUNTING_CLASS,
     ACTIVE,
@@ -124,14 +125,20 @@ class ClusterState:
 
     # ---- the one mutation of a task ----------------------------------------------------------
 
-    def set_status(self, task: Task, status: TaskStatus, node: str) -> None:
-        """Move a task to a status and node, keeping every sum consistent."""
-        if node == task.node and ACCOUNTING_CLASS[status] == ACCOUNTING_CLASS[task.status]:
+    def set_status(
+        self, task: Task, status: TaskStatus, node: str, gpu_groups: tuple[str, ...] | None = None
+    ) -> None:
+        """Move a task to a status, node and GPU groups (None keeps them), keeping every sum
+        consistent."""
+        groups = task.gpu_groups if gpu_groups is None else gpu_groups
+        same_place = node == task.node and groups == task.gpu_groups
+        if same_place and ACCOUNTING_CLASS[status] == ACCOUNTING_CLASS[task.status]:
             task.status = status
             return
         self._account(task, -1.0)
         task.status = status
         task.node = node
+        task.gpu_groups = groups
         self._account(task, 1.0)
 
     # ---- queries -----------------------------------------------------------------------------
@@ -187,10 +194,11 @@ class ClusterState:
         job_key = f"{pod.meta.namespace}/{group}" if group else ""
         status = pod_status(pod)
         node = pod.node_name
+        groups = _gpu_groups(pod) if node else ()
         task = self.tasks.get(uid)
         if task is not None:
             if status == TaskStatus.PENDING and task.status == TaskStatus.BINDING:
-                status, node = task.status, task.node  # assumed bind not yet visible
+                status, node, groups = task.status, task.node, task.gpu_groups  # assumed bind
             self._account(task, -1.0)
             if task.job_key != job_key:
                 self._detach(task)
@@ -203,7 +211,7 @@ class ClusterState:
         task.subgroup = pod.meta.labels.get(c.SUBGROUP_LABEL, "")
         task.request = self._task_request(pod)
         task.order_key = task_order_key(pod)
-        task.status, task.node = status, node
+        task.status, task.node, task.gpu_groups = status, node, groups
         self.members.setdefault(job_key, {})[uid] = task
         self._account(task, 1.0)
 
@@ -291,12 +299,25 @@ class ClusterState:
     def _account_node(self, task: Task, sign: float) -> None:
         if not task.node:
             return
-        if task.status in HOLDS_NODE:
-            self.nodes.add_usage(task.node, task.request, sign, releasing=False)
-            if not task.job_key:
-                self.foreign_used += task.request.scaled(sign)
-        elif task.status == TaskStatus.RELEASING:
-            self.nodes.add_usage(task.node, task.request, sign, releasing=True)
+        holds = task.status in HOLDS_NODE
+        releasing = task.status == TaskStatus.RELEASING
+        if not holds and not releasing:
+            return
+        amount = task.request
+        if task.gpu_groups:
+            # a shared pod holds its devices' portions until it is gone, releasing or not
+            amount = Resources(amount.cpu, amount.memory, 0.0)
+            portion = self.portion(task, task.node)
+            self.nodes.add_shared(task.node, task.gpu_groups, portion, sign)
+        self.nodes.add_usage(task.node, amount, sign, releasing=releasing)
+        if holds and not task.job_key:
+            self.foreign_used += amount.scaled(sign)
+
+    def portion(self, task: Task, node: str) -> float:
+        """The portion of each device a shared task takes on a node."""
+        i = self.nodes.index.get(node)
+        memory = float(self.nodes.gpu_memory_mib[i]) if i is not None else 0.0
+        return portion_of(task.pod.gpu, memory)
 
     def _account(self, task: Task, sign: float) -> None:
         """Add (+1) or remove (-1) a task's contribution to nodes, its job and its queues."""
@@ -347,6 +368,17 @@ class ClusterState:
                 usage.allocated += request
                 if non_preemptible:
                     usage.allocated_non_preemptible += request
+
+
+def _gpu_groups(pod: PodView) -> tuple[str, ...]:
+    """The GPU groups a bound pod holds, from the binder's labels."""
+    labels = pod.meta.labels
+    first = labels.get(c.GPU_GROUP_LABEL)
+    if not first:
+        return ()
+    prefix = c.GPU_GROUP_LABEL + "/"
+    extra = sorted(k[len(prefix) :] for k in labels if k.startswith(prefix))
+    return (first, *(g for g in extra if g != first))
 
 
 def _last_start(group: PodGroupView, old: Job | None) -> float | None:

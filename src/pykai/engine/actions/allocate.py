@@ -174,14 +174,14 @@ def allocate_job(
             session.note(job, Reason("Unschedulable", f"{where}: {message}"))
             return False
         if placement.pipelined:
-            statement.pipeline(task, placement.node)
+            statement.pipeline(task, placement.node, placement.gpu_groups)
             pipelined = True
         else:
-            statement.allocate(task, placement.node)
+            statement.allocate(task, placement.node, placement.gpu_groups)
     if pipelined and not was_satisfied:
         for task in tasks:
             if task.status == TaskStatus.ALLOCATED:
-                statement.pipeline(task, task.node)
+                statement.pipeline(task, task.node, task.gpu_groups)
     statement.commit()
     session.reasons.pop(job.key, None)
     return True

@@ -1,0 +1,80 @@
+"""GPU sharing: shared devices as GPU groups, and choosing devices for a fractional pod.
+
+A fractional pod (``gpu-fraction``, or ``gpu-memory`` converted with the node's GPU memory)
+takes a portion of one device per requested device. The first portion on a device opens a
+GPU group (a UUID), which takes that whole device out of the node's idle count; the group is
+freed when its last pod leaves. A portion never spans devices.
+"""
+
+from __future__ import annotations
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Literal
+
+from pykai.model.pod import GpuRequest
+
+EPS = 1e-9
+_GROUP_NAMESPACE = uuid.UUID("8b6b0f8e-3c1e-4d59-9a43-5c3b1f0e7a21")
+
+
+@dataclass(slots=True)
+class GpuGroup:
+    """One shared device: the portion its pods hold, and how many pods are on it."""
+
+    group_id: str
+    used: float = 0.0
+    pods: int = 0
+
+    @property
+    def free(self) -> float:
+        """The portion still free."""
+        return max(0.0, 1.0 - self.used)
+
+
+@dataclass(slots=True)
+class NodeGpuGroups:
+    """The shared devices of one node."""
+
+    groups: dict[str, GpuGroup] = field(default_factory=dict)
+
+    def best_free(self) -> float:
+        """The largest free portion of any group (0 when there are none)."""
+        return max((g.free for g in self.groups.values()), default=0.0)
+
+
+def portion_of(request: GpuRequest, gpu_memory_mib: float) -> float:
+    """The portion of one device a shared request takes on a node (0 if it cannot say)."""
+    if request.fraction:
+        return request.fraction
+    if request.memory_mib and gpu_memory_mib > 0:
+        return request.memory_mib / gpu_memory_mib
+    return 0.0
+
+
+def new_group_id(task_uid: str, device: int) -> str:
+    """A fresh, reproducible GPU-group UUID for a task's n-th device."""
+    return str(uuid.uuid5(_GROUP_NAMESPACE, f"{task_uid}/{device}"))
+
+
+def choose_devices(
+    node: NodeGpuGroups,
+    idle_whole: int,
+    portion: float,
+    devices: int,
+    task_uid: str,
+    order: Literal["pack", "spread"],
+) -> tuple[str, ...] | None:
+    """GPU groups for ``devices`` portions on one node, or None if they do not fit.
+
+    ``pack`` fills the most used groups that fit first and opens new devices last (KAI's
+    gpupack); ``spread`` opens idle devices first, then the least used groups (gpuspread).
+    """
+    fitting = [g for g in node.groups.values() if g.free >= portion - EPS]
+    fitting.sort(key=lambda g: (-g.used, g.group_id) if order == "pack" else (g.used, g.group_id))
+    new = [new_group_id(task_uid, i) for i in range(min(idle_whole, devices))]
+    existing = [g.group_id for g in fitting]
+    choice = existing + new if order == "pack" else new + existing
+    if len(choice) < devices:
+        return None
+    return tuple(choice[:devices])
