@@ -58,6 +58,7 @@ class CycleResult:
     evictions: list[Evict] = field(default_factory=list)
     pipelined: list[str] = field(default_factory=list)  # pod keys "ns/name"
     unschedulable: dict[str, list[Reason]] = field(default_factory=dict)  # job key -> reasons
-    started: dict[str, float] = field(default_factory=dict)  # job key -> first start time
+    started: dict[str, float] = field(default_factory=dict)  # job key -> (re)start time
+    stale: dict[str, float | None] = field(default_factory=dict)  # job key -> stale since / None
     queues: dict[str, QueueStatus] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds

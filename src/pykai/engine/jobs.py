@@ -35,11 +35,14 @@ COUNTS_FOR_QUEUE = HOLDS_NODE
 ACTIVE = HOLDS_NODE | {TaskStatus.PIPELINED}
 ALIVE = frozenset(TaskStatus) - {TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.RELEASING}
 REQUESTING = HOLDS_NODE | {TaskStatus.PENDING, TaskStatus.PIPELINED}
+# Statuses whose resources are taken on their node (pipelined ones as a reservation).
+ON_NODE = HOLDS_NODE | {TaskStatus.PIPELINED, TaskStatus.RELEASING}
 
 
 def _accounting_class(status: TaskStatus) -> tuple[bool, ...]:
     return (
         status in HOLDS_NODE,
+        status in ON_NODE,
         status is TaskStatus.RELEASING,
         status in ACTIVE,
         status in ALIVE,
@@ -126,6 +129,7 @@ class Job:
     allocated: Resources = Resources.ZERO  # COUNTS_FOR_QUEUE tasks
     pending_request: Resources = Resources.ZERO
     last_start: float | None = None
+    stale_since: float | None = None
 
     @property
     def min_member(self) -> int:
@@ -152,6 +156,17 @@ class Job:
         """KAI's IsReadyForScheduling: enough pods exist to satisfy every minimum."""
         return self.alive >= self.min_member and all(
             g.alive >= g.min_member for g in self.subgroups.values()
+        )
+
+    def running_below_minimum(self) -> bool:
+        """KAI's stale gang: no pod succeeded, some pod holds a node, and the job or a
+        subgroup with pods has fewer active pods than its minimum."""
+        if any(t.status == TaskStatus.SUCCEEDED for t in self.tasks.values()):
+            return False
+        if not any(t.status in HOLDS_NODE for t in self.tasks.values()):
+            return False
+        return self.active < self.min_member or any(
+            0 < g.active < g.min_member for g in self.subgroups.values()
         )
 
     def elastic_state(self) -> int:

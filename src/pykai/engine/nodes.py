@@ -86,7 +86,7 @@ class NodeTable:
         self._parts.clear()
 
     def add_usage(self, name: str, amount: Resources, sign: float, releasing: bool) -> None:
-        """Add (sign=+1) or remove (sign=-1) usage of a node."""
+        """Add (sign=+1) or remove (sign=-1) usage of a node, or of its releasing part."""
         i = self.index.get(name)
         if i is None:
             return

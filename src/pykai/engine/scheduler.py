@@ -6,13 +6,19 @@ import time
 from collections.abc import Callable
 
 from pykai.engine.actions.allocate import allocate
+from pykai.engine.actions.preempt import preempt
+from pykai.engine.actions.stale_gang import stale_gang_eviction
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import CycleResult
 from pykai.engine.session import Session
 from pykai.engine.state import ClusterState
 
 Action = Callable[[Session], None]
-ACTIONS: dict[str, Action] = {"allocate": allocate}
+ACTIONS: dict[str, Action] = {
+    "allocate": allocate,
+    "preempt": preempt,
+    "stalegangeviction": stale_gang_eviction,
+}
 
 
 class Scheduler:

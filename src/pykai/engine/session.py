@@ -116,6 +116,7 @@ class Session:
     queues: dict[str, QueueInfo] = field(default_factory=dict)
     committed: list[_Change] = field(default_factory=list)
     reasons: dict[str, list[Reason]] = field(default_factory=dict)
+    stale: dict[str, float | None] = field(default_factory=dict)
 
     @classmethod
     def open(cls, state: ClusterState, config: SchedulerConfig, now: float) -> Session:
@@ -174,7 +175,7 @@ class Session:
 
     def close(self) -> CycleResult:
         """Turn committed changes into decisions; undo pipelined placements."""
-        result = CycleResult()
+        result = CycleResult(stale=dict(self.stale))
         first: dict[int, _Change] = {}
         evicted: dict[int, tuple[str, str]] = {}
         for change in self.committed:

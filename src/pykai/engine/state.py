@@ -17,6 +17,7 @@ from pykai.engine.jobs import (
     ALIVE,
     COUNTS_FOR_QUEUE,
     HOLDS_NODE,
+    ON_NODE,
     REQUESTING,
     Job,
     SubGroup,
@@ -258,7 +259,12 @@ class ClusterState:
                 for g in group.spec.sub_groups
             },
             tasks=members,
-            last_start=_last_start(group, old),
+            last_start=_annotated_time(
+                group, c.LAST_START_ANNOTATION, old.last_start if old else None
+            ),
+            stale_since=_annotated_time(
+                group, c.STALE_ANNOTATION, old.stale_since if old else None
+            ),
         )
         self.jobs[key] = job
         for task in members.values():
@@ -297,20 +303,19 @@ class ClusterState:
     # ---- accounting --------------------------------------------------------------------------
 
     def _account_node(self, task: Task, sign: float) -> None:
-        if not task.node:
+        """Node usage: running, bound, allocated and pipelined tasks use their node; releasing
+        tasks still do, and their resources also count as releasing."""
+        if not task.node or task.status not in ON_NODE:
             return
-        holds = task.status in HOLDS_NODE
         releasing = task.status == TaskStatus.RELEASING
-        if not holds and not releasing:
-            return
         amount = task.request
         if task.gpu_groups:
-            # a shared pod holds its devices' portions until it is gone, releasing or not
             amount = Resources(amount.cpu, amount.memory, 0.0)
-            portion = self.portion(task, task.node)
-            self.nodes.add_shared(task.node, task.gpu_groups, portion, sign)
-        self.nodes.add_usage(task.node, amount, sign, releasing=releasing)
-        if holds and not task.job_key:
+            self.nodes.add_shared(task.node, task.gpu_groups, self.portion(task, task.node), sign)
+        self.nodes.add_usage(task.node, amount, sign, releasing=False)
+        if releasing:
+            self.nodes.add_usage(task.node, amount, sign, releasing=True)
+        if not task.job_key and task.status in HOLDS_NODE:
             self.foreign_used += amount.scaled(sign)
 
     def portion(self, task: Task, node: str) -> float:
@@ -381,15 +386,15 @@ def _gpu_groups(pod: PodView) -> tuple[str, ...]:
     return (first, *(g for g in extra if g != first))
 
 
-def _last_start(group: PodGroupView, old: Job | None) -> float | None:
-    """When the job last started: the annotation KAI writes, else what this state saw."""
-    stamp = group.meta.annotations.get(c.LAST_START_ANNOTATION)
+def _annotated_time(group: PodGroupView, annotation: str, known: float | None) -> float | None:
+    """A time KAI keeps in a PodGroup annotation, else what this state already knew."""
+    stamp = group.meta.annotations.get(annotation)
     if stamp:
         try:
             return parse_time(stamp)
         except ValueError:
             pass
-    return old.last_start if old else None
+    return known
 
 
 def _preemptible(group: PodGroupView, priority: int) -> bool:

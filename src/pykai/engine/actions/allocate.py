@@ -41,37 +41,37 @@ def allocate(session: Session) -> None:
             queue.push(job)
 
 
-def schedulable_jobs(session: Session) -> list[Job]:
+def schedulable_jobs(session: Session, *, note: bool = True) -> list[Job]:
     """Jobs with pending pods whose queue exists and that have enough pods to start;
-    the others get a reason."""
-    state = session.state
+    the others get a reason when ``note``."""
     jobs = []
-    for key in sorted(state.pending_jobs):
-        job = state.jobs[key]
-        if not session.chain(job):
-            session.note(job, _missing_queue(session, job))
-        elif session.queues[job.queue].children:
-            session.note(
-                job,
-                Reason(
-                    "QueueDoesNotExist",
-                    f'queue "{job.queue}" is a parent queue; jobs run only in leaf queues. '
-                    f"Set the kai.scheduler/queue label to one of: "
-                    f"{', '.join(session.queues[job.queue].children)}",
-                ),
-            )
-        elif not job.ready_for_scheduling():
-            session.note(
-                job,
-                Reason(
-                    "NotReady",
-                    f"waiting for pods: the gang needs {job.min_member} (minMember), "
-                    f"{job.alive} exist",
-                ),
-            )
-        else:
+    for key in sorted(session.state.pending_jobs):
+        job = session.state.jobs[key]
+        blocker = _blocker(session, job)
+        if blocker is None:
             jobs.append(job)
+        elif note:
+            session.note(job, blocker)
     return jobs
+
+
+def _blocker(session: Session, job: Job) -> Reason | None:
+    """Why a pending job cannot be tried at all, or None."""
+    if not session.chain(job):
+        return _missing_queue(session, job)
+    children = session.queues[job.queue].children
+    if children:
+        return Reason(
+            "QueueDoesNotExist",
+            f'queue "{job.queue}" is a parent queue; jobs run only in leaf queues. '
+            f"Set the kai.scheduler/queue label to one of: {', '.join(children)}",
+        )
+    if not job.ready_for_scheduling():
+        return Reason(
+            "NotReady",
+            f"waiting for pods: the gang needs {job.min_member} (minMember), {job.alive} exist",
+        )
+    return None
 
 
 def _missing_queue(session: Session, job: Job) -> Reason:

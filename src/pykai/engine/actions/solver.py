@@ -1,0 +1,138 @@
+"""The victim solver shared by preempt, reclaim and consolidation.
+
+Victims are tried in victim order (the reverse of job order): a job's pods beyond its minimum
+one at a time (newest task first), then the rest of its gang as a whole. After each addition
+the preemptor's gang is placed on idle and releasing resources; the first set of victims that
+lets the whole gang in (and passes the action's validator) is kept, then trimmed to the victims
+on the nodes the preemptor actually uses. No victim is evicted for a preemptor that cannot run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+
+from pykai.engine.jobs import HOLDS_NODE, Job, Task, TaskStatus
+from pykai.engine.ordering import job_order_key
+from pykai.engine.placement import find_node
+from pykai.engine.session import Session, Statement
+
+
+@dataclass(frozen=True, slots=True)
+class VictimUnit:
+    """Pods evicted together: one elastic pod, or a gang's remaining pods."""
+
+    job: Job
+    tasks: tuple[Task, ...]
+
+
+Validator = Callable[[list[VictimUnit]], bool]
+
+
+def victim_units(jobs: Iterable[Job], protected: Callable[[Job], bool]) -> Iterator[VictimUnit]:
+    """Victim units in victim order. A protected job (min-runtime) offers only its pods beyond
+    its minimum."""
+    for job in sorted(jobs, key=job_order_key, reverse=True):
+        running = sorted(
+            (t for t in job.tasks.values() if t.status in HOLDS_NODE),
+            key=lambda t: t.order_key,
+            reverse=True,
+        )
+        extra = max(0, len(running) - job.min_member)
+        for task in running[:extra]:
+            yield VictimUnit(job, (task,))
+        if running[extra:] and not protected(job):
+            yield VictimUnit(job, tuple(running[extra:]))
+
+
+def place_gang(session: Session, statement: Statement, tasks: list[Task], satisfied: bool) -> bool:
+    """Place tasks on idle, else releasing, resources; pipeline the whole gang if any part of an
+    unsatisfied gang had to wait for releases. False (and nothing placed) if one does not fit."""
+    mark = statement.checkpoint()
+    pipelined = False
+    for task in tasks:
+        placement = find_node(session.state.nodes, task, session.config.placement)
+        if placement is None:
+            statement.rollback(mark)
+            return False
+        if placement.pipelined:
+            statement.pipeline(task, placement.node, placement.gpu_groups)
+            pipelined = True
+        else:
+            statement.allocate(task, placement.node, placement.gpu_groups)
+    if pipelined and not satisfied:
+        for task in tasks:
+            if task.status == TaskStatus.ALLOCATED:
+                statement.pipeline(task, task.node, task.gpu_groups)
+    return True
+
+
+def solve(
+    session: Session,
+    preemptor: Job,
+    tasks: list[Task],
+    units: list[VictimUnit],
+    reason: str,
+    message: str,
+    validate: Validator | None = None,
+) -> bool:
+    """Evict the fewest victim units (in order) that let ``tasks`` run; commit and return True,
+    or change nothing and return False."""
+    satisfied = preemptor.gang_satisfied()
+    found = _first_sufficient(session, tasks, units, reason, message, validate, satisfied)
+    if found is None:
+        return False
+    taken, used_nodes = found
+    needed = [u for u in taken if any(t.node in used_nodes for t in u.tasks)]
+    for candidate in (needed, taken) if len(needed) < len(taken) else (taken,):
+        statement = session.statement()
+        if _attempt(session, statement, tasks, candidate, reason, message, validate, satisfied):
+            statement.commit()
+            return True
+        statement.discard()
+    return False
+
+
+def _attempt(
+    session: Session,
+    statement: Statement,
+    tasks: list[Task],
+    units: list[VictimUnit],
+    reason: str,
+    message: str,
+    validate: Validator | None,
+    satisfied: bool,
+) -> bool:
+    for unit in units:
+        for task in unit.tasks:
+            statement.evict(task, reason, message)
+    return place_gang(session, statement, tasks, satisfied) and (
+        validate is None or validate(units)
+    )
+
+
+def _first_sufficient(
+    session: Session,
+    tasks: list[Task],
+    units: list[VictimUnit],
+    reason: str,
+    message: str,
+    validate: Validator | None,
+    satisfied: bool,
+) -> tuple[list[VictimUnit], set[str]] | None:
+    """The shortest prefix of ``units`` that works, and the nodes the preemptor then uses.
+    Leaves the state unchanged."""
+    statement = session.statement()
+    try:
+        for count, unit in enumerate(units, start=1):
+            for task in unit.tasks:
+                statement.evict(task, reason, message)
+            mark = statement.checkpoint()
+            if place_gang(session, statement, tasks, satisfied) and (
+                validate is None or validate(units[:count])
+            ):
+                return units[:count], {t.node for t in tasks}
+            statement.rollback(mark)
+        return None
+    finally:
+        statement.discard()

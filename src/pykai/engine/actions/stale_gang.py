@@ -1,0 +1,37 @@
+"""stalegangeviction: a job running below its minimum for longer than the grace period is
+evicted as a whole (KAI's default grace: 60 s; negative means never)."""
+
+from __future__ import annotations
+
+from pykai.engine.jobs import HOLDS_NODE
+from pykai.engine.session import Session
+
+
+def stale_gang_eviction(session: Session) -> None:
+    """Evict stale gangs; note when a job became stale (None when it recovered), for the
+    backend to keep in the PodGroup annotation."""
+    result_stale = session.stale
+    grace = session.config.stale_gang_grace_period
+    for key in sorted(session.state.jobs):
+        job = session.state.jobs[key]
+        if not job.running_below_minimum():
+            if job.stale_since is not None:
+                job.stale_since = None
+                result_stale[key] = None
+            continue
+        if job.stale_since is None:
+            job.stale_since = session.now
+            result_stale[key] = session.now
+        if grace < 0 or session.now - job.stale_since < grace:
+            continue
+        statement = session.statement()
+        message = (
+            f"gang {key} ran with {job.active} of its minimum {job.min_member} pods "
+            f"for {session.now - job.stale_since:g}s (grace {grace:g}s)"
+        )
+        for task in sorted(job.tasks.values(), key=lambda t: t.order_key):
+            if task.status in HOLDS_NODE:
+                statement.evict(task, "StaleGang", message)
+        statement.commit()
+        job.stale_since = None
+        result_stale[key] = None

@@ -1,0 +1,152 @@
+"""preempt and stale-gang eviction on the engine alone."""
+
+from __future__ import annotations
+
+from pykai.engine.config import SchedulerConfig
+from pykai.engine.jobs import TaskStatus
+from pykai.model.builders import node, pod, podgroup, queue
+from tests.engine.conftest import Engine
+
+
+def running_gang(
+    name: str,
+    size: int,
+    *,
+    gpus: int,
+    node_name: str,
+    priority: str = "train",
+    queue_name: str = "q",
+    min_member: int | None = None,
+) -> list[dict]:  # type: ignore[type-arg]
+    objs = [
+        podgroup(
+            name,
+            queue=queue_name,
+            min_member=min_member or size,
+            priority_class=priority,
+            uid=f"uid-{name}",
+            creation="2024-01-01T00:00:00Z",
+        )
+    ]
+    objs += [
+        pod(
+            f"{name}-{i}",
+            group=name,
+            gpus=gpus,
+            node_name=node_name,
+            phase="Running",
+            uid=f"uid-{name}-{i}",
+            creation="2024-01-01T00:00:00Z",
+        )
+        for i in range(size)
+    ]
+    return objs
+
+
+def pending(name: str, *, gpus: int, priority: str, queue_name: str = "q") -> list[dict]:  # type: ignore[type-arg]
+    return [
+        podgroup(
+            name,
+            queue=queue_name,
+            priority_class=priority,
+            uid=f"uid-{name}",
+            creation="2024-01-01T00:01:00Z",
+        ),
+        pod(
+            f"{name}-0", group=name, gpus=gpus, uid=f"uid-{name}-0", creation="2024-01-01T00:01:00Z"
+        ),
+    ]
+
+
+def test_inference_preempts_the_whole_training_gang(engine: Engine) -> None:
+    engine.add([node("n1", gpus=2), queue("q")])
+    engine.add(running_gang("train", 2, gpus=1, node_name="n1"))
+    engine.add(pending("serve", gpus=1, priority="inference"))
+    result = engine.cycle()
+    assert sorted(e.name for e in result.evictions) == ["train-0", "train-1"]
+    assert all(e.reason == "Preempted" and "default/serve" in e.message for e in result.evictions)
+    assert result.pipelined == ["default/serve-0"]
+    # the evicted pods go; next cycle the inference pod binds
+    for e in result.evictions:
+        engine.state.remove("Pod", e.namespace, e.name)
+    result = engine.cycle()
+    assert [b.name for b in result.binds] == ["serve-0"]
+
+
+def test_equal_priority_does_not_preempt(engine: Engine) -> None:
+    engine.add([node("n1", gpus=1), queue("q")])
+    engine.add(running_gang("a", 1, gpus=1, node_name="n1"))
+    engine.add(pending("b", gpus=1, priority="train"))
+    result = engine.cycle()
+    assert result.evictions == []
+
+
+def test_non_preemptible_victim_is_never_evicted(engine: Engine) -> None:
+    engine.add([node("n1", gpus=1), queue("q")])
+    engine.add(running_gang("build", 1, gpus=1, node_name="n1", priority="build"))
+    engine.add(pending("serve", gpus=1, priority="inference"))
+    assert engine.cycle().evictions == []
+
+
+def test_preempt_stays_inside_the_queue(engine: Engine) -> None:
+    engine.add([node("n1", gpus=1), queue("a"), queue("b")])
+    engine.add(running_gang("train", 1, gpus=1, node_name="n1", queue_name="a"))
+    engine.add(pending("serve", gpus=1, priority="inference", queue_name="b"))
+    assert engine.cycle().evictions == []
+
+
+def test_elastic_victim_loses_extra_pods_first(engine: Engine) -> None:
+    engine.add([node("n1", gpus=4), queue("q")])
+    engine.add(running_gang("el", 4, gpus=1, node_name="n1", min_member=2))
+    engine.add(pending("serve", gpus=1, priority="inference"))
+    result = engine.cycle()
+    assert len(result.evictions) == 1
+    assert result.evictions[0].name in {"el-2", "el-3"}
+
+
+def test_only_victims_on_the_used_node_are_evicted(engine: Engine) -> None:
+    engine.add([node("n1", gpus=1), node("n2", gpus=2), queue("q")])
+    engine.add(running_gang("small", 1, gpus=1, node_name="n1"))
+    engine.add(running_gang("wide", 1, gpus=2, node_name="n2"))
+    engine.add(pending("serve", gpus=2, priority="inference"))
+    result = engine.cycle()
+    assert [e.name for e in result.evictions] == ["wide-0"]
+
+
+def test_no_victim_when_the_preemptor_cannot_fit_anyway(engine: Engine) -> None:
+    engine.add([node("n1", gpus=2), queue("q")])
+    engine.add(running_gang("train", 1, gpus=2, node_name="n1"))
+    engine.add(pending("serve", gpus=4, priority="inference"))
+    assert engine.cycle().evictions == []
+
+
+def test_min_runtime_protects_a_young_victim() -> None:
+    engine = Engine(SchedulerConfig(defaultPreemptMinRuntime=600))
+    engine.add([node("n1", gpus=1), queue("q")])
+    gang = running_gang("train", 1, gpus=1, node_name="n1")
+    gang[0]["metadata"]["annotations"] = {
+        "kai.scheduler/last-start-timestamp": "1970-01-12T13:40:00Z"
+    }
+    engine.add(gang)
+    engine.add(pending("serve", gpus=1, priority="inference"))
+    engine.now = 1_000_000.0  # 1970-01-12T13:46:40Z: 400 s after the start
+    assert engine.cycle().evictions == []
+    engine.now += 300
+    assert len(engine.cycle().evictions) == 1
+
+
+def test_stale_gang_is_evicted_after_grace(engine: Engine) -> None:
+    engine.add([node("n1", gpus=4), queue("q")])
+    engine.add(running_gang("g", 3, gpus=1, node_name="n1"))
+    engine.state.remove("Pod", "default", "g-2")
+    engine.state.remove("Pod", "default", "g-1")
+    start = engine.now
+    first = engine.cycle()
+    assert first.evictions == [] and first.stale["default/g"] == start
+    engine.now = start + 59
+    assert engine.cycle().evictions == []
+    engine.now = start + 61
+    result = engine.cycle()
+    assert [e.name for e in result.evictions] == ["g-0"]
+    assert result.evictions[0].reason == "StaleGang"
+    assert engine.state.task_by_key("default", "g-0").status == TaskStatus.RELEASING  # type: ignore[union-attr]
