@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from pykai.engine.actions.allocate import allocate
 from pykai.engine.actions.preempt import preempt
+from pykai.engine.actions.reclaim import reclaim
 from pykai.engine.actions.stale_gang import stale_gang_eviction
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import CycleResult
@@ -16,6 +17,7 @@ from pykai.engine.state import ClusterState
 Action = Callable[[Session], None]
 ACTIONS: dict[str, Action] = {
     "allocate": allocate,
+    "reclaim": reclaim,
     "preempt": preempt,
     "stalegangeviction": stale_gang_eviction,
 }
