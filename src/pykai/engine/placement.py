@@ -173,14 +173,14 @@ def explain(nodes: NodeTable, task: Task) -> str:
     if r.gpu > 0 and selectable.any():
         largest = float(idle[selectable, GPU].max())
         message += (
-            f". Not enough GPUs: needs {format_gpu(r.gpu)} on one node,"
+            f"; not enough GPUs: needs {format_gpu(r.gpu)} on one node,"
             f" largest free is {format_gpu(max(largest, 0.0))}"
         )
     elif selectable.any() and r.cpu > 0:
         largest_cpu = float(idle[selectable, CPU].max())
         largest_mem = float(idle[selectable, MEM].max())
         message += (
-            f". Needs cpu {format_cpu(r.cpu)} and memory {format_memory(r.memory)} on one node;"
+            f"; needs cpu {format_cpu(r.cpu)} and memory {format_memory(r.memory)} on one node;"
             f" largest free: cpu {format_cpu(max(largest_cpu, 0.0))},"
             f" memory {format_memory(max(largest_mem, 0.0))}"
         )
