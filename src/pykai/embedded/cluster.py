@@ -41,6 +41,18 @@ class ApplyOutcome:
     action: str
 
 
+def merge(base: Obj, patch: Obj) -> Obj:
+    """``base`` with ``patch`` laid over it: maps merge key by key, anything else is replaced.
+    Fields the server set (spec.nodeName, status, ...) survive re-applying a manifest."""
+    merged = copy.deepcopy(base)
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
+
+
 class EmbeddedCluster:
     """A Kubernetes-like cluster with KAI installed, in one SQLite file (or in memory)."""
 
@@ -194,16 +206,13 @@ class EmbeddedCluster:
         if existing is None:
             self.create(obj)
             return ApplyOutcome(kind, namespace, name, "created")
-        merged = copy.deepcopy(existing)
+        merged = merge(existing, {k: v for k, v in obj.items() if k != "metadata"})
         meta = merged["metadata"]
         new_meta = obj["metadata"]
         for field in ("labels", "annotations"):
             meta[field] = {**(meta.get(field) or {}), **(new_meta.get(field) or {})}
         if new_meta.get("ownerReferences"):
             meta["ownerReferences"] = new_meta["ownerReferences"]
-        for key, value in obj.items():
-            if key not in ("metadata", "apiVersion", "kind"):
-                merged[key] = value
         if strip_server_fields(merged) == strip_server_fields(existing) and merged.get(
             "status"
         ) == existing.get("status"):
