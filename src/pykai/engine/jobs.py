@@ -124,6 +124,7 @@ class Job:
     subgroups: dict[str, SubGroup]
     tasks: dict[str, Task] = field(default_factory=dict)
     active: int = 0  # tasks in ACTIVE statuses
+    running: int = 0  # tasks holding a node (HOLDS_NODE)
     alive: int = 0  # tasks that are neither finished nor releasing
     pending: int = 0
     allocated: Resources = Resources.ZERO  # COUNTS_FOR_QUEUE tasks

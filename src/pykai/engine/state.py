@@ -76,6 +76,10 @@ class ClusterState:
         self.subtree: dict[str, QueueUsage] = {}  # per queue, its whole subtree
         self.foreign_used = Resources.ZERO  # pods of other schedulers on nodes
         self.pending_jobs: set[str] = set()  # keys of jobs with pending tasks
+        # queue -> priority -> keys of jobs with pods holding nodes (victim candidates)
+        self.running_jobs: dict[str, dict[int, set[str]]] = {}
+        self.below_minimum: set[str] = set()  # running jobs whose gang is not satisfied
+        self.stale_marked: set[str] = set()  # jobs with a stale-since time
         self._chains: dict[str, tuple[str, ...]] = {}
         self._tasks_by_key: dict[str, str] = {}  # "ns/name" -> uid
 
@@ -267,6 +271,7 @@ class ClusterState:
             ),
         )
         self.jobs[key] = job
+        self.mark_stale(job, job.stale_since)
         for task in members.values():
             self._account(task, 1.0)
 
@@ -278,6 +283,7 @@ class ClusterState:
             self._account(task, -1.0)
         del self.jobs[key]
         self.pending_jobs.discard(key)
+        self.stale_marked.discard(key)
         for task in job.tasks.values():
             self._account(task, 1.0)
         if not job.tasks:
@@ -334,6 +340,8 @@ class ClusterState:
         status = task.status
         step = int(sign)
         group = job.subgroups.get(task.subgroup)
+        if status in HOLDS_NODE:
+            job.running += step
         if status in ACTIVE:
             job.active += step
             while group is not None:
@@ -358,6 +366,39 @@ class ClusterState:
             job.allocated += request
         if status in REQUESTING:
             self._add_queue_usage(job.queue, request, allocated, not job.preemptible)
+        self._index(job)
+
+    def _index(self, job: Job) -> None:
+        """Keep the running-jobs and below-minimum indexes current for one job."""
+        bucket = self.running_jobs.setdefault(job.queue, {}).setdefault(job.priority, set())
+        if job.running > 0:
+            bucket.add(job.key)
+            if job.gang_satisfied():
+                self.below_minimum.discard(job.key)
+            else:
+                self.below_minimum.add(job.key)
+        else:
+            bucket.discard(job.key)
+            self.below_minimum.discard(job.key)
+
+    def mark_stale(self, job: Job, since: float | None) -> None:
+        """Record since when a job has run below its minimum (None: it does not)."""
+        job.stale_since = since
+        if since is None:
+            self.stale_marked.discard(job.key)
+        else:
+            self.stale_marked.add(job.key)
+
+    def running_in(self, queue: str, below_priority: int | None = None) -> list[Job]:
+        """Jobs of a queue with pods holding nodes (optionally only those of lower priority),
+        in key order."""
+        keys = [
+            key
+            for priority, bucket in self.running_jobs.get(queue, {}).items()
+            if below_priority is None or priority < below_priority
+            for key in bucket
+        ]
+        return [self.jobs[k] for k in sorted(keys)]
 
     def _add_queue_usage(
         self, queue: str, request: Resources, allocated: bool, non_preemptible: bool

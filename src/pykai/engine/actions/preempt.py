@@ -8,7 +8,7 @@ from __future__ import annotations
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
 from pykai.engine.actions.solver import solve, victim_units
 from pykai.engine.capacity import over_capacity
-from pykai.engine.jobs import HOLDS_NODE, Job
+from pykai.engine.jobs import Job
 from pykai.engine.min_runtime import is_protected, preempt_min_runtime
 from pykai.engine.ordering import job_order_key
 from pykai.engine.session import Session
@@ -25,15 +25,7 @@ def preempt(session: Session) -> None:
         request = sum((t.request for t in tasks), Resources.ZERO)
         if over_capacity(job, session.chain(job), request) is not None:
             continue
-        victims = [
-            v
-            for v in state.jobs.values()
-            if v.queue == job.queue
-            and v is not job
-            and v.preemptible
-            and v.priority < job.priority
-            and any(t.status in HOLDS_NODE for t in v.tasks.values())
-        ]
+        victims = [v for v in state.running_in(job.queue, job.priority) if v.preemptible]
         if not victims:
             continue
         units = list(

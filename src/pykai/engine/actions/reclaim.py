@@ -22,7 +22,7 @@ from functools import partial
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
 from pykai.engine.actions.solver import VictimUnit, solve, victim_units
 from pykai.engine.capacity import over_capacity
-from pykai.engine.jobs import HOLDS_NODE, Job, TaskStatus
+from pykai.engine.jobs import Job, TaskStatus
 from pykai.engine.min_runtime import is_protected, reclaim_min_runtime
 from pykai.engine.ordering import JobQueue
 from pykai.engine.session import QueueInfo, Session
@@ -75,14 +75,13 @@ def _victims(session: Session, reclaimer: Job) -> list[Job]:
     most saturated queue first."""
     chain = set(session.state.queue_chain(reclaimer.queue))
     found = []
-    for victim in session.state.jobs.values():
-        if victim.queue == reclaimer.queue or not victim.preemptible:
+    for queue in sorted(session.state.running_jobs):
+        if queue == reclaimer.queue:
             continue
-        if not any(t.status in HOLDS_NODE for t in victim.tasks.values()):
+        level = _below_lca(session, queue, chain)
+        if level is None or not _over_share(level):
             continue
-        level = _below_lca(session, victim.queue, chain)
-        if level is not None and _over_share(level):
-            found.append(victim)
+        found += [v for v in session.state.running_in(queue) if v.preemptible]
     return found
 
 

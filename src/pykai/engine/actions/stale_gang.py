@@ -10,28 +10,29 @@ from pykai.engine.session import Session
 def stale_gang_eviction(session: Session) -> None:
     """Evict stale gangs; note when a job became stale (None when it recovered), for the
     backend to keep in the PodGroup annotation."""
-    result_stale = session.stale
+    state = session.state
     grace = session.config.stale_gang_grace_period
-    for key in sorted(session.state.jobs):
-        job = session.state.jobs[key]
+    for key in sorted(state.below_minimum | state.stale_marked):
+        job = state.jobs[key]
         if not job.running_below_minimum():
             if job.stale_since is not None:
-                job.stale_since = None
-                result_stale[key] = None
+                state.mark_stale(job, None)
+                session.stale[key] = None
             continue
         if job.stale_since is None:
-            job.stale_since = session.now
-            result_stale[key] = session.now
-        if grace < 0 or session.now - job.stale_since < grace:
+            state.mark_stale(job, session.now)
+            session.stale[key] = session.now
+        since = job.stale_since if job.stale_since is not None else session.now
+        if grace < 0 or session.now - since < grace:
             continue
         statement = session.statement()
         message = (
-            f"gang {key} ran with {job.active} of its minimum {job.min_member} pods "
-            f"for {session.now - job.stale_since:g}s (grace {grace:g}s)"
+            f"gang {key} ran with {job.running} of its minimum {job.min_member} pods "
+            f"for {session.now - since:g}s (grace {grace:g}s)"
         )
         for task in sorted(job.tasks.values(), key=lambda t: t.order_key):
             if task.status in HOLDS_NODE:
                 statement.evict(task, "StaleGang", message)
         statement.commit()
-        job.stale_since = None
-        result_stale[key] = None
+        state.mark_stale(job, None)
+        session.stale[key] = None
