@@ -41,13 +41,19 @@ def _fits(free: FloatArray, task: Task) -> BoolArray:
     return fit
 
 
-def find_node(nodes: NodeTable, task: Task, strategy: PlacementStrategy) -> Placement | None:
-    """The best node for a task on idle resources, else on idle + releasing ones, else None."""
+def find_node(
+    nodes: NodeTable, task: Task, strategy: PlacementStrategy, avoid: str = ""
+) -> Placement | None:
+    """The best node for a task on idle resources, else on idle + releasing ones, else None.
+    ``avoid`` names a node not to use (a pod being moved off it)."""
     if not len(nodes):
         return None
-    if task.pod.gpu.is_shared:
-        return _find_shared(nodes, task, strategy)
     mask = nodes.constraint_mask(task.pod.constraints, task.pod.extended)
+    if avoid in nodes.index:
+        mask = mask.copy()
+        mask[nodes.index[avoid]] = False
+    if task.pod.gpu.is_shared:
+        return _find_shared(nodes, task, strategy, mask)
     idle = nodes.alloc - nodes.used
     candidates = np.flatnonzero(mask & _fits(idle, task))
     pipelined = False
@@ -100,11 +106,12 @@ def _portions(nodes: NodeTable, task: Task) -> FloatArray:
     return portions
 
 
-def _find_shared(nodes: NodeTable, task: Task, strategy: PlacementStrategy) -> Placement | None:
+def _find_shared(
+    nodes: NodeTable, task: Task, strategy: PlacementStrategy, mask: BoolArray
+) -> Placement | None:
     """A node and GPU groups for a fractional task: existing groups that fit score first
     (gpusharingorder), then binpack or spread on whole GPUs; devices are chosen by gpupack or
     gpuspread. Shared portions are placed on idle devices only (never pipelined)."""
-    mask = nodes.constraint_mask(task.pod.constraints, task.pod.extended)
     idle = nodes.alloc - nodes.used
     portions = _portions(nodes, task)
     devices = task.pod.gpu.devices

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 
 from pykai.engine.actions.allocate import allocate
+from pykai.engine.actions.consolidation import consolidation
 from pykai.engine.actions.preempt import preempt
 from pykai.engine.actions.reclaim import reclaim
 from pykai.engine.actions.stale_gang import stale_gang_eviction
@@ -17,6 +18,7 @@ from pykai.engine.state import ClusterState
 Action = Callable[[Session], None]
 ACTIONS: dict[str, Action] = {
     "allocate": allocate,
+    "consolidation": consolidation,
     "reclaim": reclaim,
     "preempt": preempt,
     "stalegangeviction": stale_gang_eviction,

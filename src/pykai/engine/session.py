@@ -117,6 +117,7 @@ class Session:
     committed: list[_Change] = field(default_factory=list)
     reasons: dict[str, list[Reason]] = field(default_factory=dict)
     stale: dict[str, float | None] = field(default_factory=dict)
+    moved_jobs: set[str] = field(default_factory=set)  # moved by consolidation this cycle
 
     @classmethod
     def open(cls, state: ClusterState, config: SchedulerConfig, now: float) -> Session:
