@@ -135,3 +135,29 @@ def test_unschedulable_events_are_not_repeated(tmp_path: Path) -> None:
         e for e in cluster.events_for("Pod", "big", "default") if e["reason"] == "Unschedulable"
     ]
     assert len(events) == 1 and "needs 4" in events[0]["message"]
+
+
+def test_evictions_are_counted_per_queue_and_recorded_on_pod_and_podgroup(tmp_path: Path) -> None:
+    cluster = EmbeddedCluster.open(tmp_path / "c.db")
+    cluster.apply([node("n1", gpus=2), queue("team", gpu=(2, -1, 1))])
+    cluster.apply(
+        [podgroup("train", queue="team", min_member=2)]
+        + [pod(f"t{i}", group="train", gpus=1) for i in range(2)]
+    )
+    cluster.apply(
+        [
+            podgroup("serve", queue="team", priority_class="inference"),
+            pod("s0", group="serve", gpus=2),
+        ]
+    )
+    assert cluster.get("Pod", "s0", "default")["spec"]["nodeName"] == "n1"  # type: ignore[index]
+    team = cluster.get("Queue", "team")
+    assert team is not None and team["status"]["evictions"] == 2
+    messages = [
+        e["message"]
+        for e in cluster.events_for("PodGroup", "train", "default")
+        if e["reason"] == "Preempted"
+    ]
+    assert len(messages) == 2 and all(
+        "Preempted by default/serve" in m and "in queue team" in m for m in messages
+    )
