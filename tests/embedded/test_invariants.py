@@ -52,7 +52,7 @@ def test_promises_hold(ops: list[tuple[str, Any]]) -> None:
     )
     submitted = 0
     below_since: dict[str, float] = {}
-    last_preemptor: dict[str, str] = {}
+    evictions: set[tuple[str, str, str]] = set()  # one per eviction of a job, not per pod
     for op, arg in ops:
         if op == "submit":
             name = f"j{submitted}"
@@ -109,14 +109,9 @@ def test_promises_hold(ops: list[tuple[str, Any]]) -> None:
         for event in cluster.list("Event"):
             if event["reason"] == "Preempted" and event["involvedObject"]["kind"] == "PodGroup":
                 victim = event["involvedObject"]["name"]
-                preemptor = (
-                    event["message"].split("Preempted by ")[-1].split(" ")[0]
-                    if "Preempted by" in event["message"]
-                    else ""
-                )
-                key = f"{victim}@{event['metadata']['name']}"
-                last_preemptor.setdefault(key, preemptor)
-        pairs = [k.split("@")[0] + ">" + v for k, v in last_preemptor.items()]
+                preemptor = event["message"].split("Preempted by ")[-1].split(" ")[0]
+                evictions.add((victim, preemptor, event["firstTimestamp"]))
+        pairs = [f"{victim}>{preemptor}" for victim, preemptor, _ in evictions]
         assert len(pairs) == len(set(pairs)), (
             f"a job was preempted twice by the same preemptor: {pairs}"
         )

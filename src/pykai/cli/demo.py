@@ -34,19 +34,40 @@ def example(name: str) -> list[Obj]:
     return read_manifests([str(path)])
 
 
+GPU_COLUMNS = (
+    "NAME:.metadata.name,NODE:.spec.nodeName,"
+    "GPU-FRACTION:.metadata.annotations.gpu-fraction,GPU-GROUP:.metadata.labels.runai-gpu-group"
+)
+
+
 def get(
-    cluster: EmbeddedCluster, kind: str, *, wide: bool = False, namespace: str | None = "default"
+    cluster: EmbeddedCluster,
+    kind: str,
+    *,
+    wide: bool = False,
+    namespace: str | None = "default",
+    selector: dict[str, str] | None = None,
+    columns: str = "",
 ) -> str:
-    """What `kubectl get <kind>` prints."""
-    objects = cluster.list(kind, namespace)
+    """What `kubectl get <kind>` prints (with -l and -o wide / custom-columns)."""
+    objects = [
+        o
+        for o in cluster.list(kind, namespace)
+        if all((o["metadata"].get("labels") or {}).get(k) == v for k, v in (selector or {}).items())
+    ]
+    if columns:
+        return printers.custom_columns(columns, objects)
     return printers.render_table(
         kind, objects, cluster.now(), wide=wide, all_namespaces=False, pods=[]
     )
 
 
-def _gpu_nodes(cluster: EmbeddedCluster) -> None:
+def _nodes(cluster: EmbeddedCluster) -> None:
     cluster.apply(
-        [builders.node(f"gpu-node-{i}", gpus=8, cpu="32", memory="256Gi") for i in range(2)]
+        [
+            builders.node("gpu-node-1", gpus=1, cpu="32", memory="128Gi"),
+            builders.node("cpu-node-1", gpus=0, cpu="16", memory="64Gi"),
+        ]
     )
 
 
@@ -55,15 +76,81 @@ def _queues(cluster: EmbeddedCluster) -> None:
 
 
 def _gang(cluster: EmbeddedCluster) -> None:
-    gang = [builders.podgroup("distributed-training", queue="team-a", min_member=3)]
-    gang += [builders.pod(f"trainer-{i}", group="distributed-training", gpus=4) for i in range(3)]
-    cluster.apply(gang)
+    cluster.apply(example("ray-cluster.kai-scheduler.yaml"))
+
+
+def _show_gang(cluster: EmbeddedCluster) -> str:
+    pods = get(cluster, "Pod", wide=True, selector={"ray.io/cluster": "raycluster-sample"})
+    return pods + "\n\n" + get(cluster, "PodGroup")
+
+
+def _training(cluster: EmbeddedCluster) -> None:
+    cluster.delete("RayCluster", "raycluster-sample", "default")
+    cluster.apply(example("blog-raycluster-train.yaml"))
+
+
+def _inference(cluster: EmbeddedCluster) -> None:
+    cluster.apply(example("blog-rayservice-inference.yaml"))
+
+
+def _show_preemption(cluster: EmbeddedCluster) -> str:
+    preempted = [
+        f"{e['involvedObject']['kind'].lower()}/{e['involvedObject']['name']}: {e['message']}"
+        for e in cluster.list("Event")
+        if e["reason"] == "Preempted" and e["involvedObject"]["kind"] == "Pod"
+    ]
+    return get(cluster, "Pod", wide=True) + "\n\nPreemption events:\n" + "\n".join(preempted)
+
+
+def _sharing(cluster: EmbeddedCluster) -> None:
+    cluster.apply([builders.node("gpu-node-2", gpus=4, cpu="64", memory="256Gi")])
+    cluster.apply(example("opennebula-queues-default-test.yaml"))
+    cluster.apply(example("vllm-gpu-fraction-deployments.yaml"))
+    cluster.apply(example("ray-cluster.kai-gpu-sharing.yaml"))
+
+
+def _show_sharing(cluster: EmbeddedCluster) -> str:
+    vllm = get(cluster, "Pod", namespace="ai-workloads", columns=GPU_COLUMNS)
+    ray = get(
+        cluster, "Pod", selector={"ray.io/cluster": "raycluster-half-gpu"}, columns=GPU_COLUMNS
+    )
+    return f"$ kubectl get pods -n ai-workloads -o custom-columns=...\n{vllm}\n\n" + (
+        f"$ kubectl get pods -l ray.io/cluster=raycluster-half-gpu -o custom-columns=...\n{ray}"
+    )
+
+
+MISSING_QUEUE = "team-that-does-not-exist"
+
+
+def _missing_queue(cluster: EmbeddedCluster) -> None:
+    raycluster = example("ray-cluster.kai-scheduler.yaml")[0]
+    raycluster["metadata"]["name"] = "raycluster-wrong-queue"
+    raycluster["metadata"]["labels"] = {"kai.scheduler/queue": MISSING_QUEUE}
+    cluster.apply([raycluster])
+
+
+def _show_missing_queue(cluster: EmbeddedCluster) -> str:
+    pods = get(cluster, "Pod", selector={"ray.io/cluster": "raycluster-wrong-queue"})
+    groups = [
+        g
+        for g in cluster.list("PodGroup", "default")
+        if (g.get("spec") or {}).get("queue") == MISSING_QUEUE
+    ]
+    reasons = [
+        f"  {r['reason']}: {r['message']}"
+        for g in groups
+        for cond in (g.get("status") or {}).get("schedulingConditions") or []
+        for r in cond.get("reasons") or []
+    ]
+    return (
+        pods + "\n\n$ kubectl describe podgroup ...\nScheduling conditions:\n" + "\n".join(reasons)
+    )
 
 
 CHAPTERS: list[Chapter] = [
     Chapter(
-        "A cluster of 2 fake nodes with 8 GPUs each",
-        _gpu_nodes,
+        "A cluster: one node with 1 GPU, one CPU-only node",
+        _nodes,
         lambda c: get(c, "Node", namespace=None),
     ),
     Chapter(
@@ -72,9 +159,29 @@ CHAPTERS: list[Chapter] = [
         lambda c: get(c, "Queue", namespace=None),
     ),
     Chapter(
-        "A gang of 3 pods (4 GPUs each, minMember 3) in queue team-a starts together",
+        "kubectl apply -f ray-cluster.kai-scheduler.yaml: head + 2 workers start as one gang of 3",
         _gang,
+        _show_gang,
+    ),
+    Chapter(
+        "The blog's training RayCluster (priority train) takes the only GPU",
+        _training,
         lambda c: get(c, "Pod", wide=True),
+    ),
+    Chapter(
+        "The blog's RayService (priority inference) arrives: training is preempted as a gang",
+        _inference,
+        _show_preemption,
+    ),
+    Chapter(
+        "GPU sharing: a node with 4 GPUs; vLLM at 0.7 and 0.2, and two Ray workers at 0.5 each",
+        _sharing,
+        _show_sharing,
+    ),
+    Chapter(
+        "Troubleshooting: a RayCluster whose queue label names no queue stays Pending",
+        _missing_queue,
+        _show_missing_queue,
     ),
 ]
 

@@ -19,6 +19,7 @@ from pykai.embedded.kubelet import run_pods
 from pykai.embedded.status import update_status
 from pykai.embedded.store import CLUSTER_SCOPED, Store, namespace_of, strip_server_fields
 from pykai.embedded.validation import validate_objects
+from pykai.embedded.workloads import run_workloads
 from pykai.engine.config import SchedulerConfig, config_from_mapping
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import KINDS, ClusterState
@@ -181,7 +182,8 @@ class EmbeddedCluster:
 
     def _round(self) -> bool:
         with self.store.transaction():
-            changed = group_pods(self)
+            changed = run_workloads(self)
+            changed |= group_pods(self)
             result = Scheduler(self.config).run_cycle(self.state, self.now())
             changed |= bind(self, result)
             changed |= evict(self, result)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from pykai.grouping.podgrouper import plan_for
+from pykai.grouping.ray import RayGroupingError
 from pykai.model import constants as c
 
 if TYPE_CHECKING:
@@ -21,7 +22,11 @@ def group_pods(cluster: EmbeddedCluster) -> bool:
         annotations = pod["metadata"].setdefault("annotations", {})
         if spec.get("schedulerName") != c.SCHEDULER_NAME or c.POD_GROUP_ANNOTATION in annotations:
             continue
-        plan = plan_for(pod, store.get, classes)
+        try:
+            plan = plan_for(pod, store.get, classes)
+        except RayGroupingError:
+            continue  # reported on the RayCluster by its controller; the pod waits
+
         if store.get("PodGroup", plan.name, plan.namespace) is None:
             cluster.create(plan.to_object())
         annotations[c.POD_GROUP_ANNOTATION] = plan.name
