@@ -160,3 +160,14 @@ def test_demo_runs_every_chapter() -> None:
     chapters = [line for line in result.stdout.splitlines() if line.startswith("== ")]
     assert len(chapters) == 7
     assert "QueueDoesNotExist" in result.stdout and "Preempted by" in result.stdout
+
+
+def test_describe_workload_shows_its_podgroup_conditions_and_pod_events(cluster: list[str]) -> None:
+    run("apply", "-f", str(EXAMPLES / "queues-department-1-team-a.yaml"), *cluster)
+    run("apply", "-f", str(EXAMPLES / "ray-cluster.kai-scheduler.yaml"), *cluster)
+    code, out, _ = run("get", "rayclusters", *cluster)
+    assert code == 0 and out.splitlines()[1].split()[:3] == ["raycluster-sample", "2", "0"]
+    code, out, _ = run("describe", "raycluster", "raycluster-sample", *cluster)
+    assert code == 0
+    assert "queue team-a, minMember 3, phase Pending" in out
+    assert "the cluster has no nodes" in out and "Pod events:" in out

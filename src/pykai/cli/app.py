@@ -143,7 +143,7 @@ def get(
             where = "" if scope is None else f" in {scope} namespace"
             typer.echo(f"No resources found{where}.", err=True)
             return
-        pods = store.list("Pod") if info.kind == "Node" else []
+        pods = store.list("Pod") if info.kind in ("Node", "Deployment", "ReplicaSet") else []
         typer.echo(
             printers.render_table(
                 info.kind,

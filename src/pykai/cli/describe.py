@@ -202,4 +202,86 @@ def _events(cluster: EmbeddedCluster, obj: Obj) -> list[str]:
     ]
 
 
-_SECTIONS = {"Pod": _pod, "PodGroup": _podgroup, "Queue": _queue, "Node": _node}
+def _descendant_pods(cluster: EmbeddedCluster, owner: Obj) -> list[Obj]:
+    """Pods owned by ``owner``, directly or through owned objects (ReplicaSet, RayCluster)."""
+    found: list[Obj] = []
+    frontier = [owner["metadata"].get("uid")]
+    for _ in range(4):
+        children = [o for uid in frontier if uid for o in cluster.store.owned_by(uid)]
+        found += [o for o in children if o["kind"] == "Pod"]
+        frontier = [o["metadata"].get("uid") for o in children if o["kind"] != "Pod"]
+    return found
+
+
+def _workload(cluster: EmbeddedCluster, workload: Obj) -> list[str]:
+    """A workload: its status, its PodGroups' scheduling conditions, and its pods."""
+    lines = _yaml_block("Status", workload.get("status"))
+    pods = _descendant_pods(cluster, workload)
+    groups = sorted(
+        {(p["metadata"].get("annotations") or {}).get(c.POD_GROUP_ANNOTATION, "") for p in pods}
+        - {""}
+    )
+    namespace = workload["metadata"].get("namespace", "default")
+    for name in groups:
+        group = cluster.get("PodGroup", name, namespace)
+        if group is None:
+            continue
+        spec = group.get("spec") or {}
+        lines.append(
+            f"PodGroup {name}: queue {spec.get('queue')}, minMember {spec.get('minMember', 1)}, "
+            f"phase {(group.get('status') or {}).get('phase', 'Pending')}"
+        )
+        for condition in (group.get("status") or {}).get("schedulingConditions") or []:
+            for reason in condition.get("reasons") or []:
+                lines.append(f"  {reason['reason']}: {reason['message']}")
+    if pods:
+        rows = [
+            [
+                p["metadata"]["name"],
+                (p.get("status") or {}).get("phase", "Pending"),
+                (p.get("spec") or {}).get("nodeName") or "<none>",
+            ]
+            for p in pods
+        ]
+        lines += [
+            "Pods:",
+            *("  " + line for line in table(["NAME", "STATUS", "NODE"], rows).splitlines()),
+        ]
+        now = cluster.now()
+        events = [
+            [
+                p["metadata"]["name"],
+                e["type"],
+                e["reason"],
+                age(e.get("lastTimestamp"), now),
+                e["message"],
+            ]
+            for p in pods
+            for e in cluster.events_for("Pod", p["metadata"]["name"], namespace)
+        ]
+        if events:
+            lines += [
+                "Pod events:",
+                *(
+                    "  " + line
+                    for line in table(
+                        ["POD", "Type", "Reason", "Age", "Message"], events
+                    ).splitlines()
+                ),
+            ]
+    return lines
+
+
+_WORKLOADS = (
+    "RayCluster",
+    "RayJob",
+    "RayService",
+    "Deployment",
+    "ReplicaSet",
+    "StatefulSet",
+    "Job",
+    "PyTorchJob",
+)
+_SECTIONS = {"Pod": _pod, "PodGroup": _podgroup, "Queue": _queue, "Node": _node} | dict.fromkeys(
+    _WORKLOADS, _workload
+)

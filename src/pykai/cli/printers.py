@@ -270,7 +270,36 @@ def columns_for(kind: str, wide: bool, pods: list[Obj]) -> list[Column]:
             ),
             ("MESSAGE", lambda o, n: o.get("message", "")),
         ]
+    if kind == "RayCluster":
+        return [
+            ("NAME", _name),
+            ("DESIRED WORKERS", _status_field("desiredWorkerReplicas")),
+            ("AVAILABLE WORKERS", _status_field("availableWorkerReplicas")),
+            ("STATUS", _status_field("state")),
+            ("AGE", _age),
+        ]
+    if kind in ("Deployment", "ReplicaSet"):
+        return [("NAME", _name), ("READY", _ready_replicas(pods)), ("AGE", _age)]
     return [("NAME", _name), ("AGE", _age)]
+
+
+def _status_field(field: str) -> Callable[[Obj, float], str]:
+    def column(obj: Obj, _now: float) -> str:
+        return str((obj.get("status") or {}).get(field, ""))
+
+    return column
+
+
+def _ready_replicas(pods: list[Obj]) -> Callable[[Obj, float], str]:
+    """READY of a Deployment or ReplicaSet: running pods / replicas (pods by name prefix)."""
+
+    def column(obj: Obj, _now: float) -> str:
+        prefix = obj["metadata"]["name"] + "-"
+        mine = [p for p in pods if p["metadata"]["name"].startswith(prefix)]
+        running = sum(1 for p in mine if (p.get("status") or {}).get("phase") == "Running")
+        return f"{running}/{(obj.get('spec') or {}).get('replicas', 1)}"
+
+    return column
 
 
 def render_table(
