@@ -42,6 +42,7 @@ class SchedulerConfig(BaseModel):
     default_reclaim_min_runtime: float = Field(0.0, alias="defaultReclaimMinRuntime", ge=0)
     stale_gang_grace_period: float = Field(60.0, alias="staleGangGracePeriod")
     max_consolidation_preemptees: int = Field(16, alias="maxConsolidationPreemptees", ge=0)
+    reclaimer_saturation_multiplier: float = Field(1.0, alias="reclaimerSaturationMultiplier", ge=1)
 
     @field_validator("actions")
     @classmethod
@@ -112,6 +113,13 @@ def _from_shard(shard: dict[str, Any]) -> SchedulerConfig:
         data["staleGangGracePeriod"] = args["default-staleness-grace-period"]
     if "max-consolidation-preemptees" in args:
         data["maxConsolidationPreemptees"] = int(args["max-consolidation-preemptees"])
+    proportion = ((spec.get("plugins") or {}).get("proportion") or {}).get("arguments") or {}
+    for key in (
+        "relcaimerSaturationMultiplier",
+        "reclaimerSaturationMultiplier",
+    ):  # KAI's spelling first
+        if key in proportion:
+            data["reclaimerSaturationMultiplier"] = float(proportion[key])
     try:
         return SchedulerConfig.model_validate(data)
     except PydanticError as exc:

@@ -154,8 +154,11 @@ class _Validator:
             ratio = _saturation(queue.usage.allocated + pipelined, queue.fair_share, involved)
             if ratio <= 1 + EPS:
                 continue
+            multiplier = self.session.config.reclaimer_saturation_multiplier
             for sibling in siblings:
-                if ratio >= _saturation(sibling.usage.allocated, sibling.fair_share, involved):
+                if ratio * multiplier >= _saturation(
+                    sibling.usage.allocated, sibling.fair_share, involved
+                ):
                     return False
         return True
 

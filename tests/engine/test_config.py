@@ -1,0 +1,61 @@
+"""Scheduler configuration from KAI's SchedulingShard, and its validation."""
+
+from __future__ import annotations
+
+import pytest
+
+from pykai.engine.config import config_from_mapping
+from pykai.model.errors import ValidationError
+
+
+def shard(spec: dict) -> dict:  # type: ignore[type-arg]
+    return {
+        "apiVersion": "kai.scheduler/v1",
+        "kind": "SchedulingShard",
+        "metadata": {"name": "default"},
+        "spec": spec,
+    }
+
+
+def test_shard_maps_every_setting() -> None:
+    config = config_from_mapping(
+        shard(
+            {
+                "placementStrategy": {"gpu": "spread", "cpu": "binpack"},
+                "actions": {"consolidation": {"enabled": False}, "preempt": {"priority": 600}},
+                "minRuntime": {"preemptMinRuntime": "2m", "reclaimMinRuntime": "30s"},
+                "args": {
+                    "default-staleness-grace-period": "90s",
+                    "max-consolidation-preemptees": "4",
+                },
+                "plugins": {"proportion": {"arguments": {"relcaimerSaturationMultiplier": "1.5"}}},
+            }
+        )
+    )
+    assert config.actions == ["preempt", "allocate", "reclaim", "stalegangeviction"]
+    assert (config.placement.gpu, config.placement.cpu) == ("spread", "binpack")
+    assert not config.consolidation_enabled
+    assert (config.default_preempt_min_runtime, config.default_reclaim_min_runtime) == (120, 30)
+    assert (config.stale_gang_grace_period, config.max_consolidation_preemptees) == (90, 4)
+    assert config.reclaimer_saturation_multiplier == 1.5
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"placementStrategy": {"gpu": "pack"}}, "spec.placementStrategy.gpu"),
+        ({"minRuntime": {"preemptMinRuntime": "soon"}}, "not a duration"),
+        (
+            {"plugins": {"proportion": {"arguments": {"relcaimerSaturationMultiplier": 0.5}}}},
+            "reclaimerSaturationMultiplier",
+        ),
+    ],
+)
+def test_invalid_shard_is_rejected_naming_the_field(spec: dict, field: str) -> None:  # type: ignore[type-arg]
+    with pytest.raises(ValidationError, match=field.replace(".", r"\.")):
+        config_from_mapping(shard(spec))
+
+
+def test_plain_mapping_rejects_unknown_actions() -> None:
+    with pytest.raises(ValidationError, match="unknown action"):
+        config_from_mapping({"actions": ["allocate", "steal"]})
