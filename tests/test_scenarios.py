@@ -61,6 +61,27 @@ def check(cluster: EmbeddedCluster, expect: dict[str, Any], where: str) -> None:
         assert len(set(nodes)) == len(nodes), (
             f"{where}: {group} should be on different nodes: {nodes}"
         )
+
+    def groups_of(key: str) -> set[str]:
+        labels = pods[key]["metadata"].get("labels") or {}
+        return {
+            v
+            for k, v in labels.items()
+            if k == "runai-gpu-group" or k.startswith("runai-gpu-group/")
+        }
+
+    for group in expect.get("same_gpu_group") or []:
+        found = [groups_of(k) for k in group]
+        assert all(f and f == found[0] for f in found), (
+            f"{where}: {group} should share a GPU group: {found}"
+        )
+    for group in expect.get("different_gpu_groups") or []:
+        found = [frozenset(groups_of(k)) for k in group]
+        assert all(found) and len(set(found)) == len(found), (
+            f"{where}: {group} should not share: {found}"
+        )
+    for key, count in (expect.get("gpu_groups") or {}).items():
+        assert len(groups_of(key)) == count, f"{where}: {key} should hold {count} GPU group(s)"
     for name, figures in (expect.get("queues") or {}).items():
         queue = cluster.get("Queue", name)
         assert queue is not None, f"{where}: queue {name} missing"
