@@ -80,8 +80,8 @@ def check(cluster: EmbeddedCluster, expect: dict[str, Any], where: str) -> None:
         assert all(found) and len(set(found)) == len(found), (
             f"{where}: {group} should not share: {found}"
         )
-    for key, count in (expect.get("gpu_groups") or {}).items():
-        assert len(groups_of(key)) == count, f"{where}: {key} should hold {count} GPU group(s)"
+    for key, wanted_groups in (expect.get("gpu_groups") or {}).items():
+        assert len(groups_of(key)) == wanted_groups, f"{where}: {key}: {wanted_groups} GPU group(s)"
     for name, figures in (expect.get("queues") or {}).items():
         queue = cluster.get("Queue", name)
         assert queue is not None, f"{where}: queue {name} missing"
