@@ -6,14 +6,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
 
 from pykai import __version__
 from pykai.cli import printers
 from pykai.cli.describe import describe as describe_object
-from pykai.cli.kinds import UnknownKindError, display_name, resolve
+from pykai.cli.kinds import KindInfo, UnknownKindError, display_name, resolve
 from pykai.cli.manifests import ManifestError, read_manifests
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.model.duration import parse_duration
@@ -40,10 +40,18 @@ ClusterOption = Annotated[
 NamespaceOption = Annotated[str, typer.Option("--namespace", "-n", help="Namespace")]
 
 
-def fail(message: str) -> None:
+def fail(message: str) -> NoReturn:
     """Print one clear error line (or several, for validation) and exit 1."""
     typer.echo(message if message.startswith("error") else f"error: {message}", err=True)
     raise typer.Exit(1)
+
+
+def kind_or_fail(kind: str) -> KindInfo:
+    """The kind a user typed, or a kubectl-like error."""
+    try:
+        return resolve(kind)
+    except UnknownKindError as exc:
+        fail(str(exc))
 
 
 def open_cluster(path: Path | None) -> EmbeddedCluster:
@@ -64,7 +72,6 @@ def apply(
         outcomes = with_cluster.apply(objects, max_cycles=max_cycles)
     except (ManifestError, ValidationError) as exc:
         fail(str(exc))
-        return
     for outcome in outcomes:
         typer.echo(f"{display_name(outcome.kind)}/{outcome.name} {outcome.action}")
     with_cluster.close()
@@ -90,7 +97,6 @@ def delete(
             targets = [(resolve(kind).kind, name, namespace)]
         else:
             fail("give KIND NAME or -f FILE")
-            return
         for target_kind, target_name, target_ns in targets:
             if not store.delete(target_kind, target_name, target_ns):
                 fail(
@@ -114,11 +120,7 @@ def get(
     cluster: ClusterOption = None,
 ) -> None:
     """List objects, kubectl-style."""
-    try:
-        info = resolve(kind)
-    except UnknownKindError as exc:
-        fail(str(exc))
-        return
+    info = kind_or_fail(kind)
     store = open_cluster(cluster)
     scope = None if all_namespaces or not info.namespaced else namespace
     objects = store.list(info.kind, scope)
@@ -166,16 +168,11 @@ def describe(
     cluster: ClusterOption = None,
 ) -> None:
     """Describe one object: its state, why it is pending, and its events."""
-    try:
-        info = resolve(kind)
-    except UnknownKindError as exc:
-        fail(str(exc))
-        return
+    info = kind_or_fail(kind)
     store = open_cluster(cluster)
     obj = store.get(info.kind, name, namespace)
     if obj is None:
         fail(f'Error from server (NotFound): {info.plural} "{name}" not found')
-        return
     typer.echo(describe_object(store, obj))
 
 
@@ -199,7 +196,6 @@ def advance(
         seconds = parse_duration(duration)
     except ValueError as exc:
         fail(str(exc))
-        return
     store = open_cluster(cluster)
     store.advance(seconds)
     typer.echo(f"clock advanced by {duration}")

@@ -12,36 +12,46 @@ _FORMAT = {"cpu": format_cpu, "memory": format_memory, "gpu": format_gpu}
 _UNIT_NAME = {"cpu": "cpu", "memory": "memory", "gpu": "nvidia.com/gpu"}
 
 
+def _excess(
+    used: Resources, asked: Resources, bound: Resources
+) -> tuple[str, float, float, float] | None:
+    """The first resource where ``used + asked`` passes ``bound`` (only resources asked for)."""
+    for name, u, a, b in zip(RESOURCE_NAMES, used, asked, bound, strict=True):
+        if a > 0 and u + a > b + EPS:
+            return name, u, a, b
+    return None
+
+
 def over_capacity(job: Job, chain: list[QueueInfo], request: Resources) -> Reason | None:
     """OverLimit if any queue up the tree would pass its limit; NonPreemptibleOverQuota if a
     non-preemptible job would pass any queue's quota. None when the job may run."""
     for queue in chain:
         usage = queue.usage
-        for name, allocated, asked, limit in zip(
-            RESOURCE_NAMES, usage.allocated, request, queue.limit, strict=True
-        ):
-            if asked > 0 and allocated + asked > limit + EPS:
-                fmt = _FORMAT[name]
-                return Reason(
-                    "OverLimit",
-                    f'queue "{queue.name}" would pass its {_UNIT_NAME[name]} limit: '
-                    f"{fmt(allocated)} allocated + {fmt(asked)} requested > limit {fmt(limit)}. "
-                    f"Wait for the queue's jobs to finish, or raise "
-                    f"spec.resources.{name}.limit of queue {queue.name}",
-                )
-        if job.preemptible:
-            continue
-        for name, allocated, asked, quota in zip(
-            RESOURCE_NAMES, usage.allocated_non_preemptible, request, queue.deserved, strict=True
-        ):
-            if asked > 0 and allocated + asked > quota + EPS:
-                fmt = _FORMAT[name]
-                return Reason(
-                    "NonPreemptibleOverQuota",
-                    f"non-preemptible job would pass the {_UNIT_NAME[name]} quota of queue "
-                    f'"{queue.name}": {fmt(allocated)} allocated non-preemptible + {fmt(asked)} '
-                    f"requested > quota {fmt(quota)}. Non-preemptible jobs (priority >= 100) "
-                    f"may only use in-quota resources: use a preemptible priority class such "
-                    f"as train, or raise spec.resources.{name}.quota of queue {queue.name}",
-                )
+        over = _excess(usage.allocated, request, queue.limit)
+        if over is not None:
+            name, allocated, asked, limit = over
+            fmt = _FORMAT[name]
+            return Reason(
+                "OverLimit",
+                f'queue "{queue.name}" would pass its {_UNIT_NAME[name]} limit: '
+                f"{fmt(allocated)} allocated + {fmt(asked)} requested > limit {fmt(limit)}. "
+                f"Wait for the queue's jobs to finish, or raise "
+                f"spec.resources.{name}.limit of queue {queue.name}",
+            )
+        over = (
+            None
+            if job.preemptible
+            else _excess(usage.allocated_non_preemptible, request, queue.deserved)
+        )
+        if over is not None:
+            name, allocated, asked, quota = over
+            fmt = _FORMAT[name]
+            return Reason(
+                "NonPreemptibleOverQuota",
+                f"non-preemptible job would pass the {_UNIT_NAME[name]} quota of queue "
+                f'"{queue.name}": {fmt(allocated)} allocated non-preemptible + {fmt(asked)} '
+                f"requested > quota {fmt(quota)}. Non-preemptible jobs (priority >= 100) "
+                f"may only use in-quota resources: use a preemptible priority class such "
+                f"as train, or raise spec.resources.{name}.quota of queue {queue.name}",
+            )
     return None

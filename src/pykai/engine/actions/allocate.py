@@ -7,13 +7,13 @@ the job goes back into its queue so that elastic growth interleaves with other j
 
 from __future__ import annotations
 
+from pykai.engine.actions.gang import FitKey, fit_key, place_gang
 from pykai.engine.capacity import over_capacity
 from pykai.engine.decisions import Reason
 from pykai.engine.jobs import Job, Task, TaskStatus
 from pykai.engine.ordering import JobQueue
-from pykai.engine.placement import explain, find_node
+from pykai.engine.placement import explain
 from pykai.engine.session import Session
-from pykai.model.constraints import NodeConstraints
 from pykai.model.resources import Resources
 
 
@@ -139,9 +139,6 @@ def _subtree(job: Job, name: str) -> set[str]:
     return names
 
 
-FitKey = tuple[Resources, NodeConstraints, tuple[tuple[str, float], ...]]
-
-
 def allocate_job(
     session: Session, job: Job, tasks: list[Task], no_fit: dict[FitKey, str] | None = None
 ) -> bool:
@@ -155,33 +152,21 @@ def allocate_job(
     if reason is not None:
         session.note(job, reason)
         return False
-    was_satisfied = job.gang_satisfied()
-    nodes = session.state.nodes
-    strategy = session.config.placement
     statement = session.statement()
-    pipelined = False
-    for position, task in enumerate(tasks, start=1):
-        fit_key = (task.request, task.pod.constraints, task.pod.extended)
-        placement = None if fit_key in no_fit else find_node(nodes, task, strategy)
-        if placement is None:
-            message = no_fit.get(fit_key) or explain(nodes, task)
-            if position == 1:  # later positions saw nodes held by this gang's earlier pods
-                no_fit[fit_key] = message
-            statement.discard()
-            where = f"pod {task.pod.meta.key}"
-            if len(tasks) > 1:
-                where += f" ({position} of {len(tasks)} the gang needs together)"
-            session.note(job, Reason("Unschedulable", f"{where}: {message}"))
-            return False
-        if placement.pipelined:
-            statement.pipeline(task, placement.node, placement.gpu_groups)
-            pipelined = True
-        else:
-            statement.allocate(task, placement.node, placement.gpu_groups)
-    if pipelined and not was_satisfied:
-        for task in tasks:
-            if task.status == TaskStatus.ALLOCATED:
-                statement.pipeline(task, task.node, task.gpu_groups)
+    failed = place_gang(
+        session, statement, tasks, job.gang_satisfied(), lambda t: fit_key(t) in no_fit
+    )
+    if failed is not None:
+        task = tasks[failed]
+        key = fit_key(task)
+        message = no_fit.get(key) or explain(session.state.nodes, task)
+        if failed == 0:  # later tasks saw nodes held by this gang's earlier pods
+            no_fit[key] = message
+        where = f"pod {task.pod.meta.key}"
+        if len(tasks) > 1:
+            where += f" ({failed + 1} of {len(tasks)} the gang needs together)"
+        session.note(job, Reason("Unschedulable", f"{where}: {message}"))
+        return False
     statement.commit()
     session.reasons.pop(job.key, None)
     return True

@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
-from pykai.engine.actions.solver import VictimUnit, place_gang, victim_units
+from pykai.engine.actions.gang import place_gang
+from pykai.engine.actions.solver import VictimUnit, victim_units
 from pykai.engine.capacity import over_capacity
 from pykai.engine.jobs import Job, Task, TaskStatus
 from pykai.engine.ordering import job_order_key
@@ -76,7 +77,7 @@ def _consolidate(session: Session, job: Job, tasks: list[Task], units: list[Vict
             statement.evict(task, "Consolidated", f"moved to make room for {job.key}")
         moved += unit.tasks
         mark = statement.checkpoint()
-        if place_gang(session, statement, tasks, job.gang_satisfied()) and _place_again(
+        if place_gang(session, statement, tasks, job.gang_satisfied()) is None and _place_again(
             session, statement, moved
         ):
             statement.commit()

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
-from pykai.engine.jobs import HOLDS_NODE, Job, Task, TaskStatus
+from pykai.engine.actions.gang import place_gang
+from pykai.engine.jobs import HOLDS_NODE, Job, Task
 from pykai.engine.ordering import job_order_key
-from pykai.engine.placement import find_node
 from pykai.engine.session import Session, Statement
 
 
@@ -43,28 +43,6 @@ def victim_units(jobs: Iterable[Job], protected: Callable[[Job], bool]) -> Itera
             yield VictimUnit(job, (task,))
         if running[extra:] and not protected(job):
             yield VictimUnit(job, tuple(running[extra:]))
-
-
-def place_gang(session: Session, statement: Statement, tasks: list[Task], satisfied: bool) -> bool:
-    """Place tasks on idle, else releasing, resources; pipeline the whole gang if any part of an
-    unsatisfied gang had to wait for releases. False (and nothing placed) if one does not fit."""
-    mark = statement.checkpoint()
-    pipelined = False
-    for task in tasks:
-        placement = find_node(session.state.nodes, task, session.config.placement)
-        if placement is None:
-            statement.rollback(mark)
-            return False
-        if placement.pipelined:
-            statement.pipeline(task, placement.node, placement.gpu_groups)
-            pipelined = True
-        else:
-            statement.allocate(task, placement.node, placement.gpu_groups)
-    if pipelined and not satisfied:
-        for task in tasks:
-            if task.status == TaskStatus.ALLOCATED:
-                statement.pipeline(task, task.node, task.gpu_groups)
-    return True
 
 
 def solve(
@@ -106,7 +84,7 @@ def _attempt(
     for unit in units:
         for task in unit.tasks:
             statement.evict(task, reason, message)
-    return place_gang(session, statement, tasks, satisfied) and (
+    return place_gang(session, statement, tasks, satisfied) is None and (
         validate is None or validate(units)
     )
 
@@ -128,7 +106,7 @@ def _first_sufficient(
             for task in unit.tasks:
                 statement.evict(task, reason, message)
             mark = statement.checkpoint()
-            if place_gang(session, statement, tasks, satisfied) and (
+            if place_gang(session, statement, tasks, satisfied) is None and (
                 validate is None or validate(units[:count])
             ):
                 return units[:count], {t.node for t in tasks}
