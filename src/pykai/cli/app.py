@@ -14,6 +14,7 @@ from pykai import __version__
 from pykai.cli import printers
 from pykai.cli.describe import describe as describe_object
 from pykai.cli.kinds import KindInfo, UnknownKindError, display_name, resolve
+from pykai.cli.local_cluster import app as local_cluster_app
 from pykai.cli.manifests import ManifestError, read_manifests
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.model.duration import parse_duration
@@ -30,6 +31,7 @@ bench_app = typer.Typer(
     help="Benchmarks; they print figures (JSON with -o json).", no_args_is_help=True
 )
 app.add_typer(bench_app, name="bench")
+app.add_typer(local_cluster_app, name="local-cluster")
 
 ClusterOption = Annotated[
     Path | None,

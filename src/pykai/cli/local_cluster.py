@@ -1,0 +1,60 @@
+"""``pykai local-cluster up|down|status``: a real control plane on loopback for development."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+import yaml
+from lightkube import Client, KubeConfig
+
+from pykai.kube.localcluster import LocalCluster, LocalClusterError
+from pykai.kube.nodes import create_ready_nodes, gpu_nodes
+
+app = typer.Typer(
+    help="A real etcd + kube-apiserver on 127.0.0.1 (binaries from scripts/kube-binaries)."
+)
+DirOption = Annotated[Path, typer.Option("--dir", help="State, logs and kubeconfig")]
+DEFAULT_DIR = Path(".pykai/local-cluster")
+
+
+@app.command()
+def up(
+    directory: DirOption = DEFAULT_DIR,
+    nodes: Annotated[Path | None, typer.Option("--nodes", help="YAML file of Node objects")] = None,
+    gpu_nodes_count: Annotated[int, typer.Option("--gpu-nodes", help="Fake GPU nodes")] = 0,
+    gpus_per_node: Annotated[int, typer.Option("--gpus-per-node")] = 8,
+) -> None:
+    """Start the control plane and create fake nodes; the kubeconfig path is the last line."""
+    cluster = LocalCluster(directory.resolve())
+    try:
+        kubeconfig = cluster.up()
+    except LocalClusterError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(1) from exc
+    objects = gpu_nodes(gpu_nodes_count, gpus_per_node)
+    if nodes is not None:
+        objects += [
+            o for o in yaml.safe_load_all(nodes.read_text()) if o and o.get("kind") == "Node"
+        ]
+    if objects:
+        client = Client(KubeConfig.from_file(str(kubeconfig)))
+        create_ready_nodes(client, objects, time.time())
+        typer.echo(f"{len(objects)} node(s) ready")
+    typer.echo(str(kubeconfig))
+
+
+@app.command()
+def down(directory: DirOption = DEFAULT_DIR) -> None:
+    """Stop every process of the control plane."""
+    LocalCluster(directory.resolve()).down()
+    typer.echo("stopped")
+
+
+@app.command()
+def status(directory: DirOption = DEFAULT_DIR) -> None:
+    """Whether it runs, its processes, ports and kubeconfig."""
+    typer.echo(json.dumps(LocalCluster(directory.resolve()).status(), indent=2))

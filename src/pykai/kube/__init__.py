@@ -1,0 +1,1 @@
+"""pykai on a real Kubernetes API server: the local control plane for development and tests."""

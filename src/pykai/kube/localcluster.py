@@ -1,0 +1,243 @@
+"""A real control plane on loopback: etcd + kube-apiserver (+ kube-controller-manager), built
+from Debian's sources by scripts/kube-binaries. Everything binds to 127.0.0.1; state and logs
+live in one directory; ``down`` leaves no process behind."""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import signal
+import socket
+import ssl
+import subprocess
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+DEFAULT_BIN = Path.home() / ".cache/pykai/kubernetes-v1.20.2/bin"
+
+
+class LocalClusterError(RuntimeError):
+    """The control plane could not start (the message says which part and where its log is)."""
+
+
+def free_port() -> int:
+    """A free TCP port on 127.0.0.1."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def alive(pid: int) -> bool:
+    """True if the process runs (a zombie child is reaped and counts as gone)."""
+    try:
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+        if reaped:
+            return False
+    except ChildProcessError:
+        pass
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")
+
+
+@dataclass
+class LocalCluster:
+    """The control plane kept in ``directory``."""
+
+    directory: Path
+    binaries: Path = DEFAULT_BIN
+
+    @property
+    def kubeconfig(self) -> Path:
+        """Where the admin kubeconfig is written."""
+        return self.directory / "kubeconfig"
+
+    @property
+    def _state(self) -> Path:
+        return self.directory / "state.json"
+
+    def up(self, *, controller_manager: bool = True, timeout: float = 60.0) -> Path:
+        """Start etcd and kube-apiserver (and kube-controller-manager); return the kubeconfig."""
+        if self.running():
+            return self.kubeconfig
+        for name in ("kube-apiserver", "etcd"):
+            if name != "etcd" and not (self.binaries / name).exists():
+                raise LocalClusterError(
+                    f"{self.binaries / name} is missing: run scripts/kube-binaries first"
+                )
+        self.directory.mkdir(parents=True, exist_ok=True)
+        token = secrets.token_hex(16)
+        ports = {"etcd": free_port(), "peer": free_port(), "api": free_port()}
+        self._write_keys(token)
+        pids = {"etcd": self._start("etcd", self._etcd_args(ports))}
+        pids["kube-apiserver"] = self._start(
+            str(self.binaries / "kube-apiserver"), self._apiserver_args(ports)
+        )
+        self._write_state(pids, ports)
+        self._write_kubeconfig(ports["api"], token)
+        try:
+            self._wait_ready(ports["api"], token, timeout)
+        except LocalClusterError:
+            self.down()
+            raise
+        if controller_manager and (self.binaries / "kube-controller-manager").exists():
+            pids["kube-controller-manager"] = self._start(
+                str(self.binaries / "kube-controller-manager"),
+                [
+                    f"--kubeconfig={self.kubeconfig}",
+                    "--bind-address=127.0.0.1",
+                    "--port=0",
+                    "--secure-port=0",
+                    "--controllers=garbagecollector,namespace,serviceaccount-token",
+                    f"--service-account-private-key-file={self.directory / 'sa.key'}",
+                    "--use-service-account-credentials=false",
+                    "--leader-elect=false",
+                ],
+            )
+            self._write_state(pids, ports)
+        return self.kubeconfig
+
+    def down(self) -> None:
+        """Stop every process started by ``up`` (newest first) and wait for them to exit."""
+        state = self._read_state()
+        for name in reversed(list(state.get("pids", {}))):
+            pid = state["pids"][name]
+            try:
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                continue
+            for _ in range(100):
+                if not alive(pid):
+                    break
+                time.sleep(0.05)
+            else:
+                os.kill(pid, signal.SIGKILL)
+                alive(pid)
+        self._state.unlink(missing_ok=True)
+
+    def running(self) -> bool:
+        """True if every recorded process is alive."""
+        pids = self._read_state().get("pids", {})
+        if not pids:
+            return False
+        return all(alive(pid) for pid in pids.values())
+
+    def status(self) -> dict[str, object]:
+        """Processes, ports and the kubeconfig path."""
+        state = self._read_state()
+        return {"running": self.running(), "kubeconfig": str(self.kubeconfig), **state}
+
+    # ---- internals ---------------------------------------------------------------------------
+
+    def _start(self, program: str, args: list[str]) -> int:
+        log = open(self.directory / f"{Path(program).name}.log", "ab")  # noqa: SIM115 - kept by the child
+        process = subprocess.Popen(
+            [program, *args], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        return process.pid
+
+    def _etcd_args(self, ports: dict[str, int]) -> list[str]:
+        return [
+            f"--data-dir={self.directory / 'etcd'}",
+            f"--listen-client-urls=http://127.0.0.1:{ports['etcd']}",
+            f"--advertise-client-urls=http://127.0.0.1:{ports['etcd']}",
+            f"--listen-peer-urls=http://127.0.0.1:{ports['peer']}",
+            f"--initial-advertise-peer-urls=http://127.0.0.1:{ports['peer']}",
+            f"--initial-cluster=default=http://127.0.0.1:{ports['peer']}",
+        ]
+
+    def _apiserver_args(self, ports: dict[str, int]) -> list[str]:
+        d = self.directory
+        return [
+            f"--etcd-servers=http://127.0.0.1:{ports['etcd']}",
+            "--bind-address=127.0.0.1",
+            "--advertise-address=127.0.0.1",
+            f"--secure-port={ports['api']}",
+            f"--cert-dir={d / 'certs'}",
+            f"--token-auth-file={d / 'tokens.csv'}",
+            "--authorization-mode=RBAC",
+            f"--service-account-key-file={d / 'sa.pub'}",
+            f"--service-account-signing-key-file={d / 'sa.key'}",
+            "--service-account-issuer=https://kubernetes.default.svc",
+            "--service-cluster-ip-range=10.96.0.0/24",
+            "--enable-priority-and-fairness=false",
+            "--max-requests-inflight=2000",
+            "--max-mutating-requests-inflight=1000",
+        ]
+
+    def _write_keys(self, token: str) -> None:
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        (self.directory / "sa.key").write_bytes(
+            key.private_bytes(
+                serialization.Encoding.PEM,
+                serialization.PrivateFormat.TraditionalOpenSSL,
+                serialization.NoEncryption(),
+            )
+        )
+        (self.directory / "sa.pub").write_bytes(
+            key.public_key().public_bytes(
+                serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+            )
+        )
+        (self.directory / "tokens.csv").write_text(f'{token},admin,admin,"system:masters"\n')
+
+    def _write_kubeconfig(self, port: int, token: str) -> None:
+        config = {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "clusters": [
+                {
+                    "name": "pykai",
+                    "cluster": {
+                        "server": f"https://127.0.0.1:{port}",
+                        "insecure-skip-tls-verify": True,
+                    },
+                }
+            ],
+            "users": [{"name": "admin", "user": {"token": token}}],
+            "contexts": [{"name": "pykai", "context": {"cluster": "pykai", "user": "admin"}}],
+            "current-context": "pykai",
+        }
+        self.kubeconfig.write_text(json.dumps(config, indent=2))
+
+    def _write_state(self, pids: dict[str, int], ports: dict[str, int]) -> None:
+        self._state.write_text(json.dumps({"pids": pids, "ports": ports}))
+
+    def _read_state(self) -> dict[str, dict[str, int]]:
+        if not self._state.exists():
+            return {}
+        state: dict[str, dict[str, int]] = json.loads(self._state.read_text())
+        return state
+
+    def _wait_ready(self, port: int, token: str, timeout: float) -> None:
+        context = ssl.create_default_context()
+        context.check_hostname = False
+        context.verify_mode = ssl.CERT_NONE
+        request = urllib.request.Request(
+            f"https://127.0.0.1:{port}/readyz", headers={"Authorization": f"Bearer {token}"}
+        )
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                with urllib.request.urlopen(request, context=context, timeout=2) as response:
+                    if response.status == 200:
+                        return
+            except OSError:
+                pass
+            if not self.running():
+                break
+            time.sleep(0.25)
+        raise LocalClusterError(
+            f"kube-apiserver did not become ready in {timeout:g}s; "
+            f"see {self.directory}/kube-apiserver.log"
+        )

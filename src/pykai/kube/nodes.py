@@ -1,0 +1,44 @@
+"""Fake GPU nodes on a real API server: Node objects with GPUs in allocatable, marked Ready
+with the not-ready taint cleared, as a kubelet and the node-lifecycle controller would."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+from lightkube import ApiError, Client
+from lightkube.resources.core_v1 import Node
+
+from pykai.model import builders
+from pykai.model.meta import Obj, format_time
+
+
+def gpu_nodes(count: int, gpus_per_node: int) -> list[Obj]:
+    """``count`` node objects named gpu-node-0.. with ``gpus_per_node`` GPUs each."""
+    return [builders.node(f"gpu-node-{i}", gpus=gpus_per_node) for i in range(count)]
+
+
+def create_ready_nodes(client: Client, nodes: list[Obj], now: float) -> None:
+    """Create (or keep) each node, then mark it Ready and clear its taints from admission."""
+    for obj in nodes:
+        name = obj["metadata"]["name"]
+        body: dict[str, Any] = {k: v for k, v in obj.items() if k != "status"}
+        try:
+            client.get(Node, name)
+        except ApiError as exc:
+            if exc.status.code != 404:
+                raise
+            client.create(cast(Node, Node.from_dict(body)))
+        stamp = format_time(now)
+        status = dict(obj.get("status") or {})
+        status["conditions"] = [
+            {
+                "type": "Ready",
+                "status": "True",
+                "reason": "KubeletReady",
+                "lastHeartbeatTime": stamp,
+                "lastTransitionTime": stamp,
+                "message": "pykai fake kubelet",
+            },
+        ]
+        client.patch(Node.Status, name, {"status": status})
+        client.patch(Node, name, {"spec": {"taints": (obj.get("spec") or {}).get("taints") or []}})

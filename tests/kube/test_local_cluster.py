@@ -1,0 +1,54 @@
+"""The local control plane: CRDs compatible with KAI, the guides' queues via real kubectl,
+Ready fake GPU nodes, and a clean shutdown."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from lightkube import Client, KubeConfig
+
+from pykai.kube.localcluster import LocalCluster, alive
+from pykai.kube.nodes import create_ready_nodes, gpu_nodes
+from tests.kube.conftest import ROOT, kubectl
+
+
+def test_guides_queues_with_kais_columns(local_cluster: LocalCluster) -> None:
+    kubectl(local_cluster, "apply", "-f", str(ROOT / "deploy/helm/pykai/crds"))
+    for _ in range(50):  # CRDs take a moment to be served
+        if "queues" in kubectl(local_cluster, "api-resources", "--api-group=scheduling.run.ai"):
+            break
+        time.sleep(0.2)
+    out = kubectl(
+        local_cluster, "apply", "-f", str(ROOT / "examples/queues-department-1-team-a.yaml")
+    )
+    assert "queue.scheduling.run.ai/team-a created" in out
+    lines = kubectl(local_cluster, "get", "queues").splitlines()
+    assert lines[0].split() == ["NAME", "PRIORITY", "PARENT", "CHILDREN", "DISPLAYNAME"]
+    team = next(line.split() for line in lines if line.startswith("team-a"))
+    assert team == ["team-a", "department-1"]  # kubectl leaves unset printer columns empty
+
+
+def test_fake_gpu_nodes_are_ready_and_untainted(local_cluster: LocalCluster) -> None:
+    client = Client(KubeConfig.from_file(str(local_cluster.kubeconfig)))
+    create_ready_nodes(client, gpu_nodes(2, 8), time.time())
+    out = kubectl(
+        local_cluster,
+        "get",
+        "nodes",
+        "-o",
+        "custom-columns=NAME:.metadata.name,GPU:.status.allocatable.nvidia\\.com/gpu,TAINTS:.spec.taints",
+    )
+    rows = [line.split() for line in out.splitlines()[1:]]
+    assert rows == [["gpu-node-0", "8", "<none>"], ["gpu-node-1", "8", "<none>"]]
+    assert "Ready" in kubectl(local_cluster, "get", "nodes")
+
+
+def test_down_leaves_no_process(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    cluster = LocalCluster(tmp_path)
+    cluster.up(controller_manager=False)
+    pids = list(cluster.status()["pids"].values())  # type: ignore[union-attr]
+    assert cluster.running()
+    cluster.down()
+    assert not any(alive(pid) for pid in pids)
+    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
