@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pykai.engine.config import SchedulerConfig
-from pykai.engine.jobs import HOLDS_NODE, TaskStatus
+from pykai.engine.jobs import EVICTABLE, HOLDS_NODE, TaskStatus
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.session import Session
 from pykai.engine.state import ClusterState
@@ -98,9 +98,16 @@ def test_invariants_hold_after_cycles(objs: list[Obj]) -> None:
     state = load(objs)
     scheduler = Scheduler()
     binds: dict[str, str] = {}
+    evicted: set[str] = set()
     for cycle in range(3):
+        placed_before = {t.uid for t in state.tasks.values() if t.status in EVICTABLE}
         result = scheduler.run_cycle(state, 1000.0 + cycle)
+        # only pods placed before this cycle are evicted, never one allocated in it
+        assert {e.uid for e in result.evictions} <= placed_before
         binds.update({b.uid: b.node for b in result.binds})
+        for eviction in result.evictions:  # as a backend does: the pod is deleted
+            state.remove("Pod", eviction.namespace, eviction.name)
+            evicted.add(eviction.uid)
     nodes = state.nodes
     # no node or GPU over-allocated
     assert (nodes.used <= nodes.alloc + 1e-6).all()
@@ -116,7 +123,7 @@ def test_invariants_hold_after_cycles(objs: list[Obj]) -> None:
         assert usage.allocated.fits_in(view.limit, eps=1e-6), name
         assert usage.allocated_non_preemptible.fits_in(view.deserved, eps=1e-6), name
     # incremental sums equal a recount from the stored objects after binding
-    fresh = load(confirm_binds(objs, binds))
+    fresh = load([o for o in confirm_binds(objs, binds) if o["metadata"].get("uid") not in evicted])
     fresh.ensure_current()
     assert np.allclose(fresh.nodes.used, state.nodes.used)
     for name, usage in fresh.subtree.items():

@@ -35,6 +35,9 @@ COUNTS_FOR_QUEUE = HOLDS_NODE
 ACTIVE = HOLDS_NODE | {TaskStatus.PIPELINED}
 ALIVE = frozenset(TaskStatus) - {TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.RELEASING}
 REQUESTING = HOLDS_NODE | {TaskStatus.PENDING, TaskStatus.PIPELINED}
+# Statuses a victim's pods may be evicted from: placed before this cycle (a task allocated in
+# this cycle is not a victim: it has not even started).
+EVICTABLE = frozenset({TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING})
 # Statuses whose resources are taken on their node (pipelined ones as a reservation).
 ON_NODE = HOLDS_NODE | {TaskStatus.PIPELINED, TaskStatus.RELEASING}
 

@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 
 from pykai.engine.actions.gang import place_gang
-from pykai.engine.jobs import HOLDS_NODE, Job, Task
+from pykai.engine.jobs import EVICTABLE, Job, Task
 from pykai.engine.ordering import job_order_key
 from pykai.engine.session import Session, Statement
 
@@ -34,7 +34,7 @@ def victim_units(jobs: Iterable[Job], protected: Callable[[Job], bool]) -> Itera
     its minimum."""
     for job in sorted(jobs, key=job_order_key, reverse=True):
         running = sorted(
-            (t for t in job.tasks.values() if t.status in HOLDS_NODE),
+            (t for t in job.tasks.values() if t.status in EVICTABLE),
             key=lambda t: t.order_key,
             reverse=True,
         )

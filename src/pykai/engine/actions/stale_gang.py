@@ -3,7 +3,7 @@ evicted as a whole (KAI's default grace: 60 s; negative means never)."""
 
 from __future__ import annotations
 
-from pykai.engine.jobs import HOLDS_NODE
+from pykai.engine.jobs import EVICTABLE
 from pykai.engine.session import Session
 
 
@@ -31,7 +31,7 @@ def stale_gang_eviction(session: Session) -> None:
             f"for {session.now - since:g}s (grace {grace:g}s)"
         )
         for task in sorted(job.tasks.values(), key=lambda t: t.order_key):
-            if task.status in HOLDS_NODE:
+            if task.status in EVICTABLE:
                 statement.evict(task, "StaleGang", message)
         statement.commit()
         state.mark_stale(job, None)
