@@ -25,7 +25,10 @@ def kubectl(cluster: LocalCluster, *args: str) -> str:
     """Debian's kubectl 1.20 against the local cluster; fails the test on a non-zero exit."""
     result = subprocess.run(
         [str(DEFAULT_BIN / "kubectl"), f"--kubeconfig={cluster.kubeconfig}", *args],
-        capture_output=True, text=True, check=False, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout

@@ -204,6 +204,31 @@ def advance(
 
 
 @app.command()
+def run(
+    kubeconfig: Annotated[
+        Path, typer.Option("--kubeconfig", envvar="KUBECONFIG", help="kubeconfig file")
+    ],
+    fake_kubelet: Annotated[
+        bool, typer.Option(help="Mark bound pods Running (local clusters)")
+    ] = False,
+    period: Annotated[float, typer.Option(help="Seconds between scheduling cycles")] = 1.0,
+) -> None:
+    """Schedule pods of a real Kubernetes cluster (foreground; stops cleanly on SIGTERM)."""
+    import logging
+    import signal
+    import threading
+
+    from pykai.kube.api import KubeApi
+    from pykai.kube.runner import KubeRunner
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    KubeRunner(KubeApi.from_kubeconfig(kubeconfig), fake_kubelet=fake_kubelet).run(stop, period)
+
+
+@app.command()
 def version() -> None:
     """Print pykai's version."""
     typer.echo(f"pykai {__version__}")

@@ -9,21 +9,11 @@ from typing import TYPE_CHECKING, Any
 from pykai.embedded.events import record
 from pykai.engine.decisions import CycleResult, Reason
 from pykai.engine.jobs import HOLDS_NODE, TaskStatus
-from pykai.model import constants as c
 from pykai.model.meta import Obj, format_time
-from pykai.model.resources import Resources, format_cpu, format_gpu, format_memory
+from pykai.model.resources import Resources, resource_list
 
 if TYPE_CHECKING:
     from pykai.embedded.cluster import EmbeddedCluster
-
-
-def resource_list(amount: Resources) -> dict[str, str]:
-    """Engine units as a Kubernetes ResourceList (cpu, memory, nvidia.com/gpu)."""
-    return {
-        "cpu": format_cpu(amount.cpu),
-        "memory": format_memory(amount.memory),
-        c.GPU_RESOURCE: format_gpu(amount.gpu),
-    }
 
 
 def update_status(cluster: EmbeddedCluster, result: CycleResult) -> bool:

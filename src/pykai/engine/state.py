@@ -181,6 +181,12 @@ class ClusterState:
         total = nodes.alloc[nodes.schedulable].sum(axis=0)
         return Resources(float(total[0]), float(total[1]), float(total[2])) - self.foreign_used
 
+    def forget_assumed(self, namespace: str, name: str) -> None:
+        """A bind that failed: the task is pending again."""
+        task = self.task_by_key(namespace, name)
+        if task is not None and task.status == TaskStatus.BINDING:
+            self.set_status(task, TaskStatus.PENDING, "", ())
+
     def task_by_key(self, namespace: str, name: str) -> Task | None:
         """The task of pod ``namespace/name``."""
         uid = self._tasks_by_key.get(f"{namespace}/{name}")

@@ -171,6 +171,8 @@ class LocalCluster:
             "--service-account-issuer=https://kubernetes.default.svc",
             "--service-cluster-ip-range=10.96.0.0/24",
             "--enable-priority-and-fairness=false",
+            # no kubelet mounts service-account tokens here, so pods need no token secret
+            "--disable-admission-plugins=ServiceAccount",
             "--max-requests-inflight=2000",
             "--max-mutating-requests-inflight=1000",
         ]

@@ -118,3 +118,12 @@ def format_gpu(devices: float) -> str:
     if math.isinf(devices):
         return "unlimited"
     return f"{round(devices, 2):g}"
+
+
+def resource_list(amount: Resources) -> dict[str, str]:
+    """Engine units as a Kubernetes ResourceList (cpu, memory, nvidia.com/gpu)."""
+    return {
+        "cpu": format_cpu(amount.cpu),
+        "memory": format_memory(amount.memory),
+        "nvidia.com/gpu": format_gpu(amount.gpu),
+    }

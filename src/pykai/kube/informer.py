@@ -1,0 +1,59 @@
+"""Informers: list then watch each kind, feeding events into one queue; relist on 410 Gone,
+reconnect with backoff on any other failure."""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from dataclasses import dataclass
+
+import httpx
+
+from pykai.kube.api import ApiError, Kind, KubeApi
+from pykai.model.meta import Obj
+
+
+@dataclass(frozen=True, slots=True)
+class Change:
+    """One change seen by an informer: ``SYNC`` (a full relist of the kind) or an event."""
+
+    kind: str
+    type: str  # SYNC, ADDED, MODIFIED, DELETED
+    obj: Obj | None
+    objects: tuple[Obj, ...] = ()
+
+
+class Informer(threading.Thread):
+    """Watches one kind until stopped."""
+
+    def __init__(
+        self, api: KubeApi, kind: Kind, changes: queue.Queue[Change], stop: threading.Event
+    ) -> None:
+        super().__init__(name=f"informer-{kind.plural}", daemon=True)
+        self.api, self.kind, self.changes, self.stop_event = api, kind, changes, stop
+
+    def run(self) -> None:
+        backoff = 0.2
+        version = ""
+        while not self.stop_event.is_set():
+            try:
+                if not version:
+                    items, version = self.api.list(self.kind)
+                    self.changes.put(Change(self.kind.kind, "SYNC", None, tuple(items)))
+                for event_type, obj in self.api.watch(self.kind, version, timeout=30):
+                    if self.stop_event.is_set():
+                        return
+                    version = str(obj.get("metadata", {}).get("resourceVersion", version))
+                    if event_type == "ERROR":
+                        if obj.get("code") == 410:
+                            version = ""  # too old: relist
+                        break
+                    if event_type != "BOOKMARK":
+                        self.changes.put(Change(self.kind.kind, event_type, obj))
+                backoff = 0.2
+            except (httpx.HTTPError, ApiError) as exc:
+                if isinstance(exc, ApiError) and exc.status == 410:
+                    version = ""
+                time.sleep(backoff)
+                backoff = min(backoff * 2, 5.0)
