@@ -104,3 +104,18 @@ def test_gang_is_bound_together_and_too_big_gang_waits(running: LocalCluster, tm
     status = json.loads(kubectl(running, "get", "queue", "team-a", "-o", "json"))["status"]
     assert status["allocated"]["nvidia.com/gpu"] == "8"
     assert wait_for(lambda: phase(running, "train-0") == "Running")  # the fake kubelet
+
+
+def test_missing_queue_is_explained_on_the_podgroup(running: LocalCluster, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    lost = [podgroup("lost", queue="no-such-queue"), pod("lost-0", group="lost", gpus=1)]
+    apply(running, lost, str(tmp_path / "lost.yaml"))
+
+    def reasons() -> list[str]:
+        status = (
+            json.loads(kubectl(running, "get", "podgroup", "lost", "-o", "json")).get("status")
+            or {}
+        )
+        return [r["reason"] for c in status.get("schedulingConditions") or [] for r in c["reasons"]]
+
+    assert wait_for(lambda: "QueueDoesNotExist" in reasons()), reasons()
+    assert not pods(running)["lost-0"]

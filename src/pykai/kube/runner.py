@@ -14,17 +14,17 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
+from pykai.controllers.status import podgroup_status, queue_statuses
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import Bind, CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import ClusterState
 from pykai.grouping.podgrouper import plan_for
-from pykai.kube.api import KINDS, ApiError, KubeApi
+from pykai.kube.api import KINDS, ApiError, Kind, KubeApi
 from pykai.kube.informer import Change, Informer
 from pykai.model import constants as c
 from pykai.model.errors import ValidationError
 from pykai.model.meta import Obj
-from pykai.model.resources import resource_list
 
 log = logging.getLogger("pykai.run")
 WATCHED = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
@@ -176,24 +176,30 @@ class KubeRunner:
                 )
 
     def write_status(self, result: CycleResult) -> None:
-        """Queue status (children, fair share, usage) where it changed."""
-        children: dict[str, list[str]] = {}
-        for queue_obj in self.of_kind("Queue"):
-            parent = (queue_obj.get("spec") or {}).get("parentQueue")
-            if parent:
-                children.setdefault(parent, []).append(queue_obj["metadata"]["name"])
-        for queue_obj in self.of_kind("Queue"):
+        """Queue and PodGroup status (status subresource) where it changed."""
+        queues = self.of_kind("Queue")
+        statuses = queue_statuses(queues, result, lambda _: 0)
+        for queue_obj in queues:
             name = queue_obj["metadata"]["name"]
-            status: Obj = {"childQueues": sorted(children.get(name, []))}
-            figures = result.queues.get(name)
-            if figures is not None:
-                status |= {
-                    "allocated": resource_list(figures.allocated),
-                    "allocatedNonPreemptible": resource_list(figures.allocated_non_preemptible),
-                    "requested": resource_list(figures.requested),
-                    "fairShare": resource_list(figures.fair_share),
-                }
-            if (queue_obj.get("status") or {}) != status:
-                self._remember(
-                    self.api.patch(KINDS["Queue"], name, {"status": status}, "", "status")
-                )
+            if (queue_obj.get("status") or {}) != statuses[name]:
+                self._write(KINDS["Queue"], queue_obj, statuses[name])
+        now = time.time()
+        for group in self.of_kind("PodGroup"):
+            meta = group["metadata"]
+            key = f"{meta['namespace']}/{meta['name']}"
+            job = self.state.jobs.get(key)
+            if job is None:
+                continue
+            status = podgroup_status(
+                job, result.unschedulable.get(key), group.get("status") or {}, now
+            )
+            if (group.get("status") or {}) != status:
+                self._write(KINDS["PodGroup"], group, status)
+
+    def _write(self, kind: Kind, obj: Obj, status: Obj) -> None:
+        """Replace an object's status with a merge patch (keys that are gone are set to null)."""
+        old = obj.get("status") or {}
+        patch = {key: None for key in old if key not in status} | status
+        meta = obj["metadata"]
+        namespace = meta.get("namespace", "")
+        self._remember(self.api.patch(kind, meta["name"], {"status": patch}, namespace, "status"))

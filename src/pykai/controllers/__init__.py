@@ -1,0 +1,1 @@
+"""Controller logic shared by both backends: pure functions from state to desired objects."""

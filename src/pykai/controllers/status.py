@@ -1,0 +1,91 @@
+"""Desired status of queues and PodGroups (KAI's queue- and podgroup-controllers), computed from
+a cycle's result; each backend writes them where they changed."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from typing import Any
+
+from pykai.engine.decisions import CycleResult, Reason
+from pykai.engine.jobs import HOLDS_NODE, Job, TaskStatus
+from pykai.model.meta import Obj, format_time
+from pykai.model.resources import Resources, resource_list
+
+
+def queue_statuses(
+    queues: list[Obj], result: CycleResult, evictions: Callable[[str], int]
+) -> dict[str, dict[str, Any]]:
+    """Queue name -> status: childQueues, allocated, allocatedNonPreemptible, requested,
+    and pykai's fairShare, deserved and eviction total."""
+    children: dict[str, list[str]] = {}
+    for queue in queues:
+        parent = (queue.get("spec") or {}).get("parentQueue")
+        if parent:
+            children.setdefault(parent, []).append(queue["metadata"]["name"])
+    statuses = {}
+    for queue in queues:
+        name = queue["metadata"]["name"]
+        status: dict[str, Any] = {"childQueues": sorted(children.get(name, []))}
+        figures = result.queues.get(name)
+        if figures is not None:
+            status.update(
+                {
+                    "allocated": resource_list(figures.allocated),
+                    "allocatedNonPreemptible": resource_list(figures.allocated_non_preemptible),
+                    "requested": resource_list(figures.requested),
+                    "fairShare": resource_list(figures.fair_share),
+                    "deserved": resource_list(figures.deserved),
+                }
+            )
+        count = evictions(name)
+        if count:
+            status["evictions"] = count
+        statuses[name] = status
+    return statuses
+
+
+def reason_text(reasons: list[Reason]) -> str:
+    """Reasons as one line, for events."""
+    return "; ".join(f"{r.reason}: {r.message}" for r in reasons)
+
+
+def podgroup_status(
+    job: Job, reasons: list[Reason] | None, old: dict[str, Any], now: float
+) -> dict[str, Any]:
+    """phase, counts, resourcesStatus and the UnschedulableOnNodePool condition (kept as it was
+    while the job was not looked at; cleared when nothing is pending)."""
+    tasks = list(job.tasks.values())
+    running = sum(1 for t in tasks if t.status in HOLDS_NODE)
+    pending = sum(1 for t in tasks if t.status == TaskStatus.PENDING)
+    allocated = sum((t.request for t in tasks if t.status in HOLDS_NODE), Resources.ZERO)
+    requested = sum((t.request for t in tasks if t.status != TaskStatus.SUCCEEDED), Resources.ZERO)
+    status: dict[str, Any] = {
+        "phase": "Running" if running >= job.min_member else "Pending",
+        "running": running,
+        "pending": pending,
+        "resourcesStatus": {
+            "allocated": resource_list(allocated),
+            "requested": resource_list(requested),
+        },
+    }
+    if pending and reasons:
+        status["schedulingConditions"] = [_condition(reasons, old, now)]
+    elif pending and old.get("schedulingConditions"):
+        status["schedulingConditions"] = old["schedulingConditions"]
+    return status
+
+
+def _condition(reasons: list[Reason], old: dict[str, Any], now: float) -> dict[str, Any]:
+    entries = [{"reason": r.reason, "message": r.message} for r in reasons]
+    previous = (old.get("schedulingConditions") or [{}])[0]
+    if previous.get("reasons") == entries:
+        return dict(previous)
+    return {
+        "type": "UnschedulableOnNodePool",
+        "nodePool": "default",
+        "status": "True",
+        "reasons": entries,
+        "lastTransitionTime": format_time(now),
+        "transitionID": hashlib.sha256(repr(entries).encode()).hexdigest()[:8],
+    }
