@@ -8,7 +8,7 @@ from pykai.model import constants as c
 from pykai.model.constraints import Taint, parse_taints
 from pykai.model.errors import QuantityError, ValidationError
 from pykai.model.meta import Meta, Obj, parse_meta
-from pykai.model.quantity import count, cpu_millis, memory_bytes
+from pykai.model.quantity import resource_amount
 from pykai.model.resources import Resources
 
 KIND = "Node"
@@ -42,12 +42,7 @@ def parse_node(obj: Obj) -> NodeView:
     values: dict[str, float] = {}
     for rname, quantity in raw.items():
         try:
-            if rname == c.CPU_RESOURCE:
-                values[rname] = cpu_millis(quantity)
-            elif rname == c.MEMORY_RESOURCE:
-                values[rname] = memory_bytes(quantity)
-            else:
-                values[rname] = count(quantity)
+            values[rname] = resource_amount(rname, quantity)
         except QuantityError as exc:
             raise ValidationError.single(
                 KIND, meta.name, f"status.allocatable[{rname}]", str(exc)

@@ -9,7 +9,7 @@ from pykai.model import constants as c
 from pykai.model.constraints import NodeConstraints, parse_constraints
 from pykai.model.errors import FieldProblem, QuantityError, ValidationError
 from pykai.model.meta import Meta, Obj, parse_meta
-from pykai.model.quantity import count, cpu_millis, memory_bytes
+from pykai.model.quantity import count, resource_amount
 from pykai.model.resources import Resources
 
 KIND = "Pod"
@@ -101,12 +101,7 @@ def _container_requests(
             ("requests", requests[rname]) if rname in requests else ("limits", limits[rname])
         )
         try:
-            if rname == c.CPU_RESOURCE:
-                result[rname] = cpu_millis(raw)
-            elif rname == c.MEMORY_RESOURCE:
-                result[rname] = memory_bytes(raw)
-            else:
-                result[rname] = count(raw)
+            result[rname] = resource_amount(rname, raw)
         except QuantityError as exc:
             problems.append(
                 FieldProblem(KIND, name, f"{path}.resources.{source}[{rname}]", str(exc))

@@ -65,3 +65,13 @@ def memory_bytes(value: Quantity) -> float:
 def count(value: Quantity) -> float:
     """A plain count such as a number of GPUs ("2" -> 2)."""
     return float(parse_quantity(value))
+
+
+def resource_amount(resource: str, value: Quantity) -> float:
+    """A quantity in engine units for its resource: cpu in millicores, memory in bytes,
+    anything else (nvidia.com/gpu, pods, ...) as a count."""
+    if resource == "cpu":
+        return cpu_millis(value)
+    if resource == "memory":
+        return memory_bytes(value)
+    return count(value)
