@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
+import signal
+import socket
 import sys
+import threading
 from pathlib import Path
 from typing import Annotated, NoReturn
 
@@ -17,6 +21,9 @@ from pykai.cli.kinds import KindInfo, UnknownKindError, display_name, resolve
 from pykai.cli.local_cluster import app as local_cluster_app
 from pykai.cli.manifests import ManifestError, read_manifests
 from pykai.embedded.cluster import EmbeddedCluster
+from pykai.kube.api import KubeApi
+from pykai.kube.leader import LeaderElector
+from pykai.kube.runner import KubeRunner
 from pykai.model.duration import parse_duration
 from pykai.model.errors import ValidationError
 
@@ -212,20 +219,25 @@ def run(
         bool, typer.Option(help="Mark bound pods Running (local clusters)")
     ] = False,
     period: Annotated[float, typer.Option(help="Seconds between scheduling cycles")] = 1.0,
+    leader_elect: Annotated[
+        bool, typer.Option(help="Schedule only while holding the Lease")
+    ] = False,
+    lease_namespace: Annotated[str, typer.Option(help="Namespace of the Lease")] = "default",
+    identity: Annotated[str, typer.Option(help="This replica's name [default: host-pid]")] = "",
 ) -> None:
     """Schedule pods of a real Kubernetes cluster (foreground; stops cleanly on SIGTERM)."""
-    import logging
-    import signal
-    import threading
-
-    from pykai.kube.api import KubeApi
-    from pykai.kube.runner import KubeRunner
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    KubeRunner(KubeApi.from_kubeconfig(kubeconfig), fake_kubelet=fake_kubelet).run(stop, period)
+
+    api = KubeApi.from_kubeconfig(kubeconfig)
+    elector = None
+    if leader_elect:
+        name = identity or f"{socket.gethostname()}-{os.getpid()}"
+        elector = LeaderElector(api, name, namespace=lease_namespace)
+    KubeRunner(api, fake_kubelet=fake_kubelet).run(stop, period, elector)
 
 
 @app.command()

@@ -43,6 +43,7 @@ KINDS = {
         Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
         Kind("Queue", "scheduling.run.ai", "v2", "queues", False),
         Kind("PodGroup", "scheduling.run.ai", "v2alpha2", "podgroups", True),
+        Kind("Lease", "coordination.k8s.io", "v1", "leases", True),
     )
 }
 
@@ -134,6 +135,14 @@ class KubeApi:
                     obj.setdefault("kind", kind.kind)
                     obj.setdefault("apiVersion", kind.api_version)
                     yield event["type"], obj
+
+    def get(self, kind: Kind, name: str, namespace: str = "") -> Obj | None:
+        """One object, or None when it does not exist."""
+        response = self.http.get(self.path(kind, namespace, name))
+        if response.status_code == 404:
+            return None
+        found: Obj = self._check(response)
+        return found
 
     def create(self, kind: Kind, obj: Obj) -> Obj:
         """Create an object."""
