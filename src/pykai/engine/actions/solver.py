@@ -56,61 +56,56 @@ def solve(
 ) -> bool:
     """Evict the fewest victim units (in order) that let ``tasks`` run; commit and return True,
     or change nothing and return False."""
-    satisfied = preemptor.gang_satisfied()
-    found = _first_sufficient(session, tasks, units, reason, message, validate, satisfied)
+    search = _Search(session, tasks, reason, message, validate, preemptor.gang_satisfied())
+    found = search.first_sufficient(units)
     if found is None:
         return False
     taken, used_nodes = found
     needed = [u for u in taken if any(t.node in used_nodes for t in u.tasks)]
     for candidate in (needed, taken) if len(needed) < len(taken) else (taken,):
         statement = session.statement()
-        if _attempt(session, statement, tasks, candidate, reason, message, validate, satisfied):
+        search.evict(statement, candidate)
+        if search.fits(statement, candidate):
             statement.commit()
             return True
         statement.discard()
     return False
 
 
-def _attempt(
-    session: Session,
-    statement: Statement,
-    tasks: list[Task],
-    units: list[VictimUnit],
-    reason: str,
-    message: str,
-    validate: Validator | None,
-    satisfied: bool,
-) -> bool:
-    for unit in units:
-        for task in unit.tasks:
-            statement.evict(task, reason, message)
-    return place_gang(session, statement, tasks, satisfied) is None and (
-        validate is None or validate(units)
-    )
+@dataclass(frozen=True, slots=True)
+class _Search:
+    """One preemptor's search for victims."""
 
+    session: Session
+    tasks: list[Task]
+    reason: str
+    message: str
+    validate: Validator | None
+    satisfied: bool
 
-def _first_sufficient(
-    session: Session,
-    tasks: list[Task],
-    units: list[VictimUnit],
-    reason: str,
-    message: str,
-    validate: Validator | None,
-    satisfied: bool,
-) -> tuple[list[VictimUnit], set[str]] | None:
-    """The shortest prefix of ``units`` that works, and the nodes the preemptor then uses.
-    Leaves the state unchanged."""
-    statement = session.statement()
-    try:
-        for count, unit in enumerate(units, start=1):
+    def evict(self, statement: Statement, units: list[VictimUnit]) -> None:
+        """Evict the units' pods in the statement."""
+        for unit in units:
             for task in unit.tasks:
-                statement.evict(task, reason, message)
-            mark = statement.checkpoint()
-            if place_gang(session, statement, tasks, satisfied) is None and (
-                validate is None or validate(units[:count])
-            ):
-                return units[:count], {t.node for t in tasks}
-            statement.rollback(mark)
-        return None
-    finally:
-        statement.discard()
+                statement.evict(task, self.reason, self.message)
+
+    def fits(self, statement: Statement, units: list[VictimUnit]) -> bool:
+        """Whether the preemptor's gang now fits (placed in the statement) and the victims
+        pass the action's validator."""
+        placed = place_gang(self.session, statement, self.tasks, self.satisfied) is None
+        return placed and (self.validate is None or self.validate(units))
+
+    def first_sufficient(self, units: list[VictimUnit]) -> tuple[list[VictimUnit], set[str]] | None:
+        """The shortest prefix of ``units`` that works, and the nodes the preemptor then
+        uses. Leaves the state unchanged."""
+        statement = self.session.statement()
+        try:
+            for count in range(1, len(units) + 1):
+                self.evict(statement, units[count - 1 : count])
+                mark = statement.checkpoint()
+                if self.fits(statement, units[:count]):
+                    return units[:count], {t.node for t in self.tasks}
+                statement.rollback(mark)
+            return None
+        finally:
+            statement.discard()
