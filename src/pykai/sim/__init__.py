@@ -1,0 +1,1 @@
+"""Trace-driven simulation: trace readers and replays that measure placement quality."""
