@@ -171,3 +171,15 @@ def test_describe_workload_shows_its_podgroup_conditions_and_pod_events(cluster:
     assert code == 0
     assert "queue team-a, minMember 3, phase Pending" in out
     assert "the cluster has no nodes" in out and "Pod events:" in out
+
+
+def test_run_rejects_an_invalid_scheduler_config(tmp_path: Path) -> None:
+    bad = tmp_path / "shard.yaml"
+    bad.write_text(
+        "apiVersion: kai.scheduler/v1\nkind: SchedulingShard\nmetadata: {name: default}\n"
+        "spec:\n  placementStrategy: {gpu: pack}\n"
+    )
+    code, _, err = run(
+        "run", "--kubeconfig", str(tmp_path / "none"), "--scheduler-config", str(bad)
+    )
+    assert code == 1 and "spec.placementStrategy.gpu" in err

@@ -21,6 +21,7 @@ from pykai.cli.kinds import KindInfo, UnknownKindError, display_name, resolve
 from pykai.cli.local_cluster import app as local_cluster_app
 from pykai.cli.manifests import ManifestError, read_manifests
 from pykai.embedded.cluster import EmbeddedCluster
+from pykai.engine.config import config_from_mapping
 from pykai.kube.api import KubeApi
 from pykai.kube.leader import LeaderElector
 from pykai.kube.runner import KubeRunner
@@ -224,8 +225,19 @@ def run(
     ] = False,
     lease_namespace: Annotated[str, typer.Option(help="Namespace of the Lease")] = "default",
     identity: Annotated[str, typer.Option(help="This replica's name [default: host-pid]")] = "",
+    scheduler_config: Annotated[
+        Path | None, typer.Option(help="YAML: a SchedulingShard or a plain scheduler config")
+    ] = None,
 ) -> None:
     """Schedule pods of a real Kubernetes cluster (foreground; stops cleanly on SIGTERM)."""
+    config = None
+    if scheduler_config is not None:
+        try:
+            config = config_from_mapping(
+                read_manifests([str(scheduler_config)])[0], str(scheduler_config)
+            )
+        except (ManifestError, ValidationError, IndexError) as exc:
+            fail(str(exc) or f"{scheduler_config} holds no configuration")
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     stop = threading.Event()
@@ -237,7 +249,7 @@ def run(
     if leader_elect:
         name = identity or f"{socket.gethostname()}-{os.getpid()}"
         elector = LeaderElector(api, name, namespace=lease_namespace)
-    KubeRunner(api, fake_kubelet=fake_kubelet).run(stop, period, elector)
+    KubeRunner(api, config, fake_kubelet=fake_kubelet).run(stop, period, elector)
 
 
 @app.command()
