@@ -1,9 +1,8 @@
-"""The binder and the evictor: carry a cycle's decisions into the store.
+"""The binder: carries a cycle's binds, and the PodGroup annotations it asks for, into the store.
 
 A bind sets spec.nodeName; a pod on shared GPUs also gets KAI's GPU-group labels
 (``runai-gpu-group=<group>``, ``runai-gpu-group/<group>=<group>`` for further devices) and the
 values KAI's binder gives the container: GPU_PORTION and NVIDIA_VISIBLE_DEVICES.
-An eviction deletes the pod, with events on the pod and its PodGroup.
 """
 
 from __future__ import annotations
@@ -20,26 +19,16 @@ if TYPE_CHECKING:
 
 PORTION_ANNOTATION = "pykai.io/gpu-portion"
 DEVICES_ANNOTATION = "pykai.io/visible-devices"
+PORTION_ENV = "GPU_PORTION"
+DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
 
 
 def bind(cluster: EmbeddedCluster, result: CycleResult) -> bool:
-    """Apply every Bind, and the PodGroup annotations the cycle asks for."""
+    """Apply every Bind, and the PodGroup annotations the cycle asks for (last start time,
+    stale-since time); True if anything was written."""
     changed = False
     for decision in result.binds:
-        pod = cluster.store.get("Pod", decision.name, decision.namespace)
-        if pod is None or pod["metadata"].get("uid") != decision.uid:
-            continue
-        pod["spec"]["nodeName"] = decision.node
-        if decision.gpu_groups:
-            _share_gpus(pod, decision)
-        cluster.update(pod)
-        record(
-            cluster,
-            pod,
-            "Scheduled",
-            f"Successfully assigned {decision.namespace}/{decision.name} to {decision.node}",
-        )
-        changed = True
+        changed |= _bind_pod(cluster, decision)
     annotations = {
         key: {c.LAST_START_ANNOTATION: format_time(t)} for key, t in result.started.items()
     }
@@ -52,26 +41,24 @@ def bind(cluster: EmbeddedCluster, result: CycleResult) -> bool:
     return changed
 
 
-def evict(cluster: EmbeddedCluster, result: CycleResult) -> bool:
-    """Delete evicted pods, with a Warning event on the pod and its PodGroup."""
-    for decision in result.evictions:
-        pod = cluster.store.get("Pod", decision.name, decision.namespace)
-        if pod is None:
-            continue
-        record(cluster, pod, decision.reason, decision.message, "Warning")
-        namespace, _, group = decision.job.partition("/")
-        podgroup = cluster.store.get("PodGroup", group, namespace)
-        if podgroup is not None:
-            record(
-                cluster,
-                podgroup,
-                decision.reason,
-                f"pod {decision.name}: {decision.message}",
-                "Warning",
-            )
-            cluster.count_eviction(podgroup["spec"].get("queue", ""))
-        cluster.remove("Pod", decision.name, decision.namespace)
-    return bool(result.evictions)
+def _bind_pod(cluster: EmbeddedCluster, decision: Bind) -> bool:
+    """Bind one pod; a pod that is gone, was replaced or is already bound is left alone (and
+    the engine stops assuming the bind)."""
+    pod = cluster.store.get("Pod", decision.name, decision.namespace)
+    if (
+        pod is None
+        or pod["metadata"].get("uid") != decision.uid
+        or (pod.get("spec") or {}).get("nodeName")
+    ):
+        cluster.state.forget_assumed(decision.namespace, decision.name)
+        return False
+    pod.setdefault("spec", {})["nodeName"] = decision.node
+    if decision.gpu_groups:
+        _share_gpus(pod, decision)
+    cluster.update(pod)
+    message = f"Successfully assigned {decision.namespace}/{decision.name} to {decision.node}"
+    record(cluster.store, pod, "Scheduled", message)
+    return True
 
 
 def _share_gpus(pod: Obj, decision: Bind) -> None:
@@ -80,36 +67,31 @@ def _share_gpus(pod: Obj, decision: Bind) -> None:
     labels[c.GPU_GROUP_LABEL] = first
     for group in others:
         labels[f"{c.GPU_GROUP_LABEL}/{group}"] = group
-    portion = f"{decision.gpu_portion:.2f}"
-    devices = ",".join(decision.gpu_groups)
+    values = {
+        PORTION_ENV: f"{decision.gpu_portion:.2f}",
+        DEVICES_ENV: ",".join(decision.gpu_groups),
+    }
     annotations = pod["metadata"].setdefault("annotations", {})
-    annotations[PORTION_ANNOTATION] = portion
-    annotations[DEVICES_ANNOTATION] = devices
+    annotations[PORTION_ANNOTATION] = values[PORTION_ENV]
+    annotations[DEVICES_ANNOTATION] = values[DEVICES_ENV]
     container = _gpu_container(pod)
     if container is not None:
         env: list[dict[str, Any]] = [
-            e
-            for e in container.get("env") or []
-            if e.get("name") not in ("GPU_PORTION", "NVIDIA_VISIBLE_DEVICES")
+            e for e in container.get("env") or [] if e.get("name") not in values
         ]
-        env += [
-            {"name": "GPU_PORTION", "value": portion},
-            {"name": "NVIDIA_VISIBLE_DEVICES", "value": devices},
-        ]
-        container["env"] = env
+        container["env"] = env + [{"name": k, "value": v} for k, v in values.items()]
 
 
 def _gpu_container(pod: Obj) -> dict[str, Any] | None:
     """The container named by gpu-fraction-container-name, else the first one."""
     containers: list[dict[str, Any]] = pod["spec"].get("containers") or []
-    wanted = pod["metadata"].get("annotations", {}).get(c.GPU_FRACTION_CONTAINER_ANNOTATION)
-    for container in containers:
-        if wanted and container.get("name") == wanted:
-            return container
-    return containers[0] if containers else None
+    wanted = (pod["metadata"].get("annotations") or {}).get(c.GPU_FRACTION_CONTAINER_ANNOTATION)
+    named = [container for container in containers if wanted and container.get("name") == wanted]
+    return next(iter(named or containers), None)
 
 
 def _annotate_podgroup(cluster: EmbeddedCluster, key: str, values: dict[str, str]) -> bool:
+    """Set the non-empty values and remove the empty ones; True if the PodGroup changed."""
     namespace, _, name = key.partition("/")
     podgroup = cluster.store.get("PodGroup", name, namespace)
     if podgroup is None:

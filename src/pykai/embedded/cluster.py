@@ -1,35 +1,47 @@
 """The embedded cluster: pykai's default backend.
 
 Objects live in a SQLite store; a ClusterState mirrors the kinds the engine reads and is fed
-every write, never rebuilt. After each change the controllers run in rounds until a round
-changes nothing: pod-grouper, scheduler, binder and evictor, fake kubelet, status.
+every write, never rebuilt (except after a failed transaction, to match the store again).
+After each change the controllers run in rounds until a round changes nothing: workload
+controllers, pod-grouper, scheduler, binder, evictor, fake kubelet, status.
 """
 
 from __future__ import annotations
 
 import builtins
-import copy
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
-from pykai.embedded.binder import bind, evict
-from pykai.embedded.events import events_for
+from pykai.embedded import events
+from pykai.embedded.binder import bind
+from pykai.embedded.evictor import evict
 from pykai.embedded.grouper import group_pods
 from pykai.embedded.kubelet import run_pods
 from pykai.embedded.status import update_status
-from pykai.embedded.store import CLUSTER_SCOPED, Store, namespace_of, strip_server_fields
-from pykai.embedded.validation import validate_objects
+from pykai.embedded.store import Store, namespace_of
+from pykai.embedded.validation import check_queue_unused, validate_objects
 from pykai.embedded.workloads import run_workloads
 from pykai.engine.config import SchedulerConfig, config_from_mapping
+from pykai.engine.decisions import CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import KINDS, ClusterState
 from pykai.model import builders
 from pykai.model import constants as c
-from pykai.model.errors import FieldProblem, ValidationError
 from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
 
 _LOAD_ORDER = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
+
+
+class CycleRunner(Protocol):
+    """What the cluster needs of a scheduler: one cycle on the state at a time."""
+
+    def run_cycle(self, state: ClusterState, now: float) -> CycleResult:
+        """Decide binds, evictions and statuses for one cycle."""
+        ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,30 +54,23 @@ class ApplyOutcome:
     action: str
 
 
-def merge(base: Obj, patch: Obj) -> Obj:
-    """``base`` with ``patch`` laid over it: maps merge key by key, anything else is replaced.
-    Fields the server set (spec.nodeName, status, ...) survive re-applying a manifest."""
-    merged = copy.deepcopy(base)
-    for key, value in patch.items():
-        if isinstance(value, dict) and isinstance(merged.get(key), dict):
-            merged[key] = merge(merged[key], value)
-        else:
-            merged[key] = copy.deepcopy(value)
-    return merged
-
-
 class EmbeddedCluster:
     """A Kubernetes-like cluster with KAI installed, in one SQLite file (or in memory)."""
 
-    def __init__(self, store: Store, config: SchedulerConfig | None = None) -> None:
+    def __init__(
+        self,
+        store: Store,
+        config: SchedulerConfig | None = None,
+        scheduler: CycleRunner | None = None,
+    ) -> None:
+        """Use ``store`` (seeding it if fresh). ``scheduler`` replaces the engine's Scheduler,
+        for tests that want fixed decisions."""
         self.store = store
         self._config = config
+        self._scheduler = scheduler
         if store.fresh:
             self._seed()
-        self.state = ClusterState()
-        for kind in _LOAD_ORDER:
-            for obj in store.select(kind):
-                self.state.upsert(obj)
+        self.state = self._load_state()
 
     @classmethod
     def open(
@@ -79,26 +84,23 @@ class EmbeddedCluster:
     def apply(
         self, objects: builtins.list[Obj], *, max_cycles: int = 100
     ) -> builtins.list[ApplyOutcome]:
-        """Create or update objects, then settle. Invalid input raises ValidationError and
-        changes nothing."""
-        objects = [self._normalise(o) for o in objects]
-        names = {o["metadata"]["name"] for o in objects if o.get("kind") == "Queue"}
-        stored = [q for q in self.store.select("Queue") if q["metadata"]["name"] not in names]
-        validate_objects(objects, stored)
-        with self.store.transaction():
+        """Create or update objects in one transaction, then settle. Invalid input raises
+        ValidationError listing every problem, and nothing is written."""
+        validate_objects(objects, self.store.list("Queue"))
+        with self._writing():
             self._ensure_namespaces(objects)
             outcomes = [self._apply_one(o) for o in objects]
         self.settle(max_cycles)
         return outcomes
 
     def delete(self, kind: str, name: str, namespace: str = "", *, max_cycles: int = 100) -> bool:
-        """Delete an object and what it owns, then settle; False if it did not exist."""
-        obj = self.store.get(kind, name, namespace)
-        if obj is None:
+        """Delete an object and what it owns, then settle; False if it did not exist. A queue
+        still used by child queues or PodGroups is not deleted (ValidationError)."""
+        if self.store.get(kind, name, namespace) is None:
             return False
         if kind == "Queue":
-            self._check_queue_unused(name)
-        with self.store.transaction():
+            check_queue_unused(name, self.store.list("Queue"), self.store.list("PodGroup"))
+        with self._writing():
             self.remove(kind, name, namespace)
         self.settle(max_cycles)
         return True
@@ -111,7 +113,7 @@ class EmbeddedCluster:
         return max_cycles
 
     def schedule(self, cycles: int = 1) -> None:
-        """Run exactly ``cycles`` rounds."""
+        """Run exactly ``cycles`` rounds, each with one scheduling cycle."""
         for _ in range(cycles):
             self._round()
 
@@ -121,7 +123,7 @@ class EmbeddedCluster:
         self.settle(max_cycles)
 
     def now(self) -> float:
-        """The virtual clock."""
+        """The virtual clock, in seconds since the epoch."""
         return self.store.now()
 
     def get(self, kind: str, name: str, namespace: str = "") -> Obj | None:
@@ -130,11 +132,11 @@ class EmbeddedCluster:
 
     def list(self, kind: str, namespace: str | None = None) -> builtins.list[Obj]:
         """Objects of a kind, in one namespace or (None) all."""
-        return self.store.select(kind, namespace)
+        return self.store.list(kind, namespace)
 
     def events_for(self, kind: str, name: str, namespace: str = "") -> builtins.list[Obj]:
         """Events about one object, oldest first."""
-        return events_for(self, kind, name, namespace)
+        return events.events_for(self.store, kind, name, namespace)
 
     def close(self) -> None:
         """Close the store."""
@@ -142,7 +144,8 @@ class EmbeddedCluster:
 
     @property
     def config(self) -> SchedulerConfig:
-        """The scheduler's configuration: given, else the stored SchedulingShard ``default``."""
+        """The scheduler's configuration: given, else the stored SchedulingShard ``default``,
+        else the defaults."""
         if self._config is not None:
             return self._config
         shard = self.store.get("SchedulingShard", "default")
@@ -163,117 +166,78 @@ class EmbeddedCluster:
         return stored
 
     def remove(self, kind: str, name: str, namespace: str = "") -> None:
-        """Delete an object and, in cascade, everything it owns."""
-        old = self.store.delete(kind, name, namespace)
-        if old is None:
-            return
-        if kind in KINDS:
-            self.state.remove(kind, namespace_of(old), name)
-        uid = old["metadata"].get("uid")
-        if uid:
-            for child in self.store.owned_by(uid):
-                self.remove(child["kind"], child["metadata"]["name"], namespace_of(child))
-
-    def count_eviction(self, queue: str) -> None:
-        """Add one to a queue's eviction total."""
-        self.store.counter(f"evictions/{queue}")
+        """Delete an object and, in cascade, everything it owns; the engine forgets them."""
+        for gone in self.store.delete(kind, name, namespace):
+            if gone["kind"] in KINDS:
+                self.state.remove(gone["kind"], namespace_of(gone), gone["metadata"]["name"])
 
     # ---- internals ---------------------------------------------------------------------------
 
     def _round(self) -> bool:
-        with self.store.transaction():
+        """One round of every controller, in one transaction; True if anything changed."""
+        with self._writing():
             changed = run_workloads(self)
             changed |= group_pods(self)
-            result = Scheduler(self.config).run_cycle(self.state, self.now())
+            scheduler = self._scheduler or Scheduler(self.config)
+            result = scheduler.run_cycle(self.state, self.now())
             changed |= bind(self, result)
             changed |= evict(self, result)
             changed |= run_pods(self)
             changed |= update_status(self, result)
         return changed
 
+    @contextmanager
+    def _writing(self) -> Iterator[None]:
+        """A store transaction; if it fails, the engine's state is reloaded to match the
+        store, which rolled back."""
+        try:
+            with self.store.transaction():
+                yield
+        except BaseException:
+            self.state = self._load_state()
+            raise
+
+    def _load_state(self) -> ClusterState:
+        state = ClusterState()
+        for kind in _LOAD_ORDER:
+            for obj in self.store.list(kind):
+                state.upsert(obj)
+        return state
+
     def _observe(self, obj: Obj) -> None:
         if obj.get("kind") in KINDS:
             self.state.upsert(obj)
 
-    def _normalise(self, obj: Obj) -> Obj:
-        obj = copy.deepcopy(obj)
-        meta = obj.get("metadata")
-        if isinstance(meta, dict) and obj.get("kind") not in CLUSTER_SCOPED:
-            meta["namespace"] = meta.get("namespace") or "default"
-        return obj
-
-    def _apply_one(self, obj: Obj) -> ApplyOutcome:
-        kind, name, namespace = obj["kind"], obj["metadata"]["name"], namespace_of(obj)
-        existing = self.store.get(kind, name, namespace)
-        if existing is None:
-            self.create(obj)
-            return ApplyOutcome(kind, namespace, name, "created")
-        merged = merge(existing, {k: v for k, v in obj.items() if k != "metadata"})
-        meta = merged["metadata"]
-        new_meta = obj["metadata"]
-        for field in ("labels", "annotations"):
-            meta[field] = {**(meta.get(field) or {}), **(new_meta.get(field) or {})}
-        if new_meta.get("ownerReferences"):
-            meta["ownerReferences"] = new_meta["ownerReferences"]
-        if strip_server_fields(merged) == strip_server_fields(existing) and merged.get(
-            "status"
-        ) == existing.get("status"):
-            return ApplyOutcome(kind, namespace, name, "unchanged")
-        meta["generation"] = int(meta.get("generation", 1)) + 1
-        self.update(merged)
-        return ApplyOutcome(kind, namespace, name, "configured")
+    def _apply_one(self, manifest: Obj) -> ApplyOutcome:
+        stored, action = self.store.apply(manifest)
+        if action != "unchanged":
+            self._observe(stored)
+        return ApplyOutcome(
+            stored["kind"], namespace_of(stored), stored["metadata"]["name"], action
+        )
 
     def _ensure_namespaces(self, objects: builtins.list[Obj]) -> None:
         """Namespaces named by applied objects are created (as `kubectl create ns` would)."""
         for namespace in sorted({namespace_of(o) for o in objects} - {""}):
             if self.store.get("Namespace", namespace) is None:
-                self.create(
-                    {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}}
-                )
-
-    def _check_queue_unused(self, name: str) -> None:
-        children = [
-            q["metadata"]["name"]
-            for q in self.store.select("Queue")
-            if (q.get("spec") or {}).get("parentQueue") == name
-        ]
-        groups = [
-            f"{g['metadata']['namespace']}/{g['metadata']['name']}"
-            for g in self.store.select("PodGroup")
-            if (g.get("spec") or {}).get("queue") == name
-        ]
-        if children or groups:
-            used_by = ", ".join(
-                [f"queue {q}" for q in children] + [f"podgroup {g}" for g in groups]
-            )
-            raise ValidationError(
-                [
-                    FieldProblem(
-                        "Queue", name, "", f"is still used by {used_by}", "delete those first"
-                    )
-                ]
-            )
+                self.create(_namespace(namespace))
 
     def _seed(self) -> None:
-        """A fresh cluster looks like one with KAI installed."""
+        """A fresh cluster looks like one with KAI installed: its priority classes, the Helm
+        chart's default queues, and namespace ``default``."""
         with self.store.transaction():
             for obj in builtin_priority_classes():
                 self.store.create(obj)
-            zero_quota = (0.0, -1.0, 1.0)
-            self.store.create(
-                builders.queue(
-                    c.DEFAULT_PARENT_QUEUE, gpu=zero_quota, cpu=zero_quota, memory=zero_quota
-                )
-            )
-            self.store.create(
-                builders.queue(
-                    c.DEFAULT_QUEUE,
-                    parent=c.DEFAULT_PARENT_QUEUE,
-                    gpu=zero_quota,
-                    cpu=zero_quota,
-                    memory=zero_quota,
-                )
-            )
-            self.store.create(
-                {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default"}}
-            )
+            self.store.create(_default_queue(c.DEFAULT_PARENT_QUEUE, parent=""))
+            self.store.create(_default_queue(c.DEFAULT_QUEUE, parent=c.DEFAULT_PARENT_QUEUE))
+            self.store.create(_namespace("default"))
+
+
+def _default_queue(name: str, parent: str) -> Obj:
+    """A queue as KAI's Helm chart makes them: quota 0, limit -1, overQuotaWeight 1."""
+    helm = (0.0, -1.0, 1.0)
+    return builders.queue(name, parent=parent, gpu=helm, cpu=helm, memory=helm)
+
+
+def _namespace(name: str) -> Obj:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}

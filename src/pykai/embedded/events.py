@@ -1,34 +1,45 @@
-"""v1 Events, recorded once per distinct (object, reason, message)."""
+"""v1 Events: one per distinct (object, type, reason, message), counted as it recurs.
+
+An event is named after its object and a digest of what it says, so finding an earlier
+identical one is a key lookup. A repeat at a later virtual time bumps ``count`` and
+``lastTimestamp`` (``kubectl describe`` shows "x3 over 2m"); repeats at the same instant are
+one occurrence, so controllers may report on every round and the cluster still settles.
+"""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import hashlib
 
+from pykai.embedded.store import CLUSTER_SCOPED, Store
 from pykai.model.meta import Obj, format_time
 
-if TYPE_CHECKING:
-    from pykai.embedded.cluster import EmbeddedCluster
+NORMAL = "Normal"
+WARNING = "Warning"
+_COMPONENT = "kai-scheduler"
 
 
-def record(
-    cluster: EmbeddedCluster, involved: Obj, reason: str, message: str, kind: str = "Normal"
-) -> bool:
-    """Record an event on ``involved``; True if a new event was written (an identical one
-    already there is left as it is, so the cluster settles)."""
+def record(store: Store, involved: Obj, reason: str, message: str, kind: str = NORMAL) -> bool:
+    """Record that ``reason``/``message`` happened to ``involved`` now; True if written (a new
+    event, or a repeat at a later time), False if already recorded at this instant."""
     meta = involved["metadata"]
-    namespace = str(meta.get("namespace") or "default")
     uid = str(meta.get("uid", ""))
-    for event in cluster.store.select("Event", namespace):
-        target = event["involvedObject"]
-        if target.get("uid") == uid and event["reason"] == reason and event["message"] == message:
+    namespace = str(meta.get("namespace") or "default")
+    digest = hashlib.sha256(f"{uid}\0{kind}\0{reason}\0{message}".encode()).hexdigest()
+    name = f"{meta['name']}.{digest[:16]}"
+    stamp = format_time(store.now())
+    event = store.get("Event", name, namespace)
+    if event is not None:
+        if event["lastTimestamp"] == stamp:
             return False
-    stamp = format_time(cluster.now())
-    seq = cluster.store.counter("events")
-    cluster.store.create(
+        event["count"] += 1
+        event["lastTimestamp"] = stamp
+        store.update(event)
+        return True
+    store.create(
         {
             "apiVersion": "v1",
             "kind": "Event",
-            "metadata": {"name": f"{meta['name']}.{seq:x}", "namespace": namespace},
+            "metadata": {"name": name, "namespace": namespace},
             "involvedObject": {
                 "apiVersion": involved.get("apiVersion", "v1"),
                 "kind": involved["kind"],
@@ -42,19 +53,20 @@ def record(
             "count": 1,
             "firstTimestamp": stamp,
             "lastTimestamp": stamp,
-            "source": {"component": "kai-scheduler"},
+            "source": {"component": _COMPONENT},
         }
     )
     return True
 
 
-def events_for(cluster: EmbeddedCluster, kind: str, name: str, namespace: str = "") -> list[Obj]:
-    """Events about one object, oldest first."""
+def events_for(store: Store, kind: str, name: str, namespace: str = "") -> list[Obj]:
+    """Events about one object (by kind, namespace and name), first recorded first."""
+    involved_namespace = "" if kind in CLUSTER_SCOPED else (namespace or "default")
     found = [
-        e
-        for e in cluster.store.select("Event", None)
-        if e["involvedObject"]["kind"] == kind
-        and e["involvedObject"]["name"] == name
-        and (not namespace or e["involvedObject"].get("namespace") in (namespace, ""))
+        event
+        for event in store.list("Event", involved_namespace or "default")
+        if event["involvedObject"]["kind"] == kind
+        and event["involvedObject"]["name"] == name
+        and event["involvedObject"]["namespace"] == involved_namespace
     ]
-    return sorted(found, key=lambda e: int(e["metadata"]["resourceVersion"]))
+    return sorted(found, key=lambda e: str(e["metadata"]["uid"]))  # uids sort by creation

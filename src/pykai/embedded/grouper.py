@@ -1,4 +1,5 @@
-"""The pod-grouper controller: every kai-scheduler pod without a PodGroup gets one."""
+"""The pod-grouper controller: every kai-scheduler pod without a PodGroup gets one (from the
+grouper registered for its top owner's kind) and is annotated with its name."""
 
 from __future__ import annotations
 
@@ -13,23 +14,31 @@ if TYPE_CHECKING:
 
 
 def group_pods(cluster: EmbeddedCluster) -> bool:
-    """Create PodGroups for ungrouped pods and annotate the pods; True if anything changed."""
-    store = cluster.store
-    classes = frozenset(pc["metadata"]["name"] for pc in store.select("PriorityClass"))
+    """Create PodGroups for ungrouped pods, oldest pod first, and annotate the pods; True if
+    anything changed. Pods that name their PodGroup themselves are left alone."""
+    ungrouped = sorted(
+        (
+            task.pod
+            for task in cluster.state.tasks.values()
+            if task.pod.scheduler_name == c.SCHEDULER_NAME
+            and c.POD_GROUP_ANNOTATION not in task.pod.meta.annotations
+            and not task.pod.deleting
+        ),
+        key=lambda view: (view.meta.creation, view.meta.uid),
+    )
+    classes = frozenset(cluster.state.priority_classes)
     changed = False
-    for pod in store.select("Pod"):
-        spec = pod.get("spec") or {}
-        annotations = pod["metadata"].setdefault("annotations", {})
-        if spec.get("schedulerName") != c.SCHEDULER_NAME or c.POD_GROUP_ANNOTATION in annotations:
+    for view in ungrouped:
+        pod = cluster.store.get("Pod", view.meta.name, view.meta.namespace)
+        if pod is None:
             continue
         try:
-            plan = plan_for(pod, store.get, classes)
+            plan = plan_for(pod, cluster.store.get, classes)
         except RayGroupingError:
             continue  # reported on the RayCluster by its controller; the pod waits
-
-        if store.get("PodGroup", plan.name, plan.namespace) is None:
+        if cluster.store.get("PodGroup", plan.name, plan.namespace) is None:
             cluster.create(plan.to_object())
-        annotations[c.POD_GROUP_ANNOTATION] = plan.name
+        pod["metadata"].setdefault("annotations", {})[c.POD_GROUP_ANNOTATION] = plan.name
         if plan.subgroup_of_pod:
             pod["metadata"].setdefault("labels", {})[c.SUBGROUP_LABEL] = plan.subgroup_of_pod
         cluster.update(pod)

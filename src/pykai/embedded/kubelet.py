@@ -1,37 +1,38 @@
-"""A fake kubelet: pods bound to an existing node start Running (as kwok does)."""
+"""A fake kubelet: pods bound to a node that exists start Running (as kwok does)."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from pykai.engine.jobs import TaskStatus
 from pykai.model.meta import format_time
 
 if TYPE_CHECKING:
     from pykai.embedded.cluster import EmbeddedCluster
 
+_CONDITIONS = ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+
 
 def run_pods(cluster: EmbeddedCluster) -> bool:
-    """Mark bound Pending pods Running; True if any changed."""
-    nodes = {n["metadata"]["name"] for n in cluster.store.select("Node")}
-    changed = False
+    """Mark bound, not yet running pods Running; True if any changed."""
+    bound = [task for task in cluster.state.tasks.values() if task.status == TaskStatus.BOUND]
     stamp = format_time(cluster.now())
-    for pod in cluster.store.select("Pod"):
-        node = (pod.get("spec") or {}).get("nodeName")
-        status = pod.setdefault("status", {})
-        if not node or node not in nodes or status.get("phase", "Pending") != "Pending":
+    changed = False
+    for task in bound:
+        if cluster.store.get("Node", task.node) is None:
+            continue  # a pod on a node that does not exist stays Pending
+        pod = cluster.store.get("Pod", task.name, task.namespace)
+        if pod is None or (pod.get("status") or {}).get("phase", "Pending") != "Pending":
             continue
-        if pod["metadata"].get("deletionTimestamp"):
-            continue
-        status.update(
-            {
-                "phase": "Running",
-                "startTime": stamp,
-                "conditions": [
-                    {"type": kind, "status": "True", "lastTransitionTime": stamp}
-                    for kind in ("PodScheduled", "Initialized", "ContainersReady", "Ready")
-                ],
-            }
-        )
+        pod["status"] = {
+            **(pod.get("status") or {}),
+            "phase": "Running",
+            "startTime": stamp,
+            "conditions": [
+                {"type": kind, "status": "True", "lastTransitionTime": stamp}
+                for kind in _CONDITIONS
+            ],
+        }
         cluster.update(pod)
         changed = True
     return changed

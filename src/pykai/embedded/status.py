@@ -1,12 +1,13 @@
-"""The embedded status controller: writes queue and PodGroup status where it changed, and
-records "why pending" as Warning events on PodGroups and their pending pods."""
+"""The status controller: writes Queue and PodGroup status where it changed, and records why a
+job is pending as Warning events on its PodGroup and pending pods."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from pykai.controllers.status import podgroup_status, queue_statuses, reason_text
-from pykai.embedded.events import record
+from pykai.embedded.events import WARNING, record
+from pykai.embedded.evictor import evictions_counter
 from pykai.engine.decisions import CycleResult
 from pykai.engine.jobs import TaskStatus
 from pykai.model.meta import Obj
@@ -17,14 +18,13 @@ if TYPE_CHECKING:
 
 def update_status(cluster: EmbeddedCluster, result: CycleResult) -> bool:
     """Write queue and PodGroup status where it changed; True if anything was written."""
+    store = cluster.store
+    queues = store.list("Queue")
+    statuses = queue_statuses(queues, result, lambda q: store.read_counter(evictions_counter(q)))
     changed = False
-    queues = cluster.store.select("Queue")
-    statuses = queue_statuses(
-        queues, result, lambda q: cluster.store.read_counter(f"evictions/{q}")
-    )
     for queue in queues:
         changed |= _write_status(cluster, queue, statuses[queue["metadata"]["name"]])
-    for podgroup in cluster.store.select("PodGroup"):
+    for podgroup in store.list("PodGroup"):
         meta = podgroup["metadata"]
         key = f"{meta['namespace']}/{meta['name']}"
         job = cluster.state.jobs.get(key)
@@ -36,13 +36,13 @@ def update_status(cluster: EmbeddedCluster, result: CycleResult) -> bool:
             text = reason_text(reasons)
             for task in job.tasks.values():
                 pod = (
-                    cluster.store.get("Pod", task.name, task.namespace)
+                    store.get("Pod", task.name, task.namespace)
                     if task.status == TaskStatus.PENDING
                     else None
                 )
                 if pod is not None:
-                    changed |= record(cluster, pod, "Unschedulable", text, "Warning")
-            changed |= record(cluster, podgroup, "Unschedulable", text, "Warning")
+                    changed |= record(store, pod, "Unschedulable", text, WARNING)
+            changed |= record(store, podgroup, "Unschedulable", text, WARNING)
         changed |= _write_status(cluster, podgroup, status)
     return changed
 

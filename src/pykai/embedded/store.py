@@ -2,12 +2,14 @@
 
 Objects keep their shape: metadata (uid, resourceVersion, creationTimestamp, generation,
 labels, annotations, ownerReferences), spec and status. UIDs are UUID-shaped, deterministic,
-and sort in creation order, since KAI breaks creation-time ties by UID.
+and sort in creation order, since KAI breaks creation-time ties by UID. Beside the objects the
+store keeps the last manifest applied to each (for ``apply``'s three-way merge), an index of
+owner references (for cascading deletes) and named counters, the virtual clock among them.
 """
 
 from __future__ import annotations
 
-import copy
+import builtins
 import hashlib
 import json
 import sqlite3
@@ -15,31 +17,49 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Literal
 
+from pykai.embedded.merge import three_way_merge, user_fields
 from pykai.model.meta import Obj, format_time
 
 CLUSTER_SCOPED = frozenset(
     {"Node", "Namespace", "Queue", "PriorityClass", "SchedulingShard", "PersistentVolume"}
 )
+Action = Literal["created", "configured", "unchanged"]
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS objects (
     kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL,
     PRIMARY KEY (kind, namespace, name)
 );
+CREATE TABLE IF NOT EXISTS applied (
+    kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL,
+    PRIMARY KEY (kind, namespace, name)
+);
+CREATE TABLE IF NOT EXISTS owners (
+    owner_uid TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    PRIMARY KEY (owner_uid, kind, namespace, name)
+);
+CREATE INDEX IF NOT EXISTS owners_by_object ON owners (kind, namespace, name);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 """
+_CLOCK = "clock"
+_SEQUENCE = "seq"
+
+
+def scoped_namespace(kind: str, namespace: str | None) -> str:
+    """The namespace an object of ``kind`` lives in: empty for cluster-scoped kinds,
+    ``default`` when none is given."""
+    return "" if kind in CLUSTER_SCOPED else (namespace or "default")
 
 
 def namespace_of(obj: Obj) -> str:
     """The object's namespace: empty for cluster-scoped kinds, ``default`` if unset."""
-    if obj.get("kind") in CLUSTER_SCOPED:
-        return ""
-    return str((obj.get("metadata") or {}).get("namespace") or "default")
+    return scoped_namespace(str(obj.get("kind")), (obj.get("metadata") or {}).get("namespace"))
 
 
 class Store:
-    """Objects by (kind, namespace, name), counters, and the virtual clock."""
+    """Objects by (kind, namespace, name), their last-applied manifests, and counters."""
 
     def __init__(self, path: str | Path | None = None) -> None:
         if path is None:
@@ -53,11 +73,11 @@ class Store:
             self._db.execute("PRAGMA synchronous=NORMAL")
         self._db.executescript(_SCHEMA)
         self._depth = 0
-        self.fresh = self._meta("clock") is None
+        self.fresh = self._meta(_CLOCK) is None
+        """True when this open created the store (nothing was stored before)."""
         if self.fresh:
             with self.transaction():
-                self._set_meta("clock", str(float(int(time.time()))))
-                self._set_meta("seq", "0")
+                self._set_meta(_CLOCK, str(float(int(time.time()))))
 
     # ---- transactions ------------------------------------------------------------------------
 
@@ -87,17 +107,19 @@ class Store:
 
     def now(self) -> float:
         """The virtual clock, in seconds since the epoch."""
-        return float(self._meta("clock") or 0.0)
+        return float(self._meta(_CLOCK) or 0.0)
 
     def advance(self, seconds: float) -> None:
-        """Move the virtual clock forward."""
+        """Move the virtual clock forward by ``seconds`` (never backward)."""
+        if seconds < 0:
+            raise ValueError(f"the clock only moves forward: cannot advance by {seconds}s")
         with self.transaction():
-            self._set_meta("clock", str(self.now() + seconds))
+            self._set_meta(_CLOCK, str(self.now() + seconds))
 
     def counter(self, key: str, step: int = 1) -> int:
         """Add ``step`` to a named counter and return its new value."""
         with self.transaction():
-            value = int(self._meta(key) or 0) + step
+            value = self.read_counter(key) + step
             self._set_meta(key, str(value))
         return value
 
@@ -105,17 +127,17 @@ class Store:
         """A named counter's value (0 if never set)."""
         return int(self._meta(key) or 0)
 
-    # ---- objects -----------------------------------------------------------------------------
+    # ---- reading -----------------------------------------------------------------------------
 
     def get(self, kind: str, name: str, namespace: str = "") -> Obj | None:
         """One object, or None."""
-        ns = "" if kind in CLUSTER_SCOPED else (namespace or "default")
         row = self._db.execute(
-            "SELECT body FROM objects WHERE kind=? AND namespace=? AND name=?", (kind, ns, name)
+            "SELECT body FROM objects WHERE kind=? AND namespace=? AND name=?",
+            (kind, scoped_namespace(kind, namespace), name),
         ).fetchone()
         return json.loads(row[0]) if row else None
 
-    def select(self, kind: str, namespace: str | None = None) -> list[Obj]:
+    def list(self, kind: str, namespace: str | None = None) -> builtins.list[Obj]:
         """Objects of a kind (in one namespace, or all when None), by namespace and name."""
         if namespace is None or kind in CLUSTER_SCOPED:
             rows = self._db.execute(
@@ -124,74 +146,121 @@ class Store:
         else:
             rows = self._db.execute(
                 "SELECT body FROM objects WHERE kind=? AND namespace=? ORDER BY name",
-                (kind, namespace),
+                (kind, namespace or "default"),
             )
-        return [json.loads(r[0]) for r in rows]
+        return [json.loads(body) for (body,) in rows]
 
-    def kinds(self) -> list[str]:
-        """Every kind that has objects."""
-        return [r[0] for r in self._db.execute("SELECT DISTINCT kind FROM objects ORDER BY kind")]
+    def owned_by(self, uid: str) -> builtins.list[Obj]:
+        """Objects whose ownerReferences name ``uid``."""
+        rows = self._db.execute(
+            "SELECT o.body FROM owners AS w JOIN objects AS o "
+            "ON o.kind = w.kind AND o.namespace = w.namespace AND o.name = w.name "
+            "WHERE w.owner_uid=? ORDER BY o.kind, o.namespace, o.name",
+            (uid,),
+        )
+        return [json.loads(body) for (body,) in rows]
+
+    # ---- writing -----------------------------------------------------------------------------
 
     def create(self, obj: Obj) -> Obj:
-        """Store a new object, filling uid, resourceVersion, creationTimestamp, generation."""
-        stored = copy.deepcopy(obj)
-        meta = stored.setdefault("metadata", {})
-        ns = namespace_of(stored)
-        if ns:
-            meta["namespace"] = ns
-        seq = self.counter("seq")
-        meta.setdefault("uid", _uid(seq, f"{stored['kind']}/{ns}/{meta['name']}"))
-        meta.setdefault("creationTimestamp", format_time(self.now()))
+        """Store a new object, filling uid, resourceVersion, creationTimestamp and generation
+        (a uid or creationTimestamp already in ``obj`` is kept: loading a cluster's state)."""
+        stored = _placed(obj)
+        kind, namespace, _ = _key(stored)
+        meta = stored["metadata"]
+        seq = self.counter(_SEQUENCE)
+        meta["uid"] = meta.get("uid") or _uid(seq, f"{kind}/{namespace}/{meta['name']}")
+        meta["creationTimestamp"] = meta.get("creationTimestamp") or format_time(self.now())
         meta["generation"] = 1
         meta["resourceVersion"] = str(seq)
-        self._write(stored)
+        with self.transaction():
+            try:
+                self._db.execute(
+                    "INSERT INTO objects (kind, namespace, name, body) VALUES (?, ?, ?, ?)",
+                    (kind, namespace, meta["name"], _dump(stored)),
+                )
+            except sqlite3.IntegrityError:
+                raise ValueError(f"{_describe(stored)} already exists") from None
+            self._index_owners(stored)
         return stored
 
     def update(self, obj: Obj) -> Obj:
         """Replace a stored object (same kind, namespace and name), bumping resourceVersion."""
-        stored = copy.deepcopy(obj)
-        stored["metadata"]["resourceVersion"] = str(self.counter("seq"))
-        self._write(stored)
+        version = str(self.counter(_SEQUENCE))
+        stored = {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
+        with self.transaction():
+            written = self._db.execute(
+                "UPDATE objects SET body=? WHERE kind=? AND namespace=? AND name=?",
+                (_dump(stored), *_key(stored)),
+            ).rowcount
+            if not written:
+                raise LookupError(f"{_describe(stored)} does not exist; create it first")
+            self._index_owners(stored)
         return stored
 
-    def delete(self, kind: str, name: str, namespace: str = "") -> Obj | None:
-        """Remove an object; returns what was stored."""
-        old = self.get(kind, name, namespace)
-        if old is not None:
-            ns = "" if kind in CLUSTER_SCOPED else (namespace or "default")
-            with self.transaction():
-                self._db.execute(
-                    "DELETE FROM objects WHERE kind=? AND namespace=? AND name=?", (kind, ns, name)
-                )
-        return old
+    def apply(self, manifest: Obj) -> tuple[Obj, Action]:
+        """Create the object, or merge the manifest into the stored one as ``kubectl apply``
+        does: fields the previous manifest set and this one dropped are removed, fields it
+        sets are replaced, everything else (spec.nodeName, status, ...) is kept. Returns the
+        stored object and what happened to it."""
+        applied = _placed(user_fields(manifest))
+        key = kind, namespace, name = _key(applied)
+        live = self.get(kind, name, namespace)
+        last = self._last_applied(key)
+        with self.transaction():
+            self._db.execute(
+                "INSERT OR REPLACE INTO applied (body, kind, namespace, name) VALUES (?, ?, ?, ?)",
+                (_dump(applied), *key),
+            )
+            if live is None:
+                return self.create(manifest), "created"
+            merged = three_way_merge(live, last, applied)
+            if merged == live:
+                return live, "unchanged"
+            if _content(merged) != _content(live):
+                merged["metadata"]["generation"] = int(live["metadata"]["generation"]) + 1
+            return self.update(merged), "configured"
 
-    def owned_by(self, uid: str) -> list[Obj]:
-        """Objects whose ownerReferences name ``uid``."""
-        pattern = f'%"uid": "{uid}"%'
-        rows = self._db.execute("SELECT body FROM objects WHERE body LIKE ?", (pattern,))
-        found = []
-        for (body,) in rows:
-            obj: Obj = json.loads(body)
-            owners = (obj.get("metadata") or {}).get("ownerReferences") or []
-            if any(o.get("uid") == uid for o in owners):
-                found.append(obj)
-        return found
+    def delete(self, kind: str, name: str, namespace: str = "") -> builtins.list[Obj]:
+        """Remove an object and, in cascade, every object it owns; returns what was removed
+        (the object first, nothing if it did not exist)."""
+        obj = self.get(kind, name, namespace)
+        if obj is None:
+            return []
+        removed = [obj]
+        with self.transaction():
+            key = _key(obj)
+            for table in ("objects", "applied", "owners"):
+                self._db.execute(
+                    f"DELETE FROM {table} WHERE kind=? AND namespace=? AND name=?", key
+                )
+            for child in self.owned_by(obj["metadata"]["uid"]):
+                removed += self.delete(
+                    child["kind"], child["metadata"]["name"], namespace_of(child)
+                )
+        return removed
 
     def close(self) -> None:
         """Close the database."""
         self._db.close()
 
-    def _write(self, obj: Obj) -> None:
-        with self.transaction():
-            self._db.execute(
-                "INSERT OR REPLACE INTO objects (kind, namespace, name, body) VALUES (?, ?, ?, ?)",
-                (
-                    obj["kind"],
-                    namespace_of(obj),
-                    obj["metadata"]["name"],
-                    json.dumps(obj, sort_keys=True),
-                ),
-            )
+    # ---- internals ---------------------------------------------------------------------------
+
+    def _last_applied(self, key: tuple[str, str, str]) -> Obj:
+        """The manifest last applied to an object (empty for objects controllers made)."""
+        row = self._db.execute(
+            "SELECT body FROM applied WHERE kind=? AND namespace=? AND name=?", key
+        ).fetchone()
+        return json.loads(row[0]) if row else {}
+
+    def _index_owners(self, obj: Obj) -> None:
+        key = _key(obj)
+        self._db.execute("DELETE FROM owners WHERE kind=? AND namespace=? AND name=?", key)
+        uids = {str(ref.get("uid")) for ref in obj["metadata"].get("ownerReferences") or []}
+        self._db.executemany(
+            "INSERT INTO owners (owner_uid, kind, namespace, name) VALUES (?, ?, ?, ?)",
+            [(uid, *key) for uid in sorted(uids) if uid],
+        )
 
     def _meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
@@ -201,23 +270,37 @@ class Store:
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
 
+def _placed(obj: Obj) -> Obj:
+    """A shallow copy of ``obj`` with metadata.namespace as the store keeps it (none when
+    cluster-scoped, ``default`` when unset)."""
+    meta = dict(obj.get("metadata") or {})
+    placed = {**obj, "metadata": meta}
+    namespace = namespace_of(placed)
+    meta.pop("namespace", None)
+    if namespace:
+        meta["namespace"] = namespace
+    return placed
+
+
+def _key(obj: Obj) -> tuple[str, str, str]:
+    return str(obj["kind"]), namespace_of(obj), str(obj["metadata"]["name"])
+
+
+def _describe(obj: Obj) -> str:
+    kind, namespace, name = _key(obj)
+    return f'{kind} "{namespace}/{name}"' if namespace else f'{kind} "{name}"'
+
+
+def _content(obj: Obj) -> Obj:
+    """What a change of bumps ``metadata.generation``: everything but metadata and status."""
+    return {k: v for k, v in obj.items() if k not in ("metadata", "status")}
+
+
+def _dump(obj: Obj) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
 def _uid(seq: int, key: str) -> str:
     """A UUID-shaped id that sorts in creation order and is the same on every run."""
     digest = hashlib.sha256(key.encode()).hexdigest()
     return f"{seq:08x}-{digest[:4]}-4{digest[4:7]}-8{digest[7:10]}-{digest[10:22]}"
-
-
-_SERVER_KEYS = ("metadata", "status", "apiVersion", "kind")
-
-
-def strip_server_fields(obj: Obj) -> dict[str, Any]:
-    """The parts of an object a user writes (for comparing an apply with what is stored)."""
-    meta = obj.get("metadata") or {}
-    return {
-        "labels": meta.get("labels") or {},
-        "annotations": meta.get("annotations") or {},
-        "ownerReferences": meta.get("ownerReferences") or [],
-        "body": {
-            k: v for k, v in obj.items() if k not in ("metadata", "status", "apiVersion", "kind")
-        },
-    }

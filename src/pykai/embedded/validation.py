@@ -1,4 +1,5 @@
-"""Apply-time validation: every object checked before anything is written."""
+"""Checks made before anything is written: every applied object parses with the model's views,
+the queues form a valid tree, and a deleted queue is no longer used."""
 
 from __future__ import annotations
 
@@ -24,37 +25,17 @@ _PARSERS: dict[str, Callable[[Obj], object]] = {
 
 
 def validate_objects(objects: list[Obj], stored_queues: list[Obj]) -> None:
-    """Raise ValidationError listing every problem in ``objects`` (and in the queue tree they
-    make with the stored queues); return quietly if all is well."""
+    """Raise ValidationError listing every problem in ``objects`` and in the queue tree they
+    make with the stored queues (an applied queue replaces the stored one of its name).
+    Kinds pykai does not model are only checked for apiVersion, kind and metadata.name."""
     problems: list[FieldProblem] = []
-    queues: dict[str, QueueView] = {}
-    for obj in stored_queues:
-        queue = parse_queue(obj)
-        queues[queue.name] = queue
+    queues = {queue.name: queue for queue in map(parse_queue, stored_queues)}
     for index, obj in enumerate(objects):
-        kind = obj.get("kind")
-        name = (
-            (obj.get("metadata") or {}).get("name")
-            if isinstance(obj.get("metadata"), dict)
-            else None
-        )
-        if not kind or not obj.get("apiVersion"):
-            problems.append(
-                FieldProblem(
-                    str(kind or "object"),
-                    str(name or f"#{index + 1}"),
-                    "apiVersion/kind",
-                    "are required",
-                    "start the document with apiVersion and kind",
-                )
-            )
+        problem = _identity_problem(obj, index)
+        if problem is not None:
+            problems.append(problem)
             continue
-        if not name:
-            problems.append(
-                FieldProblem(str(kind), f"#{index + 1}", "metadata.name", "is required")
-            )
-            continue
-        parser = _PARSERS.get(str(kind))
+        parser = _PARSERS.get(str(obj["kind"]))
         if parser is None:
             continue
         try:
@@ -68,3 +49,42 @@ def validate_objects(objects: list[Obj], stored_queues: list[Obj]) -> None:
         problems.extend(validate_queue_tree(queues))
     if problems:
         raise ValidationError(problems)
+
+
+def check_queue_unused(name: str, queues: list[Obj], podgroups: list[Obj]) -> None:
+    """Raise ValidationError if child queues or PodGroups still use queue ``name``."""
+    users = [
+        f'queue "{q["metadata"]["name"]}"'
+        for q in queues
+        if (q.get("spec") or {}).get("parentQueue") == name
+    ]
+    users += [
+        f'podgroup "{g["metadata"]["namespace"]}/{g["metadata"]["name"]}"'
+        for g in podgroups
+        if (g.get("spec") or {}).get("queue") == name
+    ]
+    if users:
+        raise ValidationError.single(
+            "Queue", name, "", f"is still used by {', '.join(users)}", "delete those first"
+        )
+
+
+def _identity_problem(obj: object, index: int) -> FieldProblem | None:
+    """What is wrong with an object's apiVersion, kind or metadata.name, if anything."""
+    where = f"#{index + 1}"
+    if not isinstance(obj, dict):
+        return FieldProblem("object", where, "", "is not a mapping", "write a YAML mapping")
+    kind = obj.get("kind")
+    meta = obj.get("metadata")
+    name = meta.get("name") if isinstance(meta, dict) else None
+    if not kind or not obj.get("apiVersion"):
+        return FieldProblem(
+            str(kind or "object"),
+            str(name or where),
+            "apiVersion/kind",
+            "are required",
+            "start the document with apiVersion and kind",
+        )
+    if not isinstance(meta, dict) or not name:
+        return FieldProblem(str(kind), where, "metadata.name", "is required", "give it a name")
+    return None

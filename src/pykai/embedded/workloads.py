@@ -14,7 +14,7 @@ import copy
 import hashlib
 from typing import TYPE_CHECKING, Any
 
-from pykai.embedded.events import record
+from pykai.embedded.events import WARNING, record
 from pykai.grouping.ray import RayGroupingError, worker_groups
 from pykai.model import constants as c
 from pykai.model.meta import Obj
@@ -44,12 +44,7 @@ def owner_ref(owner: Obj) -> dict[str, Any]:
 
 
 def _owned(cluster: EmbeddedCluster, kind: str, owner: Obj) -> list[Obj]:
-    uid = owner["metadata"]["uid"]
-    return [
-        o
-        for o in cluster.list(kind, owner["metadata"].get("namespace", "default"))
-        if any(r.get("uid") == uid for r in o["metadata"].get("ownerReferences") or [])
-    ]
+    return [o for o in cluster.store.owned_by(owner["metadata"]["uid"]) if o["kind"] == kind]
 
 
 def _pod_from_template(
@@ -106,16 +101,16 @@ def _ray_pods(cluster: EmbeddedCluster, raycluster: Obj) -> bool:
         common[c.QUEUE_LABEL] = labels[c.QUEUE_LABEL]
     else:
         record(
-            cluster,
+            cluster.store,
             raycluster,
             "QueueLabelMissing",
             "Queue label missing from RayCluster; pods will remain pending",
-            "Warning",
+            WARNING,
         )
     try:
         worker_groups(spec)
     except RayGroupingError as exc:
-        return record(cluster, raycluster, "InvalidWorkerGroup", str(exc), "Warning")
+        return record(cluster.store, raycluster, "InvalidWorkerGroup", str(exc), WARNING)
     head = _pod_from_template(
         (spec.get("headGroupSpec") or {}).get("template") or {},
         f"{name}-head-",
@@ -216,7 +211,7 @@ def _rayjob(cluster: EmbeddedCluster, job: Obj) -> bool:
             "pod is created after the cluster is ready, so it cannot join the gang); "
             "use submissionMode: HTTPMode or InteractiveMode"
         )
-        changed = record(cluster, job, "UnsupportedSubmissionMode", message, "Warning")
+        changed = record(cluster.store, job, "UnsupportedSubmissionMode", message, WARNING)
         return (
             _set_status(
                 cluster,

@@ -7,13 +7,14 @@ their own use the default one: one PodGroup per top owner with minMember 1.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from pykai.model import constants as c
 from pykai.model.meta import Obj
 
 Lookup = Callable[[str, str, str], Obj | None]  # (kind, name, namespace) -> object
+_MAX_OWNER_DEPTH = 10  # owner chains longer than this are cut (they are cycles or mistakes)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,7 +28,7 @@ class GroupPlan:
     priority_class: str
     preemptibility: str = ""
     sub_groups: tuple[dict[str, Any], ...] = ()
-    owner: Obj | None = None  # the top owner, for the PodGroup's ownerReference
+    owner: Obj | None = None  # what the PodGroup's ownerReference names: it goes with it
     subgroup_of_pod: str = ""
 
     def to_object(self) -> Obj:
@@ -63,12 +64,11 @@ class GroupPlan:
 
 @dataclass(frozen=True, slots=True)
 class Context:
-    """What a grouper may read: the pod, its owner chain (pod first), existing classes."""
+    """What a grouper may read: the pod, its owner chain, the existing priority classes."""
 
     pod: Obj
     owners: list[Obj]  # the pod's owners, nearest first, top owner last
     priority_classes: frozenset[str]
-    lookup: Lookup = field(compare=False)
 
     @property
     def top(self) -> Obj:
@@ -103,7 +103,7 @@ def owner_chain(pod: Obj, lookup: Lookup) -> list[Obj]:
     chain: list[Obj] = []
     current = pod
     namespace = str(pod["metadata"].get("namespace") or "default")
-    while len(chain) < 10:
+    while len(chain) < _MAX_OWNER_DEPTH:
         refs = current["metadata"].get("ownerReferences") or []
         ref = next((r for r in refs if r.get("controller")), refs[0] if refs else None)
         if ref is None:
@@ -118,7 +118,7 @@ def owner_chain(pod: Obj, lookup: Lookup) -> list[Obj]:
 
 def plan_for(pod: Obj, lookup: Lookup, priority_classes: frozenset[str]) -> GroupPlan:
     """The PodGroup plan for a pod, by its top owner's grouper."""
-    context = Context(pod, owner_chain(pod, lookup), priority_classes, lookup)
+    context = Context(pod, owner_chain(pod, lookup), priority_classes)
     grouper = GROUPERS.get(group_key(context.top), default_grouper)
     return grouper(context)
 

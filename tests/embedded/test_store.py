@@ -1,0 +1,197 @@
+"""The SQLite store on real files: objects, apply semantics, cascades, events, uids, the clock."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from pykai.embedded.events import events_for, record
+from pykai.embedded.store import Store
+from pykai.model.builders import node, pod, podgroup
+from pykai.model.meta import Obj, format_time
+
+from .conftest import dump
+
+
+def owned(obj: Obj, owner: Obj) -> Obj:
+    meta = owner["metadata"]
+    ref = {"apiVersion": "v1", "kind": owner["kind"], "name": meta["name"], "uid": meta["uid"]}
+    obj["metadata"]["ownerReferences"] = [ref]
+    return obj
+
+
+def test_file_is_created_with_its_folders_in_wal_mode(tmp_path: Path) -> None:
+    path = tmp_path / "deep" / "er" / "cluster.db"
+    Store(path).close()
+    with sqlite3.connect(path) as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+def test_created_objects_have_kubernetes_metadata(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    created = store.create(pod("a"))
+    meta = created["metadata"]
+    assert meta["namespace"] == "default"
+    assert meta["generation"] == 1 and meta["resourceVersion"].isdigit()
+    assert meta["creationTimestamp"] == format_time(store.now())
+    assert len(meta["uid"]) == 36 and meta["uid"].count("-") == 4
+    assert store.get("Pod", "a") == created
+    cluster_scoped = store.create({**node("n1"), "metadata": {"name": "n1", "namespace": "x"}})
+    assert "namespace" not in cluster_scoped["metadata"]
+    assert store.get("Node", "n1", "whatever") == cluster_scoped
+
+
+def test_uids_sort_in_creation_order_and_repeat_across_runs(tmp_path: Path) -> None:
+    def uids(path: Path) -> list[str]:
+        store = Store(path)
+        return [store.create(pod(name))["metadata"]["uid"] for name in ("z", "a", "m")]
+
+    first = uids(tmp_path / "one.db")
+    assert first == sorted(first)
+    assert uids(tmp_path / "two.db") == first
+
+
+def test_create_twice_and_update_of_a_missing_object_fail_with_the_name(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    store.create(pod("a", namespace="team"))
+    with pytest.raises(ValueError, match='Pod "team/a" already exists'):
+        store.create(pod("a", namespace="team"))
+    with pytest.raises(LookupError, match='Pod "default/b" does not exist'):
+        store.update({**pod("b"), "metadata": {"name": "b", "namespace": "default"}})
+
+
+def test_update_bumps_the_resource_version(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    created = store.create(pod("a"))
+    created["spec"]["nodeName"] = "n1"
+    updated = store.update(created)
+    assert int(updated["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
+    assert store.get("Pod", "a") == updated
+
+
+def test_apply_reports_created_configured_unchanged(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    manifest = pod("a", labels={"team": "x"})
+    created, action = store.apply(manifest)
+    assert action == "created"
+    assert store.apply(manifest) == (created, "unchanged")
+    relabelled = pod("a", labels={"team": "y"})
+    configured, action = store.apply(relabelled)
+    assert action == "configured"
+    assert configured["metadata"]["labels"] == {"team": "y"}
+    assert configured["metadata"]["generation"] == 1  # metadata is not the spec
+    assert configured["metadata"]["uid"] == created["metadata"]["uid"]
+    assert configured["metadata"]["creationTimestamp"] == created["metadata"]["creationTimestamp"]
+    assert int(configured["metadata"]["resourceVersion"]) > int(
+        created["metadata"]["resourceVersion"]
+    )
+    respecced, _ = store.apply(pod("a", labels={"team": "y"}, cpu="2"))
+    assert respecced["metadata"]["generation"] == 2
+
+
+def test_apply_replaces_what_the_manifest_owns_and_keeps_what_the_server_wrote(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "s.db")
+    live, _ = store.apply(pod("a", labels={"keep": "1", "drop": "1"}))
+    live["spec"]["nodeName"] = "n1"
+    live["metadata"]["annotations"]["pod-group-name"] = "pg-a"
+    live["status"] = {"phase": "Running"}
+    store.update(live)
+    again, action = store.apply(pod("a", labels={"keep": "2"}))
+    assert action == "configured"
+    assert again["metadata"]["labels"] == {"keep": "2"}  # "drop" left the manifest
+    assert again["metadata"]["annotations"] == {"pod-group-name": "pg-a"}
+    assert again["spec"]["nodeName"] == "n1"
+    assert again["status"] == {"phase": "Running"}
+    assert store.apply(pod("a", labels={"keep": "2"}))[1] == "unchanged"
+
+
+def test_applying_an_object_a_controller_made_merges_over_it(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    made = store.create(podgroup("g", queue="q"))
+    made["status"] = {"phase": "Running"}
+    store.update(made)
+    merged, action = store.apply(podgroup("g", queue="q", min_member=2))
+    assert action == "configured"
+    assert merged["spec"]["minMember"] == 2 and merged["status"] == {"phase": "Running"}
+
+
+def test_delete_cascades_through_owner_references(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    top = store.create({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r"}})
+    head = store.create(owned(pod("r-head"), top))
+    store.create(owned(podgroup("pg-r", queue="q"), head))
+    store.create(pod("bystander"))
+    removed = store.delete("RayCluster", "r")
+    assert [(o["kind"], o["metadata"]["name"]) for o in removed] == [
+        ("RayCluster", "r"),
+        ("Pod", "r-head"),
+        ("PodGroup", "pg-r"),
+    ]
+    assert [p["metadata"]["name"] for p in store.list("Pod")] == ["bystander"]
+    assert store.list("PodGroup") == []
+    assert store.delete("RayCluster", "r") == []
+
+
+def test_everything_persists_across_reopen(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = Store(path)
+    assert store.fresh
+    created = store.create(pod("a"))
+    store.advance(90)
+    store.counter("things", 3)
+    clock = store.now()
+    store.close()
+    again = Store(path)
+    assert not again.fresh
+    assert again.get("Pod", "a") == created
+    assert again.now() == clock and again.read_counter("things") == 3
+    assert again.create(pod("b"))["metadata"]["uid"] > created["metadata"]["uid"]
+
+
+def test_a_failed_transaction_writes_nothing(tmp_path: Path) -> None:
+    path = tmp_path / "s.db"
+    store = Store(path)
+    store.create(pod("a"))
+    before = dump(path)
+    with pytest.raises(RuntimeError), store.transaction():
+        store.create(pod("b"))
+        store.delete("Pod", "a")
+        raise RuntimeError("crash")
+    assert dump(path) == before
+
+
+def test_the_clock_starts_at_a_whole_second_and_only_moves_forward(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    start = store.now()
+    assert start == int(start)
+    store.advance(1.5)
+    assert store.now() == start + 1.5
+    with pytest.raises(ValueError, match="only moves forward"):
+        store.advance(-1)
+
+
+def test_identical_events_are_counted_not_repeated(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    target = store.create(pod("a"))
+    assert record(store, target, "Unschedulable", "no room", "Warning")
+    assert not record(store, target, "Unschedulable", "no room", "Warning")  # same instant
+    store.advance(30)
+    assert record(store, target, "Unschedulable", "no room", "Warning")
+    assert record(store, target, "Scheduled", "Successfully assigned default/a to n1")
+    events = events_for(store, "Pod", "a", "default")
+    assert [(e["reason"], e["count"]) for e in events] == [("Unschedulable", 2), ("Scheduled", 1)]
+    first = events[0]
+    assert first["type"] == "Warning" and first["message"] == "no room"
+    assert first["involvedObject"] == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "name": "a",
+        "namespace": "default",
+        "uid": target["metadata"]["uid"],
+    }
+    assert first["firstTimestamp"] < first["lastTimestamp"] == format_time(store.now())
+    assert events_for(store, "Pod", "a", "other") == []
