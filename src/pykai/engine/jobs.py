@@ -15,6 +15,7 @@ class TaskStatus(Enum):
     """KAI's pod statuses (pkg/scheduler/api/pod_status)."""
 
     PENDING = "Pending"
+    GATED = "Gated"
     ALLOCATED = "Allocated"
     PIPELINED = "Pipelined"
     BINDING = "Binding"
@@ -33,7 +34,13 @@ HOLDS_NODE = frozenset(
 COUNTS_FOR_QUEUE = HOLDS_NODE
 # Statuses that count toward a gang's minimum ("active allocated").
 ACTIVE = HOLDS_NODE | {TaskStatus.PIPELINED}
-ALIVE = frozenset(TaskStatus) - {TaskStatus.SUCCEEDED, TaskStatus.FAILED, TaskStatus.RELEASING}
+# Pods that count toward a gang being ready to start (KAI: alive minus gated).
+ALIVE = frozenset(TaskStatus) - {
+    TaskStatus.SUCCEEDED,
+    TaskStatus.FAILED,
+    TaskStatus.RELEASING,
+    TaskStatus.GATED,
+}
 REQUESTING = HOLDS_NODE | {TaskStatus.PENDING, TaskStatus.PIPELINED}
 # Statuses a victim's pods may be evicted from: placed before this cycle (a task allocated in
 # this cycle is not a victim: it has not even started).

@@ -31,6 +31,8 @@ class NodeTable:
         self.releasing: FloatArray = np.zeros((0, 3))
         self.schedulable: BoolArray = np.zeros(0, dtype=bool)
         self.gpu_memory_mib: FloatArray = np.zeros(0)
+        self.pod_capacity: FloatArray = np.zeros(0)  # allocatable "pods" (inf if not given)
+        self.pod_count: FloatArray = np.zeros(0)  # pods placed on the node (any status on it)
         self.shared: dict[str, NodeGpuGroups] = {}  # node -> its shared GPU groups
         self.shared_free: FloatArray = np.zeros(0)  # largest free portion of a group, per row
         self._masks: dict[_ConstraintKey, BoolArray] = {}
@@ -55,6 +57,7 @@ class NodeTable:
             self.alloc[i] = tuple(node.allocatable)
             self.schedulable[i] = node.ready and not node.unschedulable
             self.gpu_memory_mib[i] = node.gpu_memory_mib
+            self.pod_capacity[i] = node.extended.get("pods", np.inf)
         else:
             self.dirty = True
         self._views[node.name] = node
@@ -76,6 +79,8 @@ class NodeTable:
         self.releasing = np.zeros_like(self.alloc)
         self.schedulable = np.array([v.ready and not v.unschedulable for v in views], dtype=bool)
         self.gpu_memory_mib = np.array([v.gpu_memory_mib for v in views], dtype=float)
+        self.pod_capacity = np.array([v.extended.get("pods", np.inf) for v in views], dtype=float)
+        self.pod_count = np.zeros(len(views))
         self.shared = {}
         self.shared_free = np.zeros(len(views))
         self._clear_masks()
@@ -84,6 +89,17 @@ class NodeTable:
     def _clear_masks(self) -> None:
         self._masks.clear()
         self._parts.clear()
+
+    def add_pod(self, name: str, sign: float) -> None:
+        """Count a pod on (sign=+1) or off (sign=-1) a node."""
+        i = self.index.get(name)
+        if i is not None:
+            self.pod_count[i] += sign
+
+    def has_pod_room(self) -> BoolArray:
+        """Nodes that can take one more pod (allocatable "pods")."""
+        room: BoolArray = self.pod_count < self.pod_capacity
+        return room
 
     def add_usage(self, name: str, amount: Resources, sign: float, releasing: bool) -> None:
         """Add (sign=+1) or remove (sign=-1) usage of a node, or of its releasing part."""

@@ -48,9 +48,8 @@ def find_node(
     ``avoid`` names a node not to use (a pod being moved off it)."""
     if not len(nodes):
         return None
-    mask = nodes.constraint_mask(task.pod.constraints, task.pod.extended)
+    mask = nodes.constraint_mask(task.pod.constraints, task.pod.extended) & nodes.has_pod_room()
     if avoid in nodes.index:
-        mask = mask.copy()
         mask[nodes.index[avoid]] = False
     if task.pod.gpu.is_shared:
         return _find_shared(nodes, task, strategy, mask)
@@ -166,6 +165,9 @@ def explain(nodes: NodeTable, task: Task) -> str:
     if missing:
         names = ", ".join(name for name, _ in task.pod.extended)
         parts.append(f"{missing} node(s) lacked {names}")
+    full = int((selectable & ~nodes.has_pod_room()).sum())
+    if full:
+        parts.append(f"{full} Too many pods")
     idle = nodes.alloc - nodes.used
     r = task.request
     for column, name, amount in (

@@ -57,7 +57,7 @@ def pod_status(pod: PodView) -> TaskStatus:
         return TaskStatus.RELEASING if pod.node_name else TaskStatus.FAILED
     if pod.node_name:
         return TaskStatus.RUNNING if pod.phase == "Running" else TaskStatus.BOUND
-    return TaskStatus.PENDING
+    return TaskStatus.GATED if pod.gated else TaskStatus.PENDING
 
 
 class ClusterState:
@@ -325,6 +325,7 @@ class ClusterState:
             amount = Resources(amount.cpu, amount.memory, 0.0)
             self.nodes.add_shared(task.node, task.gpu_groups, self.portion(task, task.node), sign)
         self.nodes.add_usage(task.node, amount, sign, releasing=False)
+        self.nodes.add_pod(task.node, sign)
         if releasing:
             self.nodes.add_usage(task.node, amount, sign, releasing=True)
         if not task.job_key and task.status in HOLDS_NODE:

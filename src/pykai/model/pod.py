@@ -50,6 +50,7 @@ class PodView:
     node_name: str
     phase: str
     deleting: bool
+    gated: bool  # spec.schedulingGates is not empty: not to be scheduled yet
     priority_class_name: str
     requests: Resources  # cpu, memory, and whole GPUs (fractions are in ``gpu``)
     gpu: GpuRequest
@@ -78,6 +79,7 @@ def parse_pod(obj: Obj) -> PodView:
         node_name=str(spec.get("nodeName") or ""),
         phase=str(status.get("phase") or "Pending"),
         deleting=bool((obj.get("metadata") or {}).get("deletionTimestamp")),
+        gated=bool(spec.get("schedulingGates")),
         priority_class_name=str(spec.get("priorityClassName") or ""),
         requests=Resources(cpu, memory, float(whole)),
         gpu=gpu,
