@@ -1,32 +1,33 @@
-"""The ``pykai`` command line (typer)."""
+"""The ``pykai`` command line: kubectl-like commands over the embedded cluster."""
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 import signal
 import socket
-import sys
+import sqlite3
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, NoReturn
+from typing import Annotated
 
 import typer
 
 from pykai import __version__
-from pykai.cli import printers
+from pykai.cli.bench import app as bench_app
+from pykai.cli.columns import Context
 from pykai.cli.describe import describe as describe_object
-from pykai.cli.kinds import KindInfo, UnknownKindError, display_name, resolve
+from pykai.cli.errors import fail, not_found, reported
+from pykai.cli.kinds import KindInfo, display_name, info_for, resolve_target
 from pykai.cli.local_cluster import app as local_cluster_app
 from pykai.cli.manifests import ManifestError, read_manifests
+from pykai.cli.printers import render
+from pykai.cli.selectors import select
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.engine.config import config_from_mapping
-from pykai.kube.api import KubeApi
-from pykai.kube.leader import LeaderElector
-from pykai.kube.runner import KubeRunner
 from pykai.model.duration import parse_duration
-from pykai.model.errors import ValidationError
 
 DEFAULT_CLUSTER = Path(".pykai/cluster.db")
 
@@ -35,221 +36,214 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
 )
-bench_app = typer.Typer(
-    help="Benchmarks; they print figures (JSON with -o json).", no_args_is_help=True
-)
 app.add_typer(bench_app, name="bench")
 app.add_typer(local_cluster_app, name="local-cluster")
 
+_CLUSTER_HELP = "Cluster file (default ./.pykai/cluster.db)"
 ClusterOption = Annotated[
-    Path | None,
-    typer.Option(
-        "--cluster", envvar="PYKAI_CLUSTER", help="Cluster file [default: ./.pykai/cluster.db]"
-    ),
+    Path | None, typer.Option("--cluster", help=_CLUSTER_HELP, show_default=False)
 ]
 NamespaceOption = Annotated[str, typer.Option("--namespace", "-n", help="Namespace")]
+KindArgument = Annotated[str, typer.Argument(help="Kind (pods, po, queues, pg, ...) or KIND/NAME")]
+NameArgument = Annotated[str | None, typer.Argument(help="Name", show_default=False)]
+FilenameOption = Annotated[
+    list[str], typer.Option("--filename", "-f", help="File, directory or - (stdin)")
+]
 
 
-def fail(message: str) -> NoReturn:
-    """Print one clear error line (or several, for validation) and exit 1."""
-    typer.echo(message if message.startswith("error") else f"error: {message}", err=True)
-    raise typer.Exit(1)
+@app.callback()
+def root(
+    ctx: typer.Context,
+    cluster: Annotated[
+        Path | None,
+        typer.Option("--cluster", envvar="PYKAI_CLUSTER", help=_CLUSTER_HELP, show_default=False),
+    ] = None,
+) -> None:
+    """Keep the cluster path given before the command (or in PYKAI_CLUSTER) for it."""
+    ctx.obj = cluster
 
 
-def kind_or_fail(kind: str) -> KindInfo:
-    """The kind a user typed, or a kubectl-like error."""
-    try:
-        return resolve(kind)
-    except UnknownKindError as exc:
-        fail(str(exc))
-
-
-def open_cluster(path: Path | None) -> EmbeddedCluster:
-    """The cluster at ``path`` (or the default place)."""
-    return EmbeddedCluster.open(path or DEFAULT_CLUSTER)
+@contextmanager
+def connected(ctx: typer.Context, path: Path | None) -> Iterator[EmbeddedCluster]:
+    """The cluster named after the command, else before it or in PYKAI_CLUSTER, else the
+    default; closed afterwards, with errors reported as one line each."""
+    target = path or ctx.obj or DEFAULT_CLUSTER
+    with reported():
+        try:
+            cluster = EmbeddedCluster.open(target)
+        except sqlite3.Error as exc:
+            fail(f'cannot open the cluster file "{target}": {exc}')
+        try:
+            yield cluster
+        finally:
+            cluster.close()
 
 
 @app.command()
 def apply(
-    filename: Annotated[list[str], typer.Option("--filename", "-f", help="File, directory or -")],
+    ctx: typer.Context,
+    filename: FilenameOption,
+    max_cycles: Annotated[int, typer.Option(help="Scheduling rounds to settle", min=1)] = 100,
     cluster: ClusterOption = None,
-    max_cycles: Annotated[int, typer.Option(help="Scheduling rounds to settle")] = 100,
 ) -> None:
     """Create or update objects from manifests, then let the cluster settle."""
-    try:
+    with reported():
         objects = read_manifests(filename)
-        with_cluster = open_cluster(cluster)
-        outcomes = with_cluster.apply(objects, max_cycles=max_cycles)
-    except (ManifestError, ValidationError) as exc:
-        fail(str(exc))
+    if not objects:
+        fail("no objects passed to apply")
+    versions = {str(o.get("kind")): str(o.get("apiVersion", "")) for o in objects}
+    with connected(ctx, cluster) as store:
+        outcomes = store.apply(objects, max_cycles=max_cycles)
     for outcome in outcomes:
-        typer.echo(f"{display_name(outcome.kind)}/{outcome.name} {outcome.action}")
-    with_cluster.close()
+        name = display_name(outcome.kind, versions.get(outcome.kind, ""))
+        typer.echo(f"{name}/{outcome.name} {outcome.action}")
+
+
+def _manifest_targets(filename: list[str], namespace: str) -> list[tuple[KindInfo, str, str]]:
+    """(kind, name, namespace) of each object in the manifests."""
+    targets = []
+    for obj in read_manifests(filename):
+        meta = obj.get("metadata") or {}
+        if not obj.get("kind") or not meta.get("name"):
+            raise ManifestError("every object to delete needs a kind and a metadata.name")
+        info = info_for(str(obj["kind"]), str(obj.get("apiVersion", "")))
+        targets.append((info, str(meta["name"]), str(meta.get("namespace") or namespace)))
+    return targets
 
 
 @app.command()
 def delete(
-    kind: Annotated[str | None, typer.Argument(help="Kind, e.g. pod")] = None,
-    name: Annotated[str | None, typer.Argument(help="Name")] = None,
-    filename: Annotated[list[str] | None, typer.Option("--filename", "-f")] = None,
+    ctx: typer.Context,
+    kind: Annotated[str | None, typer.Argument(help="Kind or KIND/NAME")] = None,
+    name: NameArgument = None,
+    filename: Annotated[
+        list[str] | None, typer.Option("--filename", "-f", help="File, directory or -")
+    ] = None,
     namespace: NamespaceOption = "default",
     cluster: ClusterOption = None,
 ) -> None:
-    """Delete objects named in manifests, or one object by kind and name."""
-    try:
-        store = open_cluster(cluster)
+    """Delete the objects named in manifests, or one object by kind and name."""
+    with reported():
         if filename:
-            targets = [
-                (o["kind"], o["metadata"]["name"], (o["metadata"].get("namespace") or namespace))
-                for o in read_manifests(filename)
-            ]
-        elif kind and name:
-            targets = [(resolve(kind).kind, name, namespace)]
+            targets = _manifest_targets(filename, namespace)
+        elif kind:
+            info, target = resolve_target(kind, name)
+            if target is None:
+                fail("resource(s) were provided, but no name was specified")
+            targets = [(info, target, namespace)]
         else:
             fail("give KIND NAME or -f FILE")
-        for target_kind, target_name, target_ns in targets:
-            if not store.delete(target_kind, target_name, target_ns):
-                fail(
-                    f'Error from server (NotFound): {target_kind.lower()} "{target_name}" not found'
-                )
-            typer.echo(f'{display_name(target_kind)} "{target_name}" deleted')
-    except (ManifestError, ValidationError, UnknownKindError) as exc:
-        fail(str(exc))
+    missing = []
+    with connected(ctx, cluster) as store:
+        for info, target, target_namespace in targets:
+            if store.delete(info.kind, target, target_namespace):
+                typer.echo(f'{info.display} "{target}" deleted')
+            else:
+                missing.append(not_found(info.resource, target))
+    if missing:
+        fail("\n".join(missing))
 
 
 @app.command()
 def get(
-    kind: Annotated[str, typer.Argument(help="Kind: pods, nodes, queues, podgroups, ...")],
-    name: Annotated[str | None, typer.Argument(help="Name")] = None,
+    ctx: typer.Context,
+    kind: KindArgument,
+    name: NameArgument = None,
     namespace: NamespaceOption = "default",
-    all_namespaces: Annotated[bool, typer.Option("--all-namespaces", "-A")] = False,
+    all_namespaces: Annotated[
+        bool, typer.Option("--all-namespaces", "-A", help="Every namespace")
+    ] = False,
     output: Annotated[
-        str, typer.Option("--output", "-o", help="wide|json|yaml|custom-columns=...")
+        str,
+        typer.Option("--output", "-o", help="wide|json|yaml|name|custom-columns=HEADER:PATH,..."),
     ] = "",
-    selector: Annotated[str, typer.Option("--selector", "-l", help="key=value[,key=value]")] = "",
+    selector: Annotated[
+        str, typer.Option("--selector", "-l", help="Labels: key=value, key!=value, key, ...")
+    ] = "",
+    no_headers: Annotated[bool, typer.Option("--no-headers", help="Omit table headers")] = False,
     cluster: ClusterOption = None,
 ) -> None:
-    """List objects, kubectl-style."""
-    info = kind_or_fail(kind)
-    store = open_cluster(cluster)
+    """List objects (or show one), kubectl-style."""
+    with reported():
+        info, name = resolve_target(kind, name)
+    if name is not None and all_namespaces:
+        fail("a resource cannot be retrieved by name across all namespaces")
+    if name is not None and selector:
+        fail("name cannot be provided when a selector is specified")
     scope = None if all_namespaces or not info.namespaced else namespace
-    objects = store.list(info.kind, scope)
-    if name:
-        objects = [o for o in objects if o["metadata"]["name"] == name]
-        if not objects:
-            fail(f'Error from server (NotFound): {info.plural} "{name}" not found')
-    wanted = dict(part.split("=", 1) for part in selector.split(",") if "=" in part)
-    objects = [
-        o
-        for o in objects
-        if all((o["metadata"].get("labels") or {}).get(k) == v for k, v in wanted.items())
-    ]
-    if output == "json":
-        typer.echo(printers.as_json(objects, single=bool(name)))
-    elif output == "yaml":
-        typer.echo(printers.as_yaml(objects, single=bool(name)))
-    elif output.startswith("custom-columns="):
-        typer.echo(printers.custom_columns(output.split("=", 1)[1], objects))
-    elif output in ("", "wide"):
-        if not objects:
-            where = "" if scope is None else f" in {scope} namespace"
+    with connected(ctx, cluster) as store:
+        if name is None:
+            objects = select(store.list(info.kind, scope), selector)
+        else:
+            found = store.get(info.kind, name, namespace)
+            if found is None:
+                fail(not_found(info.resource, name))
+            objects = [found]
+        if not objects and output in ("", "wide"):
+            where = f" in {scope} namespace" if scope else ""
             typer.echo(f"No resources found{where}.", err=True)
             return
-        pods = store.list("Pod") if info.kind in ("Node", "Deployment", "ReplicaSet") else []
-        typer.echo(
-            printers.render_table(
-                info.kind,
-                objects,
-                store.now(),
-                wide=output == "wide",
-                all_namespaces=all_namespaces and info.namespaced,
-                pods=pods,
-            )
+        text = render(
+            objects,
+            output,
+            Context(store),
+            kind=info.kind,
+            single=name is not None,
+            all_namespaces=all_namespaces and info.namespaced,
+            no_headers=no_headers,
         )
-    else:
-        fail(f'unable to match a printer suitable for the output format "{output}"')
+    if text:
+        typer.echo(text)
 
 
 @app.command()
 def describe(
-    kind: Annotated[str, typer.Argument(help="Kind")],
-    name: Annotated[str, typer.Argument(help="Name")],
+    ctx: typer.Context,
+    kind: KindArgument,
+    name: NameArgument = None,
     namespace: NamespaceOption = "default",
     cluster: ClusterOption = None,
 ) -> None:
-    """Describe one object: its state, why it is pending, and its events."""
-    info = kind_or_fail(kind)
-    store = open_cluster(cluster)
-    obj = store.get(info.kind, name, namespace)
-    if obj is None:
-        fail(f'Error from server (NotFound): {info.plural} "{name}" not found')
-    typer.echo(describe_object(store, obj))
+    """Describe objects: state, why they are pending, related objects and events.
+
+    Without a name, every object of the kind; a name that matches none is taken as a prefix.
+    """
+    with reported():
+        info, name = resolve_target(kind, name)
+    with connected(ctx, cluster) as store:
+        found = store.get(info.kind, name, namespace) if name is not None else None
+        objects = [found] if found else store.list(info.kind, namespace)
+        if name is not None and found is None:
+            objects = [o for o in objects if o["metadata"]["name"].startswith(name)]
+            if not objects:
+                fail(not_found(info.resource, name))
+        typer.echo("\n\n\n".join(describe_object(store, obj) for obj in objects))
 
 
 @app.command()
 def schedule(
-    cycles: Annotated[int, typer.Option(help="Rounds to run")] = 1,
+    ctx: typer.Context,
+    cycles: Annotated[int, typer.Option(help="Rounds to run", min=1)] = 1,
     cluster: ClusterOption = None,
 ) -> None:
-    """Run scheduling rounds explicitly."""
-    open_cluster(cluster).schedule(cycles)
+    """Run scheduling rounds explicitly (each: controllers, one scheduling cycle, binds)."""
+    with connected(ctx, cluster) as store:
+        store.schedule(cycles)
     typer.echo(f"ran {cycles} round(s)")
 
 
 @app.command()
 def advance(
-    duration: Annotated[str, typer.Argument(help="e.g. 61s, 5m, 1h")],
+    ctx: typer.Context,
+    duration: Annotated[str, typer.Argument(help="e.g. 61s, 5m, 1h30m")],
     cluster: ClusterOption = None,
 ) -> None:
-    """Move the virtual clock forward, then settle."""
-    try:
+    """Move the virtual clock forward, then let the cluster settle."""
+    with reported():
         seconds = parse_duration(duration)
-    except ValueError as exc:
-        fail(str(exc))
-    store = open_cluster(cluster)
-    store.advance(seconds)
+    with connected(ctx, cluster) as store:
+        store.advance(seconds)
     typer.echo(f"clock advanced by {duration}")
-
-
-@app.command()
-def run(
-    kubeconfig: Annotated[
-        Path, typer.Option("--kubeconfig", envvar="KUBECONFIG", help="kubeconfig file")
-    ],
-    fake_kubelet: Annotated[
-        bool, typer.Option(help="Mark bound pods Running (local clusters)")
-    ] = False,
-    period: Annotated[float, typer.Option(help="Seconds between scheduling cycles")] = 1.0,
-    leader_elect: Annotated[
-        bool, typer.Option(help="Schedule only while holding the Lease")
-    ] = False,
-    lease_namespace: Annotated[str, typer.Option(help="Namespace of the Lease")] = "default",
-    identity: Annotated[str, typer.Option(help="This replica's name [default: host-pid]")] = "",
-    scheduler_config: Annotated[
-        Path | None, typer.Option(help="YAML: a SchedulingShard or a plain scheduler config")
-    ] = None,
-) -> None:
-    """Schedule pods of a real Kubernetes cluster (foreground; stops cleanly on SIGTERM)."""
-    config = None
-    if scheduler_config is not None:
-        try:
-            config = config_from_mapping(
-                read_manifests([str(scheduler_config)])[0], str(scheduler_config)
-            )
-        except (ManifestError, ValidationError, IndexError) as exc:
-            fail(str(exc) or f"{scheduler_config} holds no configuration")
-
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-
-    api = KubeApi.from_kubeconfig(kubeconfig)
-    elector = None
-    if leader_elect:
-        name = identity or f"{socket.gethostname()}-{os.getpid()}"
-        elector = LeaderElector(api, name, namespace=lease_namespace)
-    KubeRunner(api, config, fake_kubelet=fake_kubelet).run(stop, period, elector)
 
 
 @app.command()
@@ -265,79 +259,54 @@ def demo(
     """Replay the public guides' story on a fresh in-memory cluster."""
     from pykai.cli.demo import run_demo
 
-    try:
-        run_demo(step=step)
-    except (ManifestError, ValidationError, FileNotFoundError) as exc:
-        fail(str(exc))
+    with reported():
+        run_demo(step=step).close()
 
 
-@bench_app.command("engine")
-def bench_engine(
-    nodes: Annotated[int, typer.Option(help="Nodes of 8 GPUs")] = 5000,
-    pods: Annotated[int, typer.Option(help="Pending single-pod jobs")] = 10_000,
-    output: Annotated[str, typer.Option("--output", "-o", help="json|table")] = "table",
-) -> None:
-    """Engine throughput (pods/s) and cycle latency on synthetic clusters."""
-    from pykai.bench.engine import run_engine_bench
-
-    figures = run_engine_bench(nodes=nodes, pods=pods)
-    if output == "json":
-        typer.echo(json.dumps(figures))
-    else:
-        typer.echo(printers.table(["FIGURE", "VALUE"], [[k, str(v)] for k, v in figures.items()]))
-
-
-@bench_app.command("fgd")
-def bench_fgd(
-    nodes: Annotated[Path, typer.Option(help="Node list CSV")] = Path(
-        "data/openb/openb_node_list_gpu_node.csv"
-    ),
-    pods: Annotated[Path, typer.Option(help="Pod list CSV")] = Path(
-        "data/openb/openb_pod_list_default.csv"
-    ),
-    policy: Annotated[str, typer.Option(help="random|bestfit|packing|fgd")] = "fgd",
-    seeds: Annotated[str, typer.Option(help="42-51 or 42,43")] = "42",
-    tune: Annotated[float, typer.Option(help="Inflate arrivals to tune × capacity")] = 1.3,
-    max_pods: Annotated[int | None, typer.Option(help="Stop after this many pods")] = None,
-    output: Annotated[str, typer.Option("--output", "-o", help="json|table")] = "table",
-    plot_file: Annotated[
-        Path | None, typer.Option("--plot", help="PNG of the median curve")
+@app.command()
+def run(
+    kubeconfig: Annotated[
+        Path, typer.Option("--kubeconfig", envvar="KUBECONFIG", help="kubeconfig file")
+    ],
+    fake_kubelet: Annotated[
+        bool, typer.Option(help="Mark bound pods Running (local clusters)")
+    ] = False,
+    period: Annotated[float, typer.Option(help="Seconds between scheduling cycles")] = 1.0,
+    leader_elect: Annotated[
+        bool, typer.Option(help="Schedule only while holding the Lease")
+    ] = False,
+    lease_namespace: Annotated[str, typer.Option(help="Namespace of the Lease")] = "default",
+    identity: Annotated[str, typer.Option(help="This replica's name (default: host-pid)")] = "",
+    scheduler_config: Annotated[
+        Path | None, typer.Option(help="YAML: a SchedulingShard or a plain scheduler config")
     ] = None,
 ) -> None:
-    """GPU-sharing placement quality on the Alibaba openb trace (the FGD paper's protocol)."""
-    from rich.progress import Progress
+    """Schedule pods of a real Kubernetes cluster (foreground; stops cleanly on SIGTERM)."""
+    from pykai.kube.api import KubeApi
+    from pykai.kube.leader import LeaderElector
+    from pykai.kube.runner import KubeRunner
 
-    from pykai.sim.fgd import parse_seeds, plot, run_fgd
+    config = None
+    if scheduler_config is not None:
+        with reported():
+            documents = read_manifests([str(scheduler_config)])
+            if not documents:
+                raise ManifestError(f"{scheduler_config} holds no configuration")
+            config = config_from_mapping(documents[0], str(scheduler_config))
 
-    seed_list = parse_seeds(seeds)
-    try:
-        with Progress(disable=not sys.stderr.isatty(), transient=True) as bar:
-            task = bar.add_task(f"{policy}", total=len(seed_list))
-            result = run_fgd(
-                nodes,
-                pods,
-                policy,
-                seed_list,
-                tune,
-                max_pods,
-                lambda d, _: bar.update(task, completed=d),
-            )
-    except (ValueError, OSError) as exc:
-        fail(str(exc))
-    if plot_file is not None:
-        plot([result], plot_file)
-    if output == "json":
-        typer.echo(json.dumps(result))
-        return
-    rows = [
-        [str(k), str(result["median_unallocated_gpu_pct"][k])]
-        for k in (80, 90, 95, 100, 110, 120, 130)
-    ]
-    typer.echo(printers.table(["ARRIVAL %", "UNALLOCATED GPU % (median)"], rows))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+
+    api = KubeApi.from_kubeconfig(kubeconfig)
+    elector = None
+    if leader_elect:
+        name = identity or f"{socket.gethostname()}-{os.getpid()}"
+        elector = LeaderElector(api, name, namespace=lease_namespace)
+    KubeRunner(api, config, fake_kubelet=fake_kubelet).run(stop, period, elector)
 
 
 def main() -> None:
-    """Console entry point."""
-    os.environ.setdefault("COLUMNS", "120")
+    """Console entry point of ``pykai`` and ``python -m pykai``."""
     app(prog_name="pykai")
-    sys.exit(0)

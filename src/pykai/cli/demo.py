@@ -8,8 +8,11 @@ from pathlib import Path
 
 import typer
 
-from pykai.cli import printers
+from pykai.cli.columns import Context
+from pykai.cli.describe import describe
 from pykai.cli.manifests import read_manifests
+from pykai.cli.printers import render
+from pykai.cli.selectors import select
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.model import builders
 from pykai.model.meta import Obj
@@ -35,7 +38,7 @@ def example(name: str) -> list[Obj]:
 
 
 GPU_COLUMNS = (
-    "NAME:.metadata.name,NODE:.spec.nodeName,"
+    "custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,"
     "GPU-FRACTION:.metadata.annotations.gpu-fraction,GPU-GROUP:.metadata.labels.runai-gpu-group"
 )
 
@@ -43,23 +46,14 @@ GPU_COLUMNS = (
 def get(
     cluster: EmbeddedCluster,
     kind: str,
+    output: str = "",
     *,
-    wide: bool = False,
     namespace: str | None = "default",
-    selector: dict[str, str] | None = None,
-    columns: str = "",
+    selector: str = "",
 ) -> str:
-    """What `kubectl get <kind>` prints (with -l and -o wide / custom-columns)."""
-    objects = [
-        o
-        for o in cluster.list(kind, namespace)
-        if all((o["metadata"].get("labels") or {}).get(k) == v for k, v in (selector or {}).items())
-    ]
-    if columns:
-        return printers.custom_columns(columns, objects)
-    return printers.render_table(
-        kind, objects, cluster.now(), wide=wide, all_namespaces=False, pods=[]
-    )
+    """What ``kubectl get KIND -n NAMESPACE -l SELECTOR -o OUTPUT`` prints."""
+    objects = select(cluster.list(kind, namespace), selector)
+    return render(objects, output, Context(cluster), kind=kind)
 
 
 def _nodes(cluster: EmbeddedCluster) -> None:
@@ -80,8 +74,13 @@ def _gang(cluster: EmbeddedCluster) -> None:
 
 
 def _show_gang(cluster: EmbeddedCluster) -> str:
-    pods = get(cluster, "Pod", wide=True, selector={"ray.io/cluster": "raycluster-sample"})
-    return pods + "\n\n" + get(cluster, "PodGroup")
+    return _shown(
+        (
+            "pykai get pods -l ray.io/cluster=raycluster-sample -o wide",
+            get(cluster, "Pod", "wide", selector="ray.io/cluster=raycluster-sample"),
+        ),
+        ("pykai get podgroups", get(cluster, "PodGroup")),
+    )
 
 
 def _training(cluster: EmbeddedCluster) -> None:
@@ -95,11 +94,15 @@ def _inference(cluster: EmbeddedCluster) -> None:
 
 def _show_preemption(cluster: EmbeddedCluster) -> str:
     preempted = [
-        f"{e['involvedObject']['kind'].lower()}/{e['involvedObject']['name']}: {e['message']}"
+        e
         for e in cluster.list("Event")
         if e["reason"] == "Preempted" and e["involvedObject"]["kind"] == "Pod"
     ]
-    return get(cluster, "Pod", wide=True) + "\n\nPreemption events:\n" + "\n".join(preempted)
+    events = render(preempted, "", Context(cluster), kind="Event")
+    return _shown(
+        ("pykai get pods -o wide", get(cluster, "Pod", "wide")),
+        ("pykai get events  # the preemptions", events),
+    )
 
 
 def _sharing(cluster: EmbeddedCluster) -> None:
@@ -110,12 +113,16 @@ def _sharing(cluster: EmbeddedCluster) -> None:
 
 
 def _show_sharing(cluster: EmbeddedCluster) -> str:
-    vllm = get(cluster, "Pod", namespace="ai-workloads", columns=GPU_COLUMNS)
-    ray = get(
-        cluster, "Pod", selector={"ray.io/cluster": "raycluster-half-gpu"}, columns=GPU_COLUMNS
-    )
-    return f"$ kubectl get pods -n ai-workloads -o custom-columns=...\n{vllm}\n\n" + (
-        f"$ kubectl get pods -l ray.io/cluster=raycluster-half-gpu -o custom-columns=...\n{ray}"
+    columns = f'-o "{GPU_COLUMNS}"'
+    return _shown(
+        (
+            f"pykai get pods -n ai-workloads {columns}",
+            get(cluster, "Pod", GPU_COLUMNS, namespace="ai-workloads"),
+        ),
+        (
+            f"pykai get pods -l ray.io/cluster=raycluster-half-gpu {columns}",
+            get(cluster, "Pod", GPU_COLUMNS, selector="ray.io/cluster=raycluster-half-gpu"),
+        ),
     )
 
 
@@ -130,43 +137,41 @@ def _missing_queue(cluster: EmbeddedCluster) -> None:
 
 
 def _show_missing_queue(cluster: EmbeddedCluster) -> str:
-    pods = get(cluster, "Pod", selector={"ray.io/cluster": "raycluster-wrong-queue"})
-    groups = [
-        g
-        for g in cluster.list("PodGroup", "default")
-        if (g.get("spec") or {}).get("queue") == MISSING_QUEUE
+    selector = "ray.io/cluster=raycluster-wrong-queue"
+    groups = [g for g in cluster.list("PodGroup") if g["spec"].get("queue") == MISSING_QUEUE]
+    described = [
+        (f"pykai describe podgroup {g['metadata']['name']}", describe(cluster, g)) for g in groups
     ]
-    reasons = [
-        f"  {r['reason']}: {r['message']}"
-        for g in groups
-        for cond in (g.get("status") or {}).get("schedulingConditions") or []
-        for r in cond.get("reasons") or []
-    ]
-    return (
-        pods + "\n\n$ kubectl describe podgroup ...\nScheduling conditions:\n" + "\n".join(reasons)
+    return _shown(
+        (f"pykai get pods -l {selector}", get(cluster, "Pod", selector=selector)), *described
     )
+
+
+def _shown(*commands: tuple[str, str]) -> str:
+    """Commands and what they print, as in a terminal."""
+    return "\n\n".join(f"$ {command}\n{output}" for command, output in commands)
 
 
 CHAPTERS: list[Chapter] = [
     Chapter(
         "A cluster: one node with 1 GPU, one CPU-only node",
         _nodes,
-        lambda c: get(c, "Node", namespace=None),
+        lambda c: _shown(("pykai get nodes", get(c, "Node", namespace=None))),
     ),
     Chapter(
-        "kubectl apply -f queues-department-1-team-a.yaml; kubectl get queues",
+        "pykai apply -f examples/queues-department-1-team-a.yaml",
         _queues,
-        lambda c: get(c, "Queue", namespace=None),
+        lambda c: _shown(("pykai get queues", get(c, "Queue", namespace=None))),
     ),
     Chapter(
-        "kubectl apply -f ray-cluster.kai-scheduler.yaml: head + 2 workers start as one gang of 3",
+        "pykai apply -f examples/ray-cluster.kai-scheduler.yaml: head + 2 workers, one gang of 3",
         _gang,
         _show_gang,
     ),
     Chapter(
         "The blog's training RayCluster (priority train) takes the only GPU",
         _training,
-        lambda c: get(c, "Pod", wide=True),
+        lambda c: _shown(("pykai get pods -o wide", get(c, "Pod", "wide"))),
     ),
     Chapter(
         "The blog's RayService (priority inference) arrives: training is preempted as a gang",

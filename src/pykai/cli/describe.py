@@ -1,275 +1,283 @@
-"""``pykai describe``: a human account of one object, with its events."""
+"""``pykai describe``: a human account of one object, ending with its events as kubectl does."""
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
 
 import yaml
 
-from pykai.cli.printers import age, table
-from pykai.embedded.cluster import EmbeddedCluster
+from pykai.cli.columns import NONE, Context, columns_for, pod_status
+from pykai.cli.related import Reader, descendant_pods, podgroup_pods, pods_by_node, usage
+from pykai.cli.tables import age, table
 from pykai.model import constants as c
 from pykai.model.meta import Obj
+from pykai.model.pod import GpuRequest, parse_pod
+from pykai.model.resources import format_cpu, format_gpu, format_memory
+
+Lines = list[str]
 
 
-def describe(cluster: EmbeddedCluster, obj: Obj) -> str:
-    """The description of ``obj`` (its kind decides the sections)."""
-    kind = obj["kind"]
+def describe(reader: Reader, obj: Obj) -> str:
+    """The description of ``obj``; its kind decides the sections between metadata and events."""
     meta = obj["metadata"]
-    lines = [f"Name:         {meta['name']}"]
+    lines = [_line("Name", meta["name"])]
     if meta.get("namespace"):
-        lines.append(f"Namespace:    {meta['namespace']}")
-    lines.append(f"Kind:         {kind}")
-    lines += _map("Labels", meta.get("labels") or {})
-    lines += _map("Annotations", meta.get("annotations") or {})
-    section = _SECTIONS.get(kind)
-    lines += section(cluster, obj) if section else _yaml_block("Spec", obj.get("spec"))
-    lines += _events(cluster, obj)
+        lines.append(_line("Namespace", meta["namespace"]))
+    lines.append(_line("Kind", obj["kind"]))
+    lines += _mapping("Labels", meta.get("labels") or {})
+    lines += _mapping("Annotations", meta.get("annotations") or {})
+    lines.append(_line("Age", age(meta.get("creationTimestamp"), reader.now())))
+    section = _SECTIONS.get(obj["kind"], _other)
+    lines += section(reader, obj)
+    lines += _events(reader, obj)
     return "\n".join(lines)
 
 
-def _map(title: str, values: dict[str, str]) -> list[str]:
+def _line(label: str, value: object) -> str:
+    return f"{label + ':':<15} {value}"
+
+
+def _mapping(title: str, values: dict[str, str]) -> Lines:
     if not values:
-        return [f"{title + ':':<14}<none>"]
-    items = sorted(values.items())
-    first, *rest = items
-    return [f"{title + ':':<14}{first[0]}={first[1]}", *(f"{'':<14}{k}={v}" for k, v in rest)]
+        return [_line(title, NONE)]
+    first, *rest = sorted(values.items())
+    return [_line(title, f"{first[0]}={first[1]}"), *(f"{'':<16}{k}={v}" for k, v in rest)]
 
 
-def _yaml_block(title: str, value: Any) -> list[str]:
-    if not value:
-        return []
-    body = yaml.safe_dump(value, sort_keys=False).rstrip().splitlines()
-    return [f"{title}:", *(f"  {line}" for line in body)]
+def _indented(title: str, text: str) -> Lines:
+    return [f"{title}:", *(f"  {line}" for line in text.splitlines())]
 
 
-def _pod(cluster: EmbeddedCluster, pod: Obj) -> list[str]:
+def _table(title: str, headers: list[str], rows: list[list[str]]) -> Lines:
+    """A sub-table under a title, with kubectl describe's dashes under the headers."""
+    if not rows:
+        return [_line(title, NONE)]
+    dashes = ["-" * len(h) for h in headers]
+    return _indented(title, table(headers, [dashes, *rows]))
+
+
+def _events(reader: Reader, obj: Obj) -> Lines:
+    meta = obj["metadata"]
+    events = reader.events_for(obj["kind"], meta["name"], meta.get("namespace") or "")
+    rows = [_event_row(e, reader.now()) for e in events]
+    return _table("Events", _EVENT_HEADERS, rows)
+
+
+_EVENT_HEADERS = ["Type", "Reason", "Age", "From", "Message"]
+
+
+def _event_row(event: Obj, now: float) -> list[str]:
+    return [
+        str(event.get("type", "")),
+        str(event.get("reason", "")),
+        _event_age(event, now),
+        str((event.get("source") or {}).get("component", "")),
+        str(event.get("message", "")),
+    ]
+
+
+def _event_age(event: Obj, now: float) -> str:
+    """``12s``, or ``12s (x3 over 2m)`` for an event that recurred, as kubectl describe shows."""
+    last = age(event.get("lastTimestamp"), now)
+    count = int(event.get("count") or 1)
+    if count > 1:
+        return f"{last} (x{count} over {age(event.get('firstTimestamp'), now)})"
+    return last
+
+
+_POD_HEADERS = ("NAME", "STATUS", "NODE", "GPU-FRACTION", "GPU-GROUP")
+
+
+def _pods_table(reader: Reader, title: str, pods: list[Obj]) -> Lines:
+    """Pods, where they run and the GPU share they hold (cells as ``get pods -o wide``)."""
+    ctx = Context(reader)
+    cells = [cell for header, cell in columns_for("Pod", wide=True) if header in _POD_HEADERS]
+    rows = [[cell(p, ctx) for cell in cells] for p in pods]
+    return _table(title, list(_POD_HEADERS), rows)
+
+
+def _conditions(podgroup: Obj, now: float) -> Lines:
+    """The PodGroup's scheduling conditions: why it is pending, one row per reason."""
+    conditions = (podgroup.get("status") or {}).get("schedulingConditions") or []
+    rows = [
+        [
+            str(condition.get("type", "")),
+            str(reason.get("reason", "")),
+            age(condition.get("lastTransitionTime"), now),
+            str(reason.get("message", "")),
+        ]
+        for condition in conditions
+        for reason in condition.get("reasons") or []
+    ]
+    return _table("Scheduling Conditions", ["Type", "Reason", "Age", "Message"], rows)
+
+
+def _gpu_text(gpu: GpuRequest) -> str:
+    devices = f" on each of {gpu.devices} GPUs" if gpu.devices > 1 else ""
+    if gpu.fraction:
+        return f"{gpu.fraction:g} of a GPU{devices} ({c.GPU_FRACTION_ANNOTATION})"
+    if gpu.memory_mib:
+        return f"{gpu.memory_mib} MiB of GPU memory{devices} ({c.GPU_MEMORY_ANNOTATION})"
+    return f"{gpu.whole} whole" if gpu.whole else NONE
+
+
+def _pod(reader: Reader, pod: Obj) -> Lines:
     spec = pod.get("spec") or {}
-    status = pod.get("status") or {}
-    annotations = pod["metadata"].get("annotations") or {}
+    view = parse_pod(pod)
+    meta = pod["metadata"]
     lines = [
-        f"Node:         {spec.get('nodeName') or '<none>'}",
-        f"Status:       {status.get('phase', 'Pending')}",
-        f"Scheduler:    {spec.get('schedulerName', 'default-scheduler')}",
-        f"PodGroup:     {annotations.get(c.POD_GROUP_ANNOTATION, '<none>')}",
+        _line("Node", spec.get("nodeName") or NONE),
+        _line("Status", pod_status(pod)),
+        _line("Scheduler", view.scheduler_name),
+        _line("PodGroup", (meta.get("annotations") or {}).get(c.POD_GROUP_ANNOTATION, NONE)),
+        _line("Queue", (meta.get("labels") or {}).get(c.QUEUE_LABEL, NONE)),
+        _line(
+            "Requests",
+            f"cpu {format_cpu(view.requests.cpu)}, memory {format_memory(view.requests.memory)}",
+        ),
+        _line("GPU", _gpu_text(view.gpu)),
+        _line("GPU group", (meta.get("labels") or {}).get(c.GPU_GROUP_LABEL, NONE)),
+        "Containers:",
     ]
-    gpu = [
-        f"{k}={annotations[k]}"
-        for k in (c.GPU_FRACTION_ANNOTATION, c.GPU_MEMORY_ANNOTATION)
-        if k in annotations
-    ]
-    group = (pod["metadata"].get("labels") or {}).get(c.GPU_GROUP_LABEL)
-    if gpu or group:
-        lines.append(f"GPU sharing:  {', '.join(gpu) or '-'}; GPU group {group or '<none>'}")
-    lines.append("Containers:")
     for container in spec.get("containers") or []:
         resources = container.get("resources") or {}
         lines.append(f"  {container.get('name')}:")
+        lines.append(f"    Image:     {container.get('image', NONE)}")
         for key in ("requests", "limits"):
-            if resources.get(key):
-                lines.append(
-                    f"    {key.capitalize()}: "
-                    + ", ".join(f"{k}={v}" for k, v in resources[key].items())
-                )
+            values = ", ".join(f"{k}={v}" for k, v in (resources.get(key) or {}).items())
+            lines.append(f"    {key.capitalize() + ':':<10} {values or NONE}")
     return lines
 
 
-def _podgroup(cluster: EmbeddedCluster, podgroup: Obj) -> list[str]:
+def _podgroup(reader: Reader, podgroup: Obj) -> Lines:
     spec = podgroup.get("spec") or {}
     status = podgroup.get("status") or {}
-    lines = [
-        f"Queue:        {spec.get('queue')}",
-        f"MinMember:    {spec.get('minMember', 1)}",
-        f"Priority:     {spec.get('priorityClassName') or '<none>'}",
-        f"Phase:        {status.get('phase', 'Pending')}"
-        f"  (running {status.get('running', 0)}, pending {status.get('pending', 0)})",
+    counts = f"running {status.get('running', 0)}, pending {status.get('pending', 0)}"
+    return [
+        _line("Queue", spec.get("queue") or NONE),
+        _line("Min Member", spec.get("minMember", 1)),
+        _line("Priority", spec.get("priorityClassName") or NONE),
+        _line("Preemptibility", spec.get("preemptibility") or "by priority"),
+        _line("Phase", f"{status.get('phase', 'Pending')} ({counts})"),
+        *_conditions(podgroup, reader.now()),
+        *_pods_table(reader, "Pods", podgroup_pods(reader, podgroup)),
     ]
-    conditions = status.get("schedulingConditions") or []
-    if conditions:
-        lines.append("Scheduling conditions:")
-        for condition in conditions:
-            for reason in condition.get("reasons") or []:
-                lines.append(f"  {reason['reason']}: {reason['message']}")
-    namespace = podgroup["metadata"]["namespace"]
-    members = [
-        p
-        for p in cluster.list("Pod", namespace)
-        if (p["metadata"].get("annotations") or {}).get(c.POD_GROUP_ANNOTATION)
-        == podgroup["metadata"]["name"]
-    ]
-    if members:
-        lines.append("Pods:")
-        rows = [
-            [
-                p["metadata"]["name"],
-                (p.get("status") or {}).get("phase", "Pending"),
-                (p.get("spec") or {}).get("nodeName") or "<none>",
-            ]
-            for p in members
-        ]
-        lines += ["  " + line for line in table(["NAME", "STATUS", "NODE"], rows).splitlines()]
-    return lines
 
 
-def _queue(cluster: EmbeddedCluster, queue: Obj) -> list[str]:
+_QUEUE_FIGURES = ("deserved", "fairShare", "allocated", "allocatedNonPreemptible", "requested")
+
+
+def _queue(reader: Reader, queue: Obj) -> Lines:
     spec = queue.get("spec") or {}
     status = queue.get("status") or {}
-    lines = [
-        f"Parent:       {spec.get('parentQueue') or '<none>'}",
-        f"Children:     {', '.join(status.get('childQueues') or []) or '<none>'}",
-        f"Priority:     {spec.get('priority', c.DEFAULT_QUEUE_PRIORITY)}",
-        "Resources:",
-    ]
     rows = []
-    for resource, unit in (("cpu", "cpu"), ("memory", "memory"), ("gpu", c.GPU_RESOURCE)):
+    for resource, unit in (
+        ("cpu", c.CPU_RESOURCE),
+        ("memory", c.MEMORY_RESOURCE),
+        ("gpu", c.GPU_RESOURCE),
+    ):
         settings = (spec.get("resources") or {}).get(resource) or {}
-        figures = [
-            str((status.get(f) or {}).get(unit, "-"))
-            for f in ("deserved", "fairShare", "allocated", "allocatedNonPreemptible", "requested")
-        ]
         rows.append(
             [
                 resource,
-                str(settings.get("quota", 0)),
-                str(settings.get("limit", -1)),
-                str(settings.get("overQuotaWeight", 1)),
-                *figures,
+                *(
+                    f"{settings.get(k, d):g}"
+                    for k, d in (("quota", 0), ("limit", -1), ("overQuotaWeight", 1))
+                ),
+                *(str((status.get(f) or {}).get(unit, "-")) for f in _QUEUE_FIGURES),
             ]
         )
-    headers = [
-        "RESOURCE",
-        "QUOTA",
-        "LIMIT",
-        "WEIGHT",
-        "DESERVED",
-        "FAIR-SHARE",
-        "ALLOCATED",
-        "NON-PREEMPTIBLE",
-        "REQUESTED",
-    ]
-    lines += ["  " + line for line in table(headers, rows).splitlines()]
-    lines.append(f"Evictions:    {status.get('evictions', 0)}")
+    headers = ["RESOURCE", "QUOTA", "LIMIT", "WEIGHT", "DESERVED", "FAIR-SHARE", "ALLOCATED",
+               "NON-PREEMPTIBLE", "REQUESTED"]  # fmt: skip
+    name = queue["metadata"]["name"]
     groups = [
-        g
-        for g in cluster.list("PodGroup")
-        if (g.get("spec") or {}).get("queue") == queue["metadata"]["name"]
-    ]
-    if groups:
-        lines.append("PodGroups:")
-        lines += [
-            f"  {g['metadata']['namespace']}/{g['metadata']['name']}"
-            f"  {(g.get('status') or {}).get('phase', 'Pending')}"
-            for g in groups
-        ]
-    return lines
-
-
-def _node(cluster: EmbeddedCluster, node: Obj) -> list[str]:
-    allocatable = (node.get("status") or {}).get("allocatable") or {}
-    lines = ["Allocatable:", *(f"  {k}: {v}" for k, v in allocatable.items())]
-    pods = [
-        p
-        for p in cluster.list("Pod")
-        if (p.get("spec") or {}).get("nodeName") == node["metadata"]["name"]
-    ]
-    lines.append(f"Pods:         {len(pods)}")
-    lines += [f"  {p['metadata']['namespace']}/{p['metadata']['name']}" for p in pods]
-    return lines
-
-
-def _events(cluster: EmbeddedCluster, obj: Obj) -> list[str]:
-    meta = obj["metadata"]
-    events = cluster.events_for(obj["kind"], meta["name"], meta.get("namespace", ""))
-    if not events:
-        return ["Events:       <none>"]
-    now = cluster.now()
-    rows = [
         [
-            e["type"],
-            e["reason"],
-            age(e.get("lastTimestamp"), now),
-            e["source"]["component"],
-            e["message"],
+            g["metadata"]["namespace"],
+            g["metadata"]["name"],
+            (g.get("status") or {}).get("phase", "Pending"),
         ]
-        for e in events
+        for g in reader.list("PodGroup")
+        if (g.get("spec") or {}).get("queue") == name
     ]
     return [
-        "Events:",
-        *(
-            "  " + line
-            for line in table(["Type", "Reason", "Age", "From", "Message"], rows).splitlines()
+        _line("Display Name", spec.get("displayName") or NONE),
+        _line("Parent", spec.get("parentQueue") or NONE),
+        _line("Children", ", ".join(status.get("childQueues") or []) or NONE),
+        _line("Priority", spec.get("priority", c.DEFAULT_QUEUE_PRIORITY)),
+        *_indented("Resources", table(headers, rows)),
+        _line("Evictions", status.get("evictions", 0)),
+        *_table("PodGroups", ["NAMESPACE", "NAME", "PHASE"], groups),
+    ]
+
+
+def _node(reader: Reader, node: Obj) -> Lines:
+    allocatable = (node.get("status") or {}).get("allocatable") or {}
+    pods = pods_by_node(reader.list("Pod")).get(node["metadata"]["name"], [])
+    used = usage(node, pods)
+    requested = {
+        c.CPU_RESOURCE: format_cpu(used.cpu),
+        c.MEMORY_RESOURCE: format_memory(used.memory),
+        c.GPU_RESOURCE: format_gpu(used.gpu),
+    }
+    resources = [[k, requested.get(k, "-"), str(v)] for k, v in allocatable.items()]
+    now = reader.now()
+    rows = [
+        [
+            p["metadata"].get("namespace", ""),
+            p["metadata"]["name"],
+            pod_status(p),
+            age(p["metadata"].get("creationTimestamp"), now),
+        ]
+        for p in pods
+    ]
+    return [
+        *_indented(
+            "Allocated resources", table(["Resource", "Requests", "Allocatable"], resources)
+        ),
+        *_table(
+            f"Non-terminated Pods ({len(pods)} in total)",
+            ["NAMESPACE", "NAME", "STATUS", "AGE"],
+            rows,
         ),
     ]
 
 
-def _descendant_pods(cluster: EmbeddedCluster, owner: Obj) -> list[Obj]:
-    """Pods owned by ``owner``, directly or through owned objects (ReplicaSet, RayCluster)."""
-    found: list[Obj] = []
-    frontier = [owner["metadata"].get("uid")]
-    for _ in range(4):
-        children = [o for uid in frontier if uid for o in cluster.store.owned_by(uid)]
-        found += [o for o in children if o["kind"] == "Pod"]
-        frontier = [o["metadata"].get("uid") for o in children if o["kind"] != "Pod"]
-    return found
-
-
-def _workload(cluster: EmbeddedCluster, workload: Obj) -> list[str]:
-    """A workload: its status, its PodGroups' scheduling conditions, and its pods."""
-    lines = _yaml_block("Status", workload.get("status"))
-    pods = _descendant_pods(cluster, workload)
-    groups = sorted(
+def _workload(reader: Reader, workload: Obj) -> Lines:
+    """A workload: its status, its PodGroups and why they wait, its pods and their events."""
+    lines = _status_block(workload)
+    pods = descendant_pods(reader, workload)
+    namespace = workload["metadata"].get("namespace") or "default"
+    names = sorted(
         {(p["metadata"].get("annotations") or {}).get(c.POD_GROUP_ANNOTATION, "") for p in pods}
         - {""}
     )
-    namespace = workload["metadata"].get("namespace", "default")
-    for name in groups:
-        group = cluster.get("PodGroup", name, namespace)
-        if group is None:
-            continue
-        spec = group.get("spec") or {}
+    now = reader.now()
+    for podgroup in filter(None, (reader.get("PodGroup", n, namespace) for n in names)):
+        spec = podgroup.get("spec") or {}
+        phase = (podgroup.get("status") or {}).get("phase", "Pending")
         lines.append(
-            f"PodGroup {name}: queue {spec.get('queue')}, minMember {spec.get('minMember', 1)}, "
-            f"phase {(group.get('status') or {}).get('phase', 'Pending')}"
+            f"PodGroup {podgroup['metadata']['name']}: queue {spec.get('queue')}, "
+            f"minMember {spec.get('minMember', 1)}, phase {phase}"
         )
-        for condition in (group.get("status") or {}).get("schedulingConditions") or []:
-            for reason in condition.get("reasons") or []:
-                lines.append(f"  {reason['reason']}: {reason['message']}")
-    if pods:
-        rows = [
-            [
-                p["metadata"]["name"],
-                (p.get("status") or {}).get("phase", "Pending"),
-                (p.get("spec") or {}).get("nodeName") or "<none>",
-            ]
-            for p in pods
-        ]
-        lines += [
-            "Pods:",
-            *("  " + line for line in table(["NAME", "STATUS", "NODE"], rows).splitlines()),
-        ]
-        now = cluster.now()
-        events = [
-            [
-                p["metadata"]["name"],
-                e["type"],
-                e["reason"],
-                age(e.get("lastTimestamp"), now),
-                e["message"],
-            ]
-            for p in pods
-            for e in cluster.events_for("Pod", p["metadata"]["name"], namespace)
-        ]
-        if events:
-            lines += [
-                "Pod events:",
-                *(
-                    "  " + line
-                    for line in table(
-                        ["POD", "Type", "Reason", "Age", "Message"], events
-                    ).splitlines()
-                ),
-            ]
-    return lines
+        lines += ["  " + line for line in _conditions(podgroup, now)]
+    lines += _pods_table(reader, "Pods", pods)
+    rows = [
+        [p["metadata"]["name"], *_event_row(e, now)]
+        for p in pods
+        for e in reader.events_for("Pod", p["metadata"]["name"], namespace)
+    ]
+    return lines + _table("Pod events", ["Pod", *_EVENT_HEADERS], rows)
+
+
+def _status_block(obj: Obj) -> Lines:
+    status = obj.get("status")
+    return _indented("Status", yaml.safe_dump(status, sort_keys=True).rstrip()) if status else []
+
+
+def _other(reader: Reader, obj: Obj) -> Lines:
+    spec = obj.get("spec")
+    lines = _indented("Spec", yaml.safe_dump(spec, sort_keys=False).rstrip()) if spec else []
+    return lines + _status_block(obj)
 
 
 _WORKLOADS = (
@@ -282,6 +290,10 @@ _WORKLOADS = (
     "Job",
     "PyTorchJob",
 )
-_SECTIONS = {"Pod": _pod, "PodGroup": _podgroup, "Queue": _queue, "Node": _node} | dict.fromkeys(
-    _WORKLOADS, _workload
-)
+_SECTIONS: dict[str, Callable[[Reader, Obj], Lines]] = {
+    "Pod": _pod,
+    "PodGroup": _podgroup,
+    "Queue": _queue,
+    "Node": _node,
+    **dict.fromkeys(_WORKLOADS, _workload),
+}

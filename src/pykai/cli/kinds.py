@@ -1,48 +1,67 @@
-"""Kind names as users type them (pods, po, queue, pg, ...) and as they print."""
+"""Kind names as users type them (pods, po, queue, pg, pod/NAME, ...) and as kubectl prints them."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pykai.embedded.store import CLUSTER_SCOPED
+
 
 @dataclass(frozen=True, slots=True)
 class KindInfo:
-    """A kind: its canonical name, its API group for printing, and whether it is namespaced."""
+    """A kind: its canonical name, API group, plural and short names."""
 
     kind: str
     group: str
-    namespaced: bool
     plural: str
+    short: tuple[str, ...] = ()
+
+    @property
+    def namespaced(self) -> bool:
+        """True unless the store keeps the kind cluster-scoped."""
+        return self.kind not in CLUSTER_SCOPED
+
+    @property
+    def display(self) -> str:
+        """``queue.scheduling.run.ai`` or ``pod``: how kubectl names the kind in apply and
+        delete output."""
+        return f"{self.kind.lower()}.{self.group}" if self.group else self.kind.lower()
+
+    @property
+    def resource(self) -> str:
+        """``pods`` or ``queues.scheduling.run.ai``: how kubectl names it in errors."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
 
 
-KINDS = [
-    KindInfo("Pod", "", True, "pods"),
-    KindInfo("Node", "", False, "nodes"),
-    KindInfo("Namespace", "", False, "namespaces"),
-    KindInfo("Event", "", True, "events"),
-    KindInfo("Secret", "", True, "secrets"),
-    KindInfo("Queue", "scheduling.run.ai", False, "queues"),
-    KindInfo("PodGroup", "scheduling.run.ai", True, "podgroups"),
-    KindInfo("PriorityClass", "scheduling.k8s.io", False, "priorityclasses"),
-    KindInfo("SchedulingShard", "kai.scheduler", False, "schedulingshards"),
-    KindInfo("Deployment", "apps", True, "deployments"),
-    KindInfo("ReplicaSet", "apps", True, "replicasets"),
-    KindInfo("StatefulSet", "apps", True, "statefulsets"),
-    KindInfo("Job", "batch", True, "jobs"),
-    KindInfo("RayCluster", "ray.io", True, "rayclusters"),
-    KindInfo("RayJob", "ray.io", True, "rayjobs"),
-    KindInfo("RayService", "ray.io", True, "rayservices"),
-]
-_SHORT = {
-    "po": "Pod", "no": "Node", "ns": "Namespace", "ev": "Event", "q": "Queue", "pg": "PodGroup",
-    "pc": "PriorityClass", "deploy": "Deployment", "rs": "ReplicaSet", "sts": "StatefulSet",
-}  # fmt: skip
-_BY_NAME: dict[str, KindInfo] = {}
-for _info in KINDS:
-    for _alias in (_info.kind.lower(), _info.plural, _info.plural.rstrip("s")):
-        _BY_NAME[_alias] = _info
-for _alias, _kind in _SHORT.items():
-    _BY_NAME[_alias] = next(i for i in KINDS if i.kind == _kind)
+KINDS = (
+    KindInfo("Pod", "", "pods", ("po",)),
+    KindInfo("Node", "", "nodes", ("no",)),
+    KindInfo("Namespace", "", "namespaces", ("ns",)),
+    KindInfo("Event", "", "events", ("ev",)),
+    KindInfo("Secret", "", "secrets"),
+    KindInfo("ConfigMap", "", "configmaps", ("cm",)),
+    KindInfo("Service", "", "services", ("svc",)),
+    KindInfo("ServiceAccount", "", "serviceaccounts", ("sa",)),
+    KindInfo("PersistentVolumeClaim", "", "persistentvolumeclaims", ("pvc",)),
+    KindInfo("PersistentVolume", "", "persistentvolumes", ("pv",)),
+    KindInfo("Queue", "scheduling.run.ai", "queues", ("q",)),
+    KindInfo("PodGroup", "scheduling.run.ai", "podgroups", ("pg",)),
+    KindInfo("BindRequest", "scheduling.run.ai", "bindrequests"),
+    KindInfo("PriorityClass", "scheduling.k8s.io", "priorityclasses", ("pc",)),
+    KindInfo("SchedulingShard", "kai.scheduler", "schedulingshards"),
+    KindInfo("Deployment", "apps", "deployments", ("deploy",)),
+    KindInfo("ReplicaSet", "apps", "replicasets", ("rs",)),
+    KindInfo("StatefulSet", "apps", "statefulsets", ("sts",)),
+    KindInfo("DaemonSet", "apps", "daemonsets", ("ds",)),
+    KindInfo("Job", "batch", "jobs"),
+    KindInfo("RayCluster", "ray.io", "rayclusters"),
+    KindInfo("RayJob", "ray.io", "rayjobs"),
+    KindInfo("RayService", "ray.io", "rayservices"),
+    KindInfo("PyTorchJob", "kubeflow.org", "pytorchjobs"),
+)
+_BY_NAME = {
+    alias: info for info in KINDS for alias in (info.kind.lower(), info.plural, *info.short)
+}
 
 
 class UnknownKindError(ValueError):
@@ -50,22 +69,31 @@ class UnknownKindError(ValueError):
 
 
 def resolve(name: str) -> KindInfo:
-    """The kind a user means by ``name`` (case-insensitive; plural, singular or short)."""
-    info = _BY_NAME.get(name.lower().split(".")[0])
+    """The kind a user means by ``name``: case-insensitive, plural, singular or short, optionally
+    qualified by its group (``queues.scheduling.run.ai``)."""
+    info = _BY_NAME.get(name.lower().split(".", 1)[0])
     if info is None:
         raise UnknownKindError(f'the server doesn\'t have a resource type "{name}"')
     return info
 
 
-def info_for(kind: str) -> KindInfo:
-    """The KindInfo of a canonical kind, or a namespaced guess for kinds not listed."""
+def resolve_target(kind: str, name: str | None) -> tuple[KindInfo, str | None]:
+    """``KIND NAME`` or kubectl's ``KIND/NAME`` form, as a kind and a name (or None)."""
+    if name is None and "/" in kind:
+        kind, name = kind.split("/", 1)
+    return resolve(kind), name
+
+
+def info_for(kind: str, api_version: str = "") -> KindInfo:
+    """The KindInfo of a canonical kind; for a kind pykai does not list, one made from the
+    object's apiVersion (``example.com/v1`` gives group ``example.com``)."""
     for info in KINDS:
         if info.kind == kind:
             return info
-    return KindInfo(kind, "", True, kind.lower() + "s")
+    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
+    return KindInfo(kind, group, kind.lower() + "s")
 
 
-def display_name(kind: str) -> str:
-    """``queue.scheduling.run.ai`` / ``pod``: how kubectl names a kind in its output."""
-    info = info_for(kind)
-    return f"{kind.lower()}.{info.group}" if info.group else kind.lower()
+def display_name(kind: str, api_version: str = "") -> str:
+    """How kubectl names a kind in apply and delete output (see :attr:`KindInfo.display`)."""
+    return info_for(kind, api_version).display

@@ -11,6 +11,7 @@ import typer
 import yaml
 from lightkube import Client, KubeConfig
 
+from pykai.cli.errors import fail
 from pykai.kube.localcluster import LocalCluster, LocalClusterError
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 
@@ -33,8 +34,7 @@ def up(
     try:
         kubeconfig = cluster.up()
     except LocalClusterError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        raise typer.Exit(1) from exc
+        fail(str(exc))
     objects = gpu_nodes(gpu_nodes_count, gpus_per_node)
     if nodes is not None:
         objects += [

@@ -1,0 +1,90 @@
+"""``pykai bench``: benchmarks that print their figures (JSON with ``-o json``)."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from pykai.cli.errors import fail
+from pykai.cli.tables import table
+
+app = typer.Typer(help="Benchmarks; they print figures (JSON with -o json).", no_args_is_help=True)
+OutputOption = Annotated[str, typer.Option("--output", "-o", help="json|table")]
+
+
+def _print(figures: dict[str, object], output: str) -> None:
+    if output == "json":
+        typer.echo(json.dumps(figures))
+    elif output == "table":
+        typer.echo(table(["FIGURE", "VALUE"], [[k, str(v)] for k, v in figures.items()]))
+    else:
+        fail(f'unknown output format "{output}": use json or table')
+
+
+@app.command("engine")
+def engine(
+    nodes: Annotated[int, typer.Option(help="Nodes of 8 GPUs")] = 5000,
+    pods: Annotated[int, typer.Option(help="Pending single-pod jobs")] = 10_000,
+    output: OutputOption = "table",
+) -> None:
+    """Engine throughput (pods/s) and cycle latency on synthetic clusters."""
+    try:
+        from pykai.bench.engine import run_engine_bench
+    except ModuleNotFoundError as exc:
+        if exc.name not in ("pykai.bench", "pykai.bench.engine"):
+            raise
+        fail("the engine benchmark (pykai.bench.engine) is not part of this build yet")
+    _print(run_engine_bench(nodes=nodes, pods=pods), output)
+
+
+@app.command("fgd")
+def fgd(
+    nodes: Annotated[Path, typer.Option(help="Node list CSV")] = Path(
+        "data/openb/openb_node_list_gpu_node.csv"
+    ),
+    pods: Annotated[Path, typer.Option(help="Pod list CSV")] = Path(
+        "data/openb/openb_pod_list_default.csv"
+    ),
+    policy: Annotated[str, typer.Option(help="random|bestfit|packing|fgd")] = "fgd",
+    seeds: Annotated[str, typer.Option(help="42-51 or 42,43")] = "42",
+    tune: Annotated[float, typer.Option(help="Inflate arrivals to tune × capacity")] = 1.3,
+    max_pods: Annotated[int | None, typer.Option(help="Stop after this many pods")] = None,
+    output: OutputOption = "table",
+    plot_file: Annotated[
+        Path | None, typer.Option("--plot", help="PNG of the median curve")
+    ] = None,
+) -> None:
+    """GPU-sharing placement quality on the Alibaba openb trace (the FGD paper's protocol)."""
+    from rich.progress import Progress
+
+    from pykai.sim.fgd import parse_seeds, plot, run_fgd
+
+    seed_list = parse_seeds(seeds)
+    try:
+        with Progress(disable=not sys.stderr.isatty(), transient=True) as bar:
+            task = bar.add_task(f"{policy}", total=len(seed_list))
+            result = run_fgd(
+                nodes,
+                pods,
+                policy,
+                seed_list,
+                tune,
+                max_pods,
+                lambda d, _: bar.update(task, completed=d),
+            )
+    except (ValueError, OSError) as exc:
+        fail(str(exc))
+    if plot_file is not None:
+        plot([result], plot_file)
+    if output == "json":
+        typer.echo(json.dumps(result))
+        return
+    rows = [
+        [str(k), str(result["median_unallocated_gpu_pct"][k])]
+        for k in (80, 90, 95, 100, 110, 120, 130)
+    ]
+    typer.echo(table(["ARRIVAL %", "UNALLOCATED GPU % (median)"], rows))

@@ -1,0 +1,328 @@
+"""The pykai commands end to end on a cluster file."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+from pykai.cli.app import app
+from pykai.model.builders import node, pod, podgroup
+from pykai.model.meta import Obj
+from tests.cli.conftest import EXAMPLES, QUEUES, Cli, write
+
+GPU_COLUMNS = (
+    "custom-columns=NAME:.metadata.name,NODE:.spec.nodeName,"
+    "GPU-FRACTION:.metadata.annotations.gpu-fraction,GPU-GROUP:.metadata.labels.runai-gpu-group"
+)
+
+
+def shared_gpu_pair() -> list[Obj]:
+    """A node with 2 GPUs and a gang of two pods asking half a GPU each."""
+    halves = [
+        pod(f"half-{i}", group="g", annotations={"gpu-fraction": "0.5"}, labels={"app": "half"})
+        for i in range(2)
+    ]
+    return [node("n1", gpus=2), podgroup("g", queue="default-queue", min_member=2), *halves]
+
+
+def test_apply_prints_one_kubectl_line_per_object(cli: Cli, tmp_path: Path) -> None:
+    assert cli("apply", "-f", QUEUES).out.splitlines() == [
+        "queue.scheduling.run.ai/department-1 created",
+        "queue.scheduling.run.ai/team-a created",
+    ]
+    assert "queue.scheduling.run.ai/team-a unchanged" in cli("apply", "-f", QUEUES).out
+    changed = yaml.safe_load_all(Path(QUEUES).read_text())
+    queues = list(changed)
+    queues[1]["spec"]["priority"] = 300
+    out = cli("apply", "-f", write(tmp_path, "q.yaml", queues)).out
+    assert out.splitlines() == [
+        "queue.scheduling.run.ai/department-1 unchanged",
+        "queue.scheduling.run.ai/team-a configured",
+    ]
+
+
+def test_apply_from_stdin_and_a_directory(cli: Cli, tmp_path: Path) -> None:
+    manifests = tmp_path / "manifests"
+    manifests.mkdir()
+    write(manifests, "1-node.yaml", [node("n1")])
+    write(manifests, "2-pod.yaml", [pod("solo")])
+    assert cli("apply", "-f", str(manifests)).out.splitlines() == [
+        "node/n1 created",
+        "pod/solo created",
+    ]
+    stdin = yaml.safe_dump(pod("other"))
+    assert cli("apply", "-f", "-", stdin=stdin).out == "pod/other created\n"
+
+
+def test_rejected_apply_lists_every_problem_and_changes_nothing(cli: Cli, tmp_path: Path) -> None:
+    cli("apply", "-f", QUEUES)
+    before = cli("get", "queues").out
+    orphan = {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": "orphan"},
+        "spec": {"parentQueue": "dept-9", "resources": {}},
+    }
+    bad_pod = pod("bad", gpus=1)
+    bad_pod["metadata"]["annotations"]["gpu-fraction"] = "1.5"
+    result = cli("apply", "-f", write(tmp_path, "bad.yaml", [orphan, bad_pod]))
+    assert result.code == 1 and result.out == ""
+    problems = result.err.splitlines()
+    assert len(problems) >= 2 and all(line.startswith("error: ") for line in problems)
+    assert any('Queue "orphan": spec.parentQueue' in line for line in problems)
+    assert any('Pod "bad"' in line for line in problems)
+    assert cli("get", "queues").out == before
+
+
+def test_malformed_yaml_is_one_line_with_file_and_line(cli: Cli, tmp_path: Path) -> None:
+    path = tmp_path / "broken.yaml"
+    path.write_text("kind: Pod\nmetadata:\n  name: x\n  labels: a: b\n")
+    result = cli("apply", "-f", str(path))
+    assert (result.code, result.err) == (
+        1,
+        f"error: {path}:4: mapping values are not allowed here\n",
+    )
+
+
+def test_get_queues_has_exactly_kais_columns(cli: Cli) -> None:
+    cli("apply", "-f", QUEUES)
+    out = cli("get", "queues").out.splitlines()
+    assert out[0].split() == ["NAME", "PRIORITY", "PARENT", "CHILDREN", "DISPLAYNAME"]
+    rows = {line.split()[0]: line.split()[1:] for line in out[1:]}
+    assert rows["department-1"] == ['["team-a"]']
+    assert rows["team-a"] == ["department-1"]
+    assert rows["default-queue"] == ["default-parent-queue"]
+
+
+def test_get_pods_wide_shows_the_shared_gpu_group(cli: Cli, tmp_path: Path) -> None:
+    cli("apply", "-f", write(tmp_path, "x.yaml", shared_gpu_pair()))
+    header, *rows = cli.lines("get", "pods", "-o", "wide")
+    assert header == [
+        "NAME", "READY", "STATUS", "RESTARTS", "AGE", "NODE", "GPU-FRACTION", "GPU-GROUP",
+    ]  # fmt: skip
+    assert [r[:3] + r[5:7] for r in rows] == [
+        ["half-0", "1/1", "Running", "n1", "0.5"],
+        ["half-1", "1/1", "Running", "n1", "0.5"],
+    ]
+    assert rows[0][7] == rows[1][7] != "<none>"
+
+
+def test_get_custom_columns_as_the_guides_print_them(cli: Cli, tmp_path: Path) -> None:
+    cli("apply", "-f", write(tmp_path, "x.yaml", [*shared_gpu_pair(), pod("plain", gpus=1)]))
+    header, *rows = cli.lines("get", "pods", "-o", GPU_COLUMNS)
+    assert header == ["NAME", "NODE", "GPU-FRACTION", "GPU-GROUP"]
+    assert rows[0][:3] == ["half-0", "n1", "0.5"] and rows[0][3] == rows[1][3]
+    assert rows[2][0] == "plain" and rows[2][2:] == ["<none>", "<none>"]
+
+
+def test_get_json_yaml_name_and_one_object(cli: Cli, tmp_path: Path) -> None:
+    cli("apply", "-f", write(tmp_path, "x.yaml", shared_gpu_pair()))
+    listed = json.loads(cli("get", "pods", "-o", "json").out)
+    assert (listed["apiVersion"], listed["kind"], listed["metadata"]) == (
+        "v1",
+        "List",
+        {"resourceVersion": ""},
+    )
+    assert [p["metadata"]["name"] for p in listed["items"]] == ["half-0", "half-1"]
+    one = json.loads(cli("get", "pod", "half-1", "-o", "json").out)
+    assert one["kind"] == "Pod" and one["spec"]["nodeName"] == "n1"
+    assert yaml.safe_load(cli("get", "po/half-0", "-o", "yaml").out)["metadata"]["name"] == "half-0"
+    assert cli("get", "pg", "-o", "name").out == "podgroup.scheduling.run.ai/g\n"
+    assert json.loads(cli("get", "pods", "-l", "app=none", "-o", "json").out)["items"] == []
+
+
+def test_get_selector_namespaces_and_empty_results(cli: Cli, tmp_path: Path) -> None:
+    objects = [node("n1"), pod("a", labels={"team": "x"}), pod("b"), pod("c", namespace="ml")]
+    cli("apply", "-f", write(tmp_path, "x.yaml", objects))
+    assert [r[0] for r in cli.lines("get", "pods", "-l", "team=x")[1:]] == ["a"]
+    assert [r[0] for r in cli.lines("get", "pods", "-l", "!team")[1:]] == ["b"]
+    assert [r[:2] for r in cli.lines("get", "pods", "-A")] == [
+        ["NAMESPACE", "NAME"], ["default", "a"], ["default", "b"], ["ml", "c"],
+    ]  # fmt: skip
+    assert [r[0] for r in cli.lines("get", "pods", "-n", "ml", "--no-headers")] == ["c"]
+    empty = cli("get", "pods", "-n", "nowhere")
+    assert (empty.code, empty.out, empty.err) == (
+        0,
+        "",
+        "No resources found in nowhere namespace.\n",
+    )
+
+
+def test_age_follows_the_virtual_clock(cli: Cli, tmp_path: Path) -> None:
+    cli("apply", "-f", write(tmp_path, "x.yaml", [node("n1"), pod("a")]))
+    assert cli("advance", "3m2s").out == "clock advanced by 3m2s\n"
+    assert cli.lines("get", "pods")[1][4] == "3m2s"
+    cli("advance", "5h")
+    assert cli.lines("get", "nodes")[1][-1] == "5h3m"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["get", "podz"], 'error: the server doesn\'t have a resource type "podz"'),
+        (["get", "pod", "ghost"], 'Error from server (NotFound): pods "ghost" not found'),
+        (
+            ["get", "q", "ghost"],
+            'Error from server (NotFound): queues.scheduling.run.ai "ghost" not found',
+        ),
+        (
+            ["get", "pods", "-o", "xml"],
+            'error: unable to match a printer suitable for the output format "xml", '
+            "allowed formats are: custom-columns,json,name,wide,yaml",
+        ),
+        (["get", "pods", "-l", "=x"], 'error: unable to parse requirement: "=x"'),
+        (["describe", "pod", "ghost"], 'Error from server (NotFound): pods "ghost" not found'),
+        (["advance", "soon"], "error: 'soon' is not a duration; write e.g. 30s, 5m or 1h30m"),
+        (["delete", "pod"], "error: resource(s) were provided, but no name was specified"),
+        (
+            ["get", "pod", "a", "-A"],
+            "error: a resource cannot be retrieved by name across all namespaces",
+        ),
+    ],
+)
+def test_errors_are_one_line_on_stderr(cli: Cli, args: list[str], message: str) -> None:
+    result = cli(*args)
+    assert (result.code, result.out, result.err) == (1, "", message + "\n")
+
+
+def test_describe_podgroup_explains_why_it_is_pending(cli: Cli, tmp_path: Path) -> None:
+    objects = [
+        node("n1", gpus=2),
+        podgroup("big", queue="default-queue"),
+        pod("big-0", group="big", gpus=4),
+    ]
+    cli("apply", "-f", write(tmp_path, "x.yaml", objects))
+    out = cli("describe", "podgroup", "big").out
+    assert "Queue:          default-queue" in out and "Phase:          Pending" in out
+    conditions = out.split("Scheduling Conditions:")[1].split("Pods:")[0]
+    assert "UnschedulableOnNodePool" in conditions
+    assert "not enough GPUs: needs 4 on one node, largest free is 2" in conditions
+    pods = out.split("Pods:")[1].split("Events:")[0]
+    assert "big-0" in pods and "Pending" in pods
+    events = out.split("Events:")[1].splitlines()
+    assert events[1].split() == ["Type", "Reason", "Age", "From", "Message"]
+    assert events[3].split()[:2] == ["Warning", "Unschedulable"]
+
+
+def test_describe_pod_queue_and_node(cli: Cli, tmp_path: Path) -> None:
+    cli("apply", "-f", QUEUES)
+    cli("apply", "-f", write(tmp_path, "x.yaml", shared_gpu_pair()))
+    out = cli("describe", "pod", "half-0").out
+    assert "Node:           n1" in out and "PodGroup:       g" in out
+    assert "GPU:            0.5 of a GPU (gpu-fraction)" in out
+    out = cli("describe", "queue", "department-1").out
+    assert "Children:       team-a" in out and "Priority:       100" in out
+    resources = out.split("Resources:")[1].splitlines()
+    assert resources[1].split() == [
+        "RESOURCE", "QUOTA", "LIMIT", "WEIGHT", "DESERVED", "FAIR-SHARE", "ALLOCATED",
+        "NON-PREEMPTIBLE", "REQUESTED",
+    ]  # fmt: skip
+    assert resources[4].split()[:4] == ["gpu", "-1", "-1", "1"]
+    out = cli("describe", "queue", "default-queue").out
+    assert ["default", "g", "Running"] in [
+        line.split() for line in out.split("PodGroups:")[1].splitlines()
+    ]
+    out = cli("describe", "node", "n1").out
+    assert "nvidia.com/gpu   1" in out  # two halves of one GPU requested
+    assert "Non-terminated Pods (2 in total)" in out
+
+
+def test_describe_a_workload_shows_its_podgroup_conditions_and_pod_events(cli: Cli) -> None:
+    cli("apply", "-f", QUEUES)
+    cli("apply", "-f", str(EXAMPLES / "ray-cluster.kai-scheduler.yaml"))
+    assert cli.lines("get", "rayclusters")[1][:3] == ["raycluster-sample", "2", "0"]
+    out = cli("describe", "raycluster", "raycluster-sample").out
+    assert "queue team-a, minMember 3, phase Pending" in out
+    assert "the cluster has no nodes" in out and "Pod events:" in out
+
+
+def test_describe_without_a_name_or_with_a_prefix(cli: Cli, tmp_path: Path) -> None:
+    cli("apply", "-f", write(tmp_path, "x.yaml", [pod("web-1"), pod("web-2"), pod("db")]))
+    described = [
+        line for line in cli("describe", "pods", "web").out.splitlines() if line.startswith("Name:")
+    ]
+    assert described == ["Name:           web-1", "Name:           web-2"]
+    assert cli("describe", "pods").out.count("Name:") == 3
+
+
+def test_delete_by_name_kind_slash_name_and_file(cli: Cli, tmp_path: Path) -> None:
+    manifest = write(tmp_path, "x.yaml", [node("n1"), pod("a"), pod("b")])
+    cli("apply", "-f", manifest)
+    assert cli("delete", "pod", "a").out == 'pod "a" deleted\n'
+    assert cli("delete", "po/b").out == 'pod "b" deleted\n'
+    result = cli("delete", "-f", manifest)
+    assert result.code == 1
+    assert result.out == 'node "n1" deleted\n'
+    assert result.err.splitlines() == [
+        'Error from server (NotFound): pods "a" not found',
+        'Error from server (NotFound): pods "b" not found',
+    ]
+    assert cli("delete", "-f", QUEUES).code == 1  # nothing to delete yet
+    cli("apply", "-f", QUEUES)
+    used = cli("delete", "queue", "department-1")
+    assert used.code == 1 and 'Queue "department-1": is still used by queue "team-a"' in used.err
+
+
+def test_schedule_and_version(cli: Cli) -> None:
+    assert cli("schedule", "--cycles", "2").out == "ran 2 round(s)\n"
+    result = CliRunner().invoke(app, ["version"])
+    assert result.exit_code == 0 and result.stdout.startswith("pykai ")
+
+
+def test_the_cluster_option_before_the_command_and_from_the_environment(tmp_path: Path) -> None:
+    runner = CliRunner()
+    first, second = tmp_path / "first.db", tmp_path / "second.db"
+    manifest = write(tmp_path, "x.yaml", [pod("a")])
+    assert runner.invoke(app, ["--cluster", str(first), "apply", "-f", manifest]).exit_code == 0
+    env = {"PYKAI_CLUSTER": str(first)}
+    assert "a" in runner.invoke(app, ["get", "pods"], env=env).stdout
+    after_command = runner.invoke(app, ["get", "pods", "--cluster", str(second)], env=env)
+    assert after_command.stderr == "No resources found in default namespace.\n"
+
+
+def test_a_damaged_cluster_file_is_reported(tmp_path: Path) -> None:
+    damaged = tmp_path / "cluster.db"
+    damaged.write_bytes(b"this is not sqlite" * 100)
+    result = CliRunner().invoke(app, ["get", "pods", "--cluster", str(damaged)])
+    assert result.exit_code == 1
+    assert result.stderr.startswith(f'error: cannot open the cluster file "{damaged}"')
+
+
+def test_bench_engine_is_wired_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "pykai.bench.engine", None)
+    result = CliRunner().invoke(app, ["bench", "engine"])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "error: the engine benchmark (pykai.bench.engine) is not part of this build yet\n"
+    )
+    monkeypatch.undo()
+    monkeypatch.setattr(
+        "pykai.bench.engine.run_engine_bench", lambda nodes, pods: {"nodes": nodes, "pods": pods}
+    )
+    result = CliRunner().invoke(app, ["bench", "engine", "--nodes", "3", "-o", "json"])
+    assert json.loads(result.stdout) == {"nodes": 3, "pods": 10_000}
+
+
+def test_demo_plays_every_chapter() -> None:
+    result = CliRunner().invoke(app, ["demo"])
+    assert result.exit_code == 0, result.output
+    chapters = [line for line in result.stdout.splitlines() if line.startswith("== ")]
+    assert len(chapters) == 7
+    assert "$ pykai get queues" in result.stdout
+    assert "QueueDoesNotExist" in result.stdout and "Preempted by" in result.stdout
+
+
+def test_run_rejects_an_invalid_scheduler_config(tmp_path: Path) -> None:
+    bad = tmp_path / "shard.yaml"
+    bad.write_text(
+        "apiVersion: kai.scheduler/v1\nkind: SchedulingShard\nmetadata: {name: default}\n"
+        "spec:\n  placementStrategy: {gpu: pack}\n"
+    )
+    args = ["run", "--kubeconfig", str(tmp_path / "none"), "--scheduler-config", str(bad)]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 1 and "spec.placementStrategy.gpu" in result.stderr
