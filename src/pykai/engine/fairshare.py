@@ -1,11 +1,18 @@
-"""Hierarchical fair-share division (KAI's proportion plugin, resource_division.go).
+"""Hierarchical fair-share division, after KAI's proportion plugin (resource_division.go).
 
-Per resource, top-down level by level: the top-level queues share the cluster total and each
-child shares its parent's fair share. In each level, every queue first gets its deserved quota
-(capped by its limit and its request); what remains goes over quota, priority level by priority
-level (highest first), in rounds proportional to overQuotaWeight. A queue gets whole units
-(floored) unless the rest of its request is smaller; the leftover of a level goes one unit each
-to the queues with the largest floored-off remainders (older queue first on ties).
+Each resource is divided on its own, top-down: the top-level queues share the cluster total and
+the children of a queue share that queue's fair share. Among siblings:
+
+1. Deserved pass: each queue gets min(deserved, requestable), where requestable = min(limit,
+   request) and an unlimited quota deserves the whole amount being divided. Quotas are honoured
+   even when they add up to more than that amount; nothing is then left for the next pass.
+2. Over-quota pass, one priority level at a time (highest first), on what is left: rounds over
+   the unsatisfied queues with a positive weight, each offered remaining x w/sum(w). A queue that
+   wants no more than its offer takes what it wants; any other takes the offer floored to whole
+   units (1 millicore, 1 byte, 1 GPU) and the floored-off rest is recorded. Rounds repeat while
+   some queue wanted less than its offer. What the level still holds then goes, up to one unit
+   each, to the queues with the largest recorded rest (older queue, then uid, first on ties).
+   Lower priority levels only get what higher ones left.
 """
 
 from __future__ import annotations
@@ -13,25 +20,26 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import groupby
 
 from pykai.model.resources import RESOURCE_NAMES, Resources
 
-EPS = 1e-9
+_EPS = 1e-9  # below any meaningful amount of millicores, bytes or GPUs; absorbs float noise
 
 
 @dataclass(frozen=True, slots=True)
 class QueueShareInput:
-    """A queue's settings and request, in engine units (math.inf = unlimited)."""
+    """A queue's settings and request, in engine units (``math.inf`` = unlimited)."""
 
     name: str
-    parent: str | None
-    priority: int
-    deserved: Resources
-    limit: Resources
-    over_quota_weight: Resources
+    parent: str | None  # None for a top-level queue
+    priority: int  # higher first in the over-quota pass
+    deserved: Resources  # quota; inf = unlimited (the whole amount its level divides)
+    limit: Resources  # inf = no limit; 0 = nothing allowed
+    over_quota_weight: Resources  # 0 = no over-quota share
     request: Resources  # leaf: allocated + pending; ignored for parents (sum of children)
-    creation: float
-    uid: str
+    creation: float  # seconds; older queues win remainder ties
+    uid: str  # final tie-break
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,155 +47,181 @@ class QueueShare:
     """What a queue is entitled to this cycle."""
 
     name: str
-    deserved: Resources
+    deserved: Resources  # quota, unlimited resolved to the amount its level divided
     fair_share: Resources
-    request: Resources
+    request: Resources  # of the whole subtree
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Slot:
-    """One queue's figures for one resource during the division."""
+    """One queue's figures for one resource while it and its siblings divide an amount."""
 
     queue: QueueShareInput
     deserved: float
-    limit: float
+    requestable: float
     weight: float
-    request: float
     share: float = 0.0
-    remainder: float = 0.0
+    rest: float = 0.0  # fraction floored off in the latest round it took part in; 0 = none
 
     @property
-    def cap(self) -> float:
-        return min(self.limit, self.request)
+    def wanted(self) -> float:
+        """How much more the queue could use."""
+        return self.requestable - self.share
 
 
 def compute_fair_shares(
     queues: Sequence[QueueShareInput], total: Resources
 ) -> dict[str, QueueShare]:
-    """Divide ``total`` (the cluster's schedulable capacity) among the queue tree. Queues whose
-    parent is missing (or that sit in a cycle) are orphans and get no entry."""
+    """Divide ``total`` (the cluster's schedulable capacity) among the queue tree.
+
+    A queue whose parent is missing, or that sits in a parent cycle, is an orphan: it and its
+    subtree get no entry.
+    """
+    children = _children_by_parent(queues)
+    top_down = _top_down(children)
+    requests = _subtree_requests(top_down, children)
+    result: dict[str, QueueShare] = {}
+    for parent in [None, *(q.name for q in top_down)]:
+        siblings = children.get(parent)
+        if siblings:
+            budget = total if parent is None else result[parent].fair_share
+            result.update(_divide_among(siblings, budget, requests))
+    return result
+
+
+def _children_by_parent(
+    queues: Sequence[QueueShareInput],
+) -> dict[str | None, list[QueueShareInput]]:
+    """Queues grouped by parent name (None = top level), each group sorted by name."""
     by_name = {q.name: q for q in queues}
     children: dict[str | None, list[QueueShareInput]] = {}
-    for q in queues:
-        children.setdefault(
-            q.parent if q.parent in by_name else _ORPHAN if q.parent else None, []
-        ).append(q)
-    requests: dict[str, Resources] = {}
-    _subtree_requests(None, children, requests)
-    shares: dict[str, dict[str, float]] = {}
-    deserved: dict[str, dict[str, float]] = {}
-    pending: list[tuple[str | None, dict[str, float]]] = [
-        (None, {r: total.get(r) for r in RESOURCE_NAMES})
-    ]
-    while pending:
-        parent, amounts = pending.pop()
-        level = sorted(children.get(parent, []), key=lambda q: q.name)
-        if not level:
-            continue
-        for resource in RESOURCE_NAMES:
-            slots = [
-                _Slot(
-                    queue=q,
-                    deserved=amounts[resource]
-                    if math.isinf(q.deserved.get(resource))
-                    else q.deserved.get(resource),
-                    limit=q.limit.get(resource),
-                    weight=q.over_quota_weight.get(resource),
-                    request=requests[q.name].get(resource),
-                )
-                for q in level
-            ]
-            _divide(slots, amounts[resource])
-            for slot in slots:
-                shares.setdefault(slot.queue.name, {})[resource] = slot.share
-                deserved.setdefault(slot.queue.name, {})[resource] = slot.deserved
-        for q in level:
-            pending.append((q.name, shares[q.name]))
-    return {
-        name: QueueShare(
-            name=name,
-            deserved=Resources.from_map(deserved[name]),
-            fair_share=Resources.from_map(share),
-            request=requests[name],
-        )
-        for name, share in shares.items()
-    }
+    for name in sorted(by_name):
+        queue = by_name[name]
+        children.setdefault(queue.parent or None, []).append(queue)
+    return children
 
 
-_ORPHAN = "\x00orphan"
-
-
-def _deserved(queue: QueueShareInput, resource: str, level_total: float) -> float:
-    """Quota, with unlimited (-1) meaning the whole amount the level divides."""
-    quota = queue.deserved.get(resource)
-    return level_total if math.isinf(quota) else quota
+def _top_down(children: dict[str | None, list[QueueShareInput]]) -> list[QueueShareInput]:
+    """The queues reachable from the top level, level by level; orphans and cycles are not."""
+    order: list[QueueShareInput] = []
+    level = children.get(None, [])
+    while level:
+        order.extend(level)
+        level = [child for q in level for child in children.get(q.name, [])]
+    return order
 
 
 def _subtree_requests(
-    parent: str | None, children: dict[str | None, list[QueueShareInput]], out: dict[str, Resources]
-) -> Resources:
-    total = Resources.ZERO
-    for q in children.get(parent, []):
-        below = children.get(q.name)
-        request = _subtree_requests(q.name, children, out) if below else q.request
-        out[q.name] = request
-        total += request
-    return total
+    top_down: list[QueueShareInput], children: dict[str | None, list[QueueShareInput]]
+) -> dict[str, Resources]:
+    """A leaf's own request; a parent's is the sum of its children's."""
+    requests: dict[str, Resources] = {}
+    for queue in reversed(top_down):
+        kids = children.get(queue.name)
+        requests[queue.name] = (
+            sum((requests[k.name] for k in kids), Resources.ZERO) if kids else queue.request
+        )
+    return requests
 
 
-def _divide(slots: list[_Slot], amount: float) -> None:
-    """Divide ``amount`` of one resource among sibling slots."""
-    remaining = amount
+def _divide_among(
+    siblings: list[QueueShareInput], budget: Resources, requests: dict[str, Resources]
+) -> dict[str, QueueShare]:
+    """Each sibling's share of ``budget``, every resource divided independently."""
+    columns = [
+        _divide_resource(siblings, name, budget.get(name), requests) for name in RESOURCE_NAMES
+    ]
+    return {
+        queue.name: QueueShare(
+            name=queue.name,
+            deserved=Resources(*(column[i].deserved for column in columns)),
+            fair_share=Resources(*(column[i].share for column in columns)),
+            request=requests[queue.name],
+        )
+        for i, queue in enumerate(siblings)
+    }
+
+
+def _divide_resource(
+    siblings: list[QueueShareInput], resource: str, amount: float, requests: dict[str, Resources]
+) -> list[_Slot]:
+    """One resource's division among siblings; the slots are in the siblings' order."""
+    slots = [_slot(q, resource, amount, requests[q.name]) for q in siblings]
     for slot in slots:
-        slot.share = max(0.0, min(slot.deserved, slot.cap))
-        remaining -= slot.share
-    remaining = max(0.0, remaining)
-    for priority in sorted({s.queue.priority for s in slots}, reverse=True):
-        if remaining <= EPS:
+        slot.share = min(slot.deserved, slot.requestable)
+    left = amount - sum(slot.share for slot in slots)
+    for level in _by_priority(slots):
+        if left <= _EPS:
             break
-        level = [s for s in slots if s.queue.priority == priority]
-        remaining = _over_quota(level, remaining)
+        left = _hand_out_rests(level, _over_quota_rounds(level, left))
+    return slots
 
 
-def _over_quota(slots: list[_Slot], remaining: float) -> float:
-    """Rounds of over-quota division within one priority level; returns what is left."""
-    for slot in slots:
-        slot.remainder = 0.0
-    while remaining > EPS:
-        hungry = [s for s in slots if s.weight > 0 and s.cap > s.share + EPS]
-        if not hungry:
-            return remaining
-        weights = sum(s.weight for s in hungry)
-        given = 0.0
-        someone_satisfied = False
-        for slot in hungry:
-            portion = remaining * slot.weight / weights
-            wanted = slot.cap - slot.share
-            if wanted <= portion + EPS:
-                slot.share += wanted
-                given += wanted
-                someone_satisfied = True
-            else:
-                whole = math.floor(portion + EPS)
-                slot.share += whole
-                slot.remainder += portion - whole
-                given += whole
-        remaining -= given
-        if not someone_satisfied:
-            break
-    return _hand_out_leftover(slots, remaining)
-
-
-def _hand_out_leftover(slots: list[_Slot], remaining: float) -> float:
-    """One unit each to the queues with the largest fractional remainders."""
-    order = sorted(
-        (s for s in slots if s.remainder > EPS and s.cap > s.share + EPS),
-        key=lambda s: (-s.remainder, s.queue.creation, s.queue.uid, s.queue.name),
+def _slot(queue: QueueShareInput, resource: str, amount: float, request: Resources) -> _Slot:
+    quota = queue.deserved.get(resource)
+    return _Slot(
+        queue=queue,
+        deserved=amount if math.isinf(quota) else quota,
+        requestable=min(queue.limit.get(resource), request.get(resource)),
+        weight=queue.over_quota_weight.get(resource),
     )
-    for slot in order:
-        if remaining <= EPS:
+
+
+def _by_priority(slots: list[_Slot]) -> list[list[_Slot]]:
+    """Slots grouped by queue priority, highest first."""
+    ordered = sorted(slots, key=lambda s: -s.queue.priority)
+    return [list(group) for _, group in groupby(ordered, key=lambda s: s.queue.priority)]
+
+
+def _over_quota_rounds(slots: list[_Slot], amount: float) -> float:
+    """Weighted rounds within one priority level; returns what is left."""
+    while amount > _EPS:
+        hungry = [s for s in slots if s.weight > 0 and s.wanted > _EPS]
+        weights = _round_weights(hungry)
+        weight_sum = sum(weights)
+        if weight_sum <= 0:
             break
-        extra = min(1.0, remaining, slot.cap - slot.share)
+        offered = amount
+        another_round = False
+        for slot, weight in zip(hungry, weights, strict=True):
+            offer = offered * weight / weight_sum
+            wanted = slot.wanted
+            if wanted <= offer + _EPS:
+                slot.share, slot.rest = slot.requestable, 0.0
+                amount -= wanted
+                another_round = another_round or wanted < offer - _EPS
+            else:
+                whole = math.floor(offer + _EPS)
+                slot.share += whole
+                amount -= whole
+                if offer - whole > _EPS:
+                    slot.rest = offer - whole
+        if not another_round:
+            break
+    return amount
+
+
+def _round_weights(hungry: list[_Slot]) -> list[float]:
+    """The unsatisfied queues' weights for one over-quota round.
+
+    Time-based fairshare would adjust them here: with nw = w/sum(w) and past usage (a fraction
+    of the cluster), KAI uses max(0, nw + kValue x (nw - usage)).
+    """
+    return [slot.weight for slot in hungry]
+
+
+def _hand_out_rests(slots: list[_Slot], amount: float) -> float:
+    """Up to one unit each (never past its request or limit) to the queues with the largest
+    recorded rest; returns what is left."""
+    for slot in sorted((s for s in slots if s.rest > 0), key=_rest_order):
+        if amount <= _EPS:
+            break
+        extra = min(1.0, amount, slot.wanted)
         slot.share += extra
-        remaining -= extra
-    return remaining
+        amount -= extra
+    return amount
+
+
+def _rest_order(slot: _Slot) -> tuple[float, float, str, str]:
+    """Largest rest first, then the older queue, then uid (the name only makes it total)."""
+    return (-round(slot.rest, 9), slot.queue.creation, slot.queue.uid, slot.queue.name)
