@@ -1,5 +1,5 @@
-"""``pykai bench fgd``: placement policies on the openb trace, per seed and as medians, beside
-the FGD paper's published figures."""
+"""The FGD paper's experiment on the openb trace: every seed of one policy, their median, the
+paper's published medians beside them, and a plot."""
 
 from __future__ import annotations
 
@@ -11,8 +11,12 @@ from typing import Any
 import numpy as np
 
 from pykai.sim.openb import read_nodes, read_pods
-from pykai.sim.packing import MAX_ARRIVAL, POLICIES, median, replay
+from pykai.sim.policies import POLICIES
+from pykai.sim.replay import MAX_ARRIVAL, Curve, median, replay
 
+DATA = Path(__file__).resolve().parents[3] / "data"
+PUBLISHED_ALLOCATION = DATA / "fgd" / "analysis_allo_discrete.default.csv"
+PUBLISHED_FRAGMENTATION = DATA / "fgd" / "analysis_frag_discrete.default.csv"
 PUBLISHED_NAMES = {
     "random": "01-Random",
     "dotprod": "02-DotProd",
@@ -32,15 +36,17 @@ def run_fgd(
     max_pods: int | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """Replay every seed; the result has per-seed curves (index = arrival %) and their median."""
+    """Replay every seed with ``policy`` (one of :data:`POLICIES`).
+
+    Returns ``{"policy", "runs": [{"seed", "unallocated_gpu_pct", "fragmentation_pct",
+    "seconds"}], "median_unallocated_gpu_pct"}``; curves have 131 entries (arrival 0..130 %),
+    None where no event reached that arrival. ``progress(done, total)`` is called per seed."""
     if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; known: {', '.join(sorted(POLICIES))}")
+        raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
     nodes, pods = read_nodes(nodes_csv), read_pods(pods_csv)
     runs: list[dict[str, Any]] = []
-    curves: list[list[float | None]] = []
     for done, seed in enumerate(seeds, start=1):
         run = replay(nodes, pods, policy, seed, tune, max_pods)
-        curves.append(run.unallocated_gpu_pct)
         runs.append(
             {
                 "seed": seed,
@@ -54,48 +60,74 @@ def run_fgd(
     return {
         "policy": policy,
         "runs": runs,
-        "median_unallocated_gpu_pct": median(curves),
+        "median_unallocated_gpu_pct": median([r["unallocated_gpu_pct"] for r in runs]),
     }
 
 
-def published_medians(allocation_csv: Path, policy: str) -> list[float | None]:
-    """The paper's median unallocated GPU % per arrival % (100 − allocation ratio)."""
-    name = PUBLISHED_NAMES[policy]
-    with allocation_csv.open(newline="") as handle:
-        rows = [r for r in csv.DictReader(handle) if r["sc_policy"] == name]
-    out: list[float | None] = []
+def _published(path: Path, policy: str, unallocated: bool) -> Curve:
+    if policy not in PUBLISHED_NAMES:
+        raise ValueError(
+            f"no published figures for {policy!r}; known: {', '.join(PUBLISHED_NAMES)}"
+        )
+    with path.open(newline="") as handle:
+        rows = [r for r in csv.DictReader(handle) if r["sc_policy"] == PUBLISHED_NAMES[policy]]
+    out: Curve = []
     for k in range(MAX_ARRIVAL + 1):
-        values = [100 - float(r[str(k)]) for r in rows if r.get(str(k))]
+        values = [float(v) for r in rows if (v := r.get(str(k)))]
+        if unallocated:
+            values = [100 - v for v in values]
         out.append(round(float(np.median(values)), 3) if values else None)
     return out
 
 
+def published_medians(policy: str, allocation_csv: Path = PUBLISHED_ALLOCATION) -> Curve:
+    """The paper's median unallocated GPU % (100 − allocation ratio) over seeds 42-51, per
+    arrival % 0..130, for one of the six policies of :data:`PUBLISHED_NAMES`."""
+    return _published(allocation_csv, policy, unallocated=True)
+
+
+def published_fragmentation(policy: str, frag_csv: Path = PUBLISHED_FRAGMENTATION) -> Curve:
+    """The paper's median fragmentation (% of cluster GPUs) per arrival % 0..130."""
+    return _published(frag_csv, policy, unallocated=False)
+
+
 def plot(results: list[dict[str, Any]], path: Path) -> None:
-    """Median unallocated GPU % against arrival % for each policy, as a PNG."""
+    """Median unallocated GPU % against arrival % for each result of :func:`run_fgd`, as a PNG
+    (the published median, where there is one, dashed in the same colour)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(figsize=(7, 4))
+    figure, axes = plt.subplots(figsize=(8, 4.5))
     for result in results:
-        points = [
-            (k, v) for k, v in enumerate(result["median_unallocated_gpu_pct"]) if v is not None
-        ]
-        axes.plot([k for k, _ in points], [v for _, v in points], label=result["policy"])
-    axes.set_xlabel("arrived GPU demand (% of capacity)")
-    axes.set_ylabel("unallocated GPU (%)")
-    axes.set_xlim(60, MAX_ARRIVAL)
-    axes.set_ylim(0, 45)
-    axes.legend()
+        curve = result["median_unallocated_gpu_pct"]
+        (line,) = axes.plot(*_points(curve), label=result["policy"])
+        if result["policy"] in PUBLISHED_NAMES and PUBLISHED_ALLOCATION.exists():
+            published = published_medians(result["policy"])
+            axes.plot(*_points(published), linestyle="--", color=line.get_color(), linewidth=0.8)
+    axes.set_xlabel("arrived GPU demand (% of cluster GPUs)")
+    axes.set_ylabel("unallocated GPU (%), median over seeds")
+    axes.set_xlim(75, MAX_ARRIVAL)
+    axes.set_ylim(0, 30)
+    axes.grid(alpha=0.3)
+    axes.legend(title="solid: pykai sim; dashed: published", fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
 
 
+def _points(curve: Curve) -> tuple[list[int], list[float]]:
+    pairs = [(k, v) for k, v in enumerate(curve) if v is not None]
+    return [k for k, _ in pairs], [v for _, v in pairs]
+
+
 def parse_seeds(text: str) -> list[int]:
-    """``42-51`` or ``42,43,44``."""
-    if "-" in text:
-        low, high = text.split("-", 1)
-        return list(range(int(low), int(high) + 1))
-    return [int(s) for s in text.split(",") if s]
+    """Seeds from ``42-51`` (a range) or ``42,43,44`` (a list)."""
+    try:
+        if "-" in text:
+            low, high = text.split("-", 1)
+            return list(range(int(low), int(high) + 1))
+        return [int(s) for s in text.split(",") if s.strip()]
+    except ValueError as exc:
+        raise ValueError(f"seeds must look like 42-51 or 42,43; got {text!r}") from exc

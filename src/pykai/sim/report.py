@@ -1,0 +1,155 @@
+"""Regenerate ``bench/results/fgd*``: every policy on the default openb trace beside the FGD
+paper's published medians, and FGD against pykai on variants of the trace.
+
+Usage: ``python -m pykai.sim.report [--seeds 42-51] [--out bench/results]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from pykai.sim.fgd import (
+    DATA,
+    PUBLISHED_NAMES,
+    parse_seeds,
+    plot,
+    published_fragmentation,
+    published_medians,
+    run_fgd,
+)
+from pykai.sim.openb import read_nodes, read_pods, write_pods
+from pykai.sim.policies import POLICIES
+from pykai.sim.replay import Curve, median
+from pykai.sim.variants import VARIANTS, make_variant
+
+NODES = DATA / "openb" / "openb_node_list_gpu_node.csv"
+PODS = DATA / "openb" / "openb_pod_list_default.csv"
+ARRIVALS = (80, 90, 95, 100, 110, 120, 130)
+FRAG_ARRIVALS = (0, 40, 80, 100)
+VARIANT_SEED = 7
+
+
+def _fmt(value: float | None, digits: int = 2) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def _at(curve: Curve, ks: tuple[int, ...], digits: int = 2) -> list[str]:
+    return [_fmt(curve[k], digits) for k in ks]
+
+
+def _iqr(result: dict[str, Any], k: int) -> str:
+    values = [v for r in result["runs"] if (v := r["unallocated_gpu_pct"][k]) is not None]
+    low, high = np.percentile(values, [25, 75])
+    return f"{low:.2f}–{high:.2f}"
+
+
+def _seconds(result: dict[str, Any]) -> float:
+    return float(np.mean([r["seconds"] for r in result["runs"]]))
+
+
+def default_table(results: list[dict[str, Any]]) -> list[str]:
+    """Markdown rows: unallocated GPU % per policy, ours and published."""
+    head = " | ".join(str(k) for k in ARRIVALS)
+    lines = [
+        f"| policy | source | {head} | IQR at 100 | Δ at 100 | s / seed |",
+        "|---|---|" + "---|" * (len(ARRIVALS) + 3),
+    ]
+    for result in results:
+        policy, ours = result["policy"], result["median_unallocated_gpu_pct"]
+        published = published_medians(policy) if policy in PUBLISHED_NAMES else None
+        delta = "" if published is None else f"{ours[100] - published[100]:+.2f} pp"
+        lines.append(
+            f"| {policy} | pykai sim | {' | '.join(_at(ours, ARRIVALS))} | {_iqr(result, 100)} "
+            f"| {delta} | {_seconds(result):.1f} |"
+        )
+        if published is not None:
+            lines.append(f"| {policy} | published | {' | '.join(_at(published, ARRIVALS))} | | | |")
+    return lines
+
+
+def frag_table(results: list[dict[str, Any]]) -> list[str]:
+    """Markdown rows: median fragmentation at a few arrivals, ours and published."""
+    lines = [
+        "| policy | pykai sim | published |",
+        "|---|---|---|",
+    ]
+    for result in results:
+        policy = result["policy"]
+        ours = median([r["fragmentation_pct"] for r in result["runs"]])
+        published = (
+            " / ".join(_at(published_fragmentation(policy), FRAG_ARRIVALS, 1))
+            if policy in PUBLISHED_NAMES
+            else "—"
+        )
+        lines.append(f"| {policy} | {' / '.join(_at(ours, FRAG_ARRIVALS, 1))} | {published} |")
+    return lines
+
+
+def variant_rows(name: str, fgd: dict[str, Any], pykai: dict[str, Any]) -> str:
+    """One markdown row comparing FGD and pykai at arrival 100 on one trace."""
+    ours = [r["unallocated_gpu_pct"][100] for r in pykai["runs"]]
+    theirs = [r["unallocated_gpu_pct"][100] for r in fgd["runs"]]
+    wins = sum(o < t for o, t in zip(ours, theirs, strict=True))
+    ties = sum(o == t for o, t in zip(ours, theirs, strict=True))
+    f, p = fgd["median_unallocated_gpu_pct"][100], pykai["median_unallocated_gpu_pct"][100]
+    return (
+        f"| {name} | {_fmt(f)} | {_fmt(p)} | {_fmt(None if f is None or p is None else p - f)} "
+        f"| {wins} / {ties} / {len(ours) - wins - ties} |"
+    )
+
+
+def run_variants(seeds: list[int]) -> dict[str, dict[str, Any]]:
+    """FGD and pykai on the default trace and each variant (made with seed 7)."""
+    nodes, pods = read_nodes(NODES), read_pods(PODS)
+    out: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory() as folder:
+        traces = {"default": PODS}
+        for kind in VARIANTS:
+            traces[kind] = Path(folder) / f"openb_pod_list_{kind}.csv"
+            write_pods(make_variant(pods, nodes, kind, VARIANT_SEED), traces[kind])
+        for name, path in traces.items():
+            out[name] = {p: run_fgd(NODES, path, p, seeds) for p in ("fgd", "pykai")}
+            print(f"  variant {name} done", flush=True)
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Run everything and write JSON, Markdown tables and the plot under ``--out``."""
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--seeds", default="42-51")
+    parser.add_argument("--out", type=Path, default=Path("bench/results"))
+    args = parser.parse_args(argv)
+    seeds = parse_seeds(args.seeds)
+    args.out.mkdir(parents=True, exist_ok=True)
+    results = []
+    for policy in POLICIES:
+        results.append(run_fgd(NODES, PODS, policy, seeds))
+        print(f"  {policy} done in {_seconds(results[-1]):.1f} s/seed", flush=True)
+    (args.out / "fgd-default.json").write_text(json.dumps(results))
+    plot(results, args.out / "fgd-default.png")
+    variants = run_variants(seeds)
+    (args.out / "fgd-variants.json").write_text(json.dumps(variants))
+    tables = [
+        "## Unallocated GPU % by arrival % (default trace)",
+        *default_table(results),
+        "",
+        "## Fragmentation (% of cluster GPUs, median) at arrival 0 / 40 / 80 / 100",
+        *frag_table(results),
+        "",
+        "## FGD vs pykai, unallocated GPU % at arrival 100 (median)",
+        "| trace | fgd | pykai | pykai − fgd | seeds won / tied / lost |",
+        "|---|---|---|---|---|",
+        *(variant_rows(name, r["fgd"], r["pykai"]) for name, r in variants.items()),
+    ]
+    (args.out / "fgd-tables.md").write_text("\n".join(tables) + "\n")
+    print("\n".join(tables))
+
+
+if __name__ == "__main__":
+    main()
