@@ -49,7 +49,9 @@ def fgd(
     pods: Annotated[Path, typer.Option(help="Pod list CSV")] = Path(
         "data/openb/openb_pod_list_default.csv"
     ),
-    policy: Annotated[str, typer.Option(help="random|bestfit|packing|fgd")] = "fgd",
+    policy: Annotated[
+        str, typer.Option(help="random|dotprod|clustering|packing|bestfit|fgd|pykai")
+    ] = "fgd",
     seeds: Annotated[str, typer.Option(help="42-51 or 42,43")] = "42",
     tune: Annotated[float, typer.Option(help="Inflate arrivals to tune × capacity")] = 1.3,
     max_pods: Annotated[int | None, typer.Option(help="Stop after this many pods")] = None,
@@ -63,8 +65,8 @@ def fgd(
 
     from pykai.sim.fgd import parse_seeds, plot, run_fgd
 
-    seed_list = parse_seeds(seeds)
     try:
+        seed_list = parse_seeds(seeds)
         with Progress(disable=not sys.stderr.isatty(), transient=True) as bar:
             task = bar.add_task(f"{policy}", total=len(seed_list))
             result = run_fgd(
