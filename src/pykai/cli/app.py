@@ -266,45 +266,69 @@ def demo(
 @app.command()
 def run(
     kubeconfig: Annotated[
-        Path, typer.Option("--kubeconfig", envvar="KUBECONFIG", help="kubeconfig file")
-    ],
+        Path | None,
+        typer.Option(
+            "--kubeconfig", envvar="KUBECONFIG", help="kubeconfig file (default: in-cluster)"
+        ),
+    ] = None,
+    components: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated: scheduler, binder, podgrouper, queuecontroller, "
+            "podgroupcontroller, and for local clusters kubelet, kuberay "
+            "(default: the first five)"
+        ),
+    ] = "scheduler,binder,podgrouper,queuecontroller,podgroupcontroller",
     fake_kubelet: Annotated[
-        bool, typer.Option(help="Mark bound pods Running (local clusters)")
+        bool, typer.Option(help="Also run the kubelet stand-in (bound pods start Running)")
     ] = False,
-    period: Annotated[float, typer.Option(help="Seconds between scheduling cycles")] = 1.0,
-    leader_elect: Annotated[
-        bool, typer.Option(help="Schedule only while holding the Lease")
-    ] = False,
+    period: Annotated[float, typer.Option(help="Seconds between cycles")] = 1.0,
+    leader_elect: Annotated[bool, typer.Option(help="Act only while holding the Lease")] = False,
     lease_namespace: Annotated[str, typer.Option(help="Namespace of the Lease")] = "default",
+    lease_name: Annotated[
+        str, typer.Option(help="Name of the Lease (default: pykai-<components>)")
+    ] = "",
     identity: Annotated[str, typer.Option(help="This replica's name (default: host-pid)")] = "",
     scheduler_config: Annotated[
-        Path | None, typer.Option(help="YAML: a SchedulingShard or a plain scheduler config")
+        Path | None,
+        typer.Option(
+            "--scheduler-config",
+            "--config",
+            help="YAML: a SchedulingShard or a plain scheduler config",
+        ),
     ] = None,
 ) -> None:
-    """Schedule pods of a real Kubernetes cluster (foreground; stops cleanly on SIGTERM)."""
+    """Run pykai's components against a real Kubernetes cluster (foreground; stops cleanly on
+    SIGTERM)."""
     from pykai.kube.api import KubeApi
     from pykai.kube.leader import LeaderElector
-    from pykai.kube.runner import KubeRunner
+    from pykai.kube.runner import KubeRunner, parse_components
 
     config = None
-    if scheduler_config is not None:
-        with reported():
+    with reported():
+        try:
+            chosen = parse_components(components)
+        except ValueError as exc:
+            raise ManifestError(f"--components: {exc}") from exc
+        if fake_kubelet:
+            chosen |= {"kubelet"}
+        if scheduler_config is not None:
             documents = read_manifests([str(scheduler_config)])
             if not documents:
                 raise ManifestError(f"{scheduler_config} holds no configuration")
             config = config_from_mapping(documents[0], str(scheduler_config))
+        api = KubeApi.connect(kubeconfig)
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-
-    api = KubeApi.from_kubeconfig(kubeconfig)
     elector = None
     if leader_elect:
         name = identity or f"{socket.gethostname()}-{os.getpid()}"
-        elector = LeaderElector(api, name, namespace=lease_namespace)
-    KubeRunner(api, config, fake_kubelet=fake_kubelet).run(stop, period, elector)
+        lease = lease_name or "pykai-" + "-".join(sorted(chosen))
+        elector = LeaderElector(api, name, name=lease, namespace=lease_namespace)
+    KubeRunner(api, config, chosen).run(stop, period, elector)
 
 
 def main() -> None:

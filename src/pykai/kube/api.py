@@ -7,7 +7,8 @@ because typed clients choke on the Status object the apiserver answers with.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import os
+from collections.abc import Generator, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -37,15 +38,29 @@ class Kind:
 KINDS = {
     k.kind: k
     for k in (
+        Kind("Namespace", "", "v1", "namespaces", False),
         Kind("Node", "", "v1", "nodes", False),
         Kind("Pod", "", "v1", "pods", True),
         Kind("Event", "", "v1", "events", True),
         Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
         Kind("Queue", "scheduling.run.ai", "v2", "queues", False),
         Kind("PodGroup", "scheduling.run.ai", "v2alpha2", "podgroups", True),
+        Kind("BindRequest", "scheduling.run.ai", "v1alpha2", "bindrequests", True),
         Kind("Lease", "coordination.k8s.io", "v1", "leases", True),
+        # the owners the pod-grouper reads and the KubeRay emulator manages
+        Kind("ReplicaSet", "apps", "v1", "replicasets", True),
+        Kind("Deployment", "apps", "v1", "deployments", True),
+        Kind("StatefulSet", "apps", "v1", "statefulsets", True),
+        Kind("Job", "batch", "v1", "jobs", True),
+        Kind("CronJob", "batch", "v1beta1", "cronjobs", True),
+        Kind("RayCluster", "ray.io", "v1", "rayclusters", True),
+        Kind("RayJob", "ray.io", "v1", "rayjobs", True),
+        Kind("RayService", "ray.io", "v1", "rayservices", True),
+        Kind("PyTorchJob", "kubeflow.org", "v1", "pytorchjobs", True),
     )
 }
+
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
 class ApiError(RuntimeError):
@@ -54,6 +69,10 @@ class ApiError(RuntimeError):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(f"{status}: {message}")
         self.status = status
+
+
+# what a call to the apiserver may raise: a refusal, or no answer (e.g. while it restarts)
+API_ERRORS = (ApiError, httpx.HTTPError)
 
 
 def client_from_kubeconfig(path: Path) -> httpx.Client:
@@ -80,6 +99,37 @@ def client_from_kubeconfig(path: Path) -> httpx.Client:
     )
 
 
+class _ServiceAccountToken(httpx.Auth):
+    """The pod's service-account token, read again for every request (the kubelet rotates it)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = f"Bearer {self.path.read_text().strip()}"
+        yield request
+
+
+def in_cluster_client(directory: Path = SERVICE_ACCOUNT_DIR) -> httpx.Client:
+    """An httpx client for the apiserver a pod runs under (service-account token and CA)."""
+    host, port = (
+        os.environ.get("KUBERNETES_SERVICE_HOST"),
+        os.environ.get("KUBERNETES_SERVICE_PORT", "443"),
+    )
+    if not host or not (directory / "token").exists():
+        raise FileNotFoundError(
+            "not running in a pod (no KUBERNETES_SERVICE_HOST or service-account token): "
+            "pass --kubeconfig PATH"
+        )
+    return httpx.Client(
+        base_url=f"https://{host}:{port}",
+        auth=_ServiceAccountToken(directory / "token"),
+        verify=str(directory / "ca.crt"),
+        timeout=httpx.Timeout(30.0, read=None),
+        limits=httpx.Limits(max_connections=64),
+    )
+
+
 class KubeApi:
     """list / watch / create / patch / delete / bind on one apiserver."""
 
@@ -90,6 +140,11 @@ class KubeApi:
     def from_kubeconfig(cls, path: Path) -> KubeApi:
         """A client for the kubeconfig's current context."""
         return cls(client_from_kubeconfig(path))
+
+    @classmethod
+    def connect(cls, kubeconfig: Path | None) -> KubeApi:
+        """A client for ``kubeconfig``, or the in-cluster configuration without one."""
+        return cls(client_from_kubeconfig(kubeconfig) if kubeconfig else in_cluster_client())
 
     def path(self, kind: Kind, namespace: str = "", name: str = "", sub: str = "") -> str:
         """The REST path of a collection, an object or its subresource."""

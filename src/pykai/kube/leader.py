@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from pykai.kube.api import KINDS, ApiError, KubeApi
+from pykai.kube.api import API_ERRORS, KINDS, ApiError, KubeApi
 from pykai.model.meta import format_time, parse_time
 
 LEASE = KINDS["Lease"]
@@ -31,7 +31,7 @@ class LeaderElector:
         now = time.time() if now is None else now
         try:
             self.leader = self._try(now)
-        except ApiError:
+        except API_ERRORS:
             self.leader = self.leader and now - self._last_renew < self.duration
         return self.leader
 

@@ -1,9 +1,17 @@
-"""``pykai run``: the scheduler, pod-grouper, binder, evictor and status writer against a real
-API server, in one process, on the same engine as the embedded cluster.
+"""``pykai run``: pykai's components against a real API server, on the same engine as the
+embedded cluster. One process runs any subset of them (all by default):
 
-Writes per decision: a bind is one POST of pods/binding (whole-GPU and CPU pods need nothing
-else); shared-GPU pods also get their GPU-group labels in one merge patch before the bind; an
-eviction is one DELETE; status is written only when it changed.
+- ``podgrouper``: a PodGroup for every kai-scheduler pod without one (by its top owner);
+- ``scheduler``: the cycle; binds (see kube/binder.py), evictions (one DELETE each, with a
+  Warning event on the pod and its PodGroup), the PodGroup's scheduling conditions and its
+  last-start / stale-since annotations;
+- ``binder``: carries out BindRequests (shared-GPU pods) and frees unused GPU reservations;
+- ``queuecontroller`` / ``podgroupcontroller``: queue status and PodGroup status;
+- ``kubelet`` and ``kuberay``: stand-ins for a local cluster (bound pods start Running; the
+  KubeRay emulator turns RayCluster/RayJob/RayService into pods).
+
+Status is written only where it changed. Nothing is decided before every informer has listed
+its kind, so a restarted process never acts on a half-filled cache.
 """
 
 from __future__ import annotations
@@ -12,23 +20,71 @@ import logging
 import queue
 import threading
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
-from pykai.controllers.status import podgroup_status, queue_statuses
+from pykai.controllers.status import podgroup_status, queue_statuses, reason_text
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import Bind, CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import ClusterState
 from pykai.grouping.podgrouper import plan_for
-from pykai.kube.api import KINDS, ApiError, Kind, KubeApi
+from pykai.grouping.ray import RayGroupingError
+from pykai.kube.api import API_ERRORS, KINDS, ApiError, Kind, KubeApi
+from pykai.kube.binder import (
+    RESERVATION_NAMESPACE,
+    BindBackoff,
+    Binder,
+    bound_view,
+    groups_in_use,
+    held_view,
+    pending_request,
+)
+from pykai.kube.events import WARNING, EventRecorder
 from pykai.kube.informer import Change, Informer
 from pykai.kube.leader import LeaderElector
+from pykai.kube.workloads import KubeWorkloads
 from pykai.model import constants as c
 from pykai.model.errors import ValidationError
-from pykai.model.meta import Obj
+from pykai.model.meta import Obj, format_time
 
 log = logging.getLogger("pykai.run")
-WATCHED = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
+
+COMPONENTS = (
+    "scheduler",
+    "binder",
+    "podgrouper",
+    "queuecontroller",
+    "podgroupcontroller",
+    "kubelet",
+    "kuberay",
+)
+DEFAULT_COMPONENTS = frozenset(COMPONENTS[:5])
+_ENGINE_KINDS = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod", "BindRequest")
+_NEEDS: dict[str, tuple[str, ...]] = {
+    "scheduler": _ENGINE_KINDS,
+    "binder": ("Pod", "BindRequest"),
+    "podgrouper": ("Pod", "PodGroup", "PriorityClass"),
+    "queuecontroller": _ENGINE_KINDS,
+    "podgroupcontroller": _ENGINE_KINDS,
+    "kubelet": ("Pod",),
+    "kuberay": ("Pod", "RayCluster", "RayJob", "RayService"),
+}
+# owners the pod-grouper reads when they exist (a missing CRD only means no such owners)
+_OWNER_KINDS = (
+    "ReplicaSet",
+    "Deployment",
+    "StatefulSet",
+    "Job",
+    "CronJob",
+    "RayCluster",
+    "RayJob",
+    "RayService",
+    "PyTorchJob",
+)
+_OPTIONAL = frozenset(_OWNER_KINDS)
+# fields of PodGroup status the scheduler owns; the podgroup controller owns the rest
+_SCHEDULER_STATUS = frozenset({"schedulingConditions"})
 
 
 def key_of(obj: Obj) -> tuple[str, str, str]:
@@ -37,36 +93,80 @@ def key_of(obj: Obj) -> tuple[str, str, str]:
     return obj["kind"], meta.get("namespace", "") or "", meta["name"]
 
 
+def parse_components(text: str) -> frozenset[str]:
+    """``scheduler,binder`` -> the set; raises ValueError naming an unknown component."""
+    wanted = frozenset(part.strip() for part in text.split(",") if part.strip())
+    unknown = sorted(wanted - set(COMPONENTS))
+    if unknown or not wanted:
+        raise ValueError(
+            f"unknown component(s) {', '.join(unknown) or '(none given)'}; "
+            f"choose from {', '.join(COMPONENTS)}"
+        )
+    return wanted
+
+
 class KubeRunner:
-    """Keeps a ClusterState in step with the apiserver and acts on each cycle's decisions."""
+    """Keeps a ClusterState in step with the apiserver and runs the chosen components."""
 
     def __init__(
-        self, api: KubeApi, config: SchedulerConfig | None = None, *, fake_kubelet: bool = False
+        self,
+        api: KubeApi,
+        config: SchedulerConfig | None = None,
+        components: frozenset[str] = DEFAULT_COMPONENTS,
     ) -> None:
         self.api = api
+        self.components = components
+        config = config or SchedulerConfig()
+        if "scheduler" not in components:  # status only: fair share without actions
+            config = config.model_copy(update={"actions": []})
         self.scheduler = Scheduler(config)
-        self.fake_kubelet = fake_kubelet
         self.state = ClusterState()
         self.objects: dict[tuple[str, str, str], Obj] = {}
         self.changes: queue.Queue[Change] = queue.Queue()
         self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="pykai-write")
+        self.events = EventRecorder(api, self.pool)
+        self.backoff = BindBackoff()
+        self.binder = Binder(api, self.pool, self.events, self.backoff)
+        self.workloads = KubeWorkloads(api, self.events)
+        self.kinds = sorted({k for name in components for k in _NEEDS[name]})
+        if "podgrouper" in components:
+            self.kinds = sorted(set(self.kinds) | _OPTIONAL)
+        self.synced: set[str] = set()
+        self.evictions: dict[str, int] = {}  # queue -> evictions counted by this process
+        self._reported: dict[str, str] = {}  # job key -> reasons last reported as an event
 
     def run(
         self, stop: threading.Event, period: float = 1.0, elector: LeaderElector | None = None
     ) -> None:
         """Run cycles every ``period`` seconds until ``stop`` is set; with an elector, only
         while this replica holds the lease (the caches stay warm for a fast failover)."""
-        for kind in WATCHED:
+        for kind in self.kinds:
             Informer(self.api, KINDS[kind], self.changes, stop).start()
+        if "binder" in self.components:
+            self._until_done(stop, self.binder.ensure_namespace)
         while not stop.is_set():
             self.drain()
             try:
-                if elector is None or elector.step():
+                if self.ready() and (elector is None or elector.step()):
                     self.cycle()
-            except (ApiError, OSError) as exc:  # the apiserver may be restarting
+            except API_ERRORS as exc:  # the apiserver may be restarting
                 log.warning("cycle failed: %s", exc)
             stop.wait(period)
         self.pool.shutdown(wait=True)
+
+    @staticmethod
+    def _until_done(stop: threading.Event, step: Callable[[], None]) -> None:
+        while not stop.is_set():
+            try:
+                step()
+                return
+            except API_ERRORS as exc:
+                log.warning("waiting for the apiserver: %s", exc)
+                stop.wait(1.0)
+
+    def ready(self) -> bool:
+        """True once every required kind has been listed."""
+        return all(kind in self.synced for kind in self.kinds if kind not in _OPTIONAL)
 
     # ---- keeping the state in step -----------------------------------------------------------
 
@@ -82,6 +182,7 @@ class KubeRunner:
     def apply(self, change: Change) -> None:
         """One informer change into the object cache and the engine's state."""
         if change.type == "SYNC":
+            self.synced.add(change.kind)
             fresh = {key_of(o) for o in change.objects}
             for key in [k for k in self.objects if k[0] == change.kind and k not in fresh]:
                 self._forget(key)
@@ -93,15 +194,48 @@ class KubeRunner:
             self._remember(change.obj)
 
     def _remember(self, obj: Obj) -> None:
-        self.objects[key_of(obj)] = obj
+        key = key_of(obj)
+        self.objects[key] = obj
+        if key[0] == "BindRequest":
+            pod = self.objects.get(("Pod", key[1], (obj.get("spec") or {}).get("podName", "")))
+            if pod is not None:
+                self._feed(pod)
+        else:
+            self._feed(obj)
+
+    def _forget(self, key: tuple[str, str, str]) -> None:
+        obj = self.objects.pop(key, None)
+        if key[0] == "BindRequest" and obj is not None:
+            pod = self.objects.get(("Pod", key[1], (obj.get("spec") or {}).get("podName", "")))
+            if pod is not None:
+                self._feed(pod)
+            return
+        if key[0] == "Pod" and obj is not None:
+            self.backoff.forget(obj["metadata"].get("uid", ""))
+        self.state.remove(*key)
+
+    def _feed(self, obj: Obj) -> None:
+        """Into the engine, as the scheduler must count it (see kube/binder.py)."""
+        if obj["kind"] == "Pod":
+            if obj["metadata"].get("namespace") == RESERVATION_NAMESPACE:
+                return  # GPU reservations: the group already holds the device
+            obj = self._pod_as_scheduled(obj)
         try:
             self.state.upsert(obj)
         except ValidationError as exc:
             log.warning("ignoring invalid %s: %s", obj.get("kind"), exc)
 
-    def _forget(self, key: tuple[str, str, str]) -> None:
-        self.objects.pop(key, None)
-        self.state.remove(*key)
+    def _pod_as_scheduled(self, pod: Obj) -> Obj:
+        meta = pod["metadata"]
+        if (pod.get("spec") or {}).get("nodeName"):
+            self.backoff.forget(meta.get("uid", ""))
+            return pod
+        request = self.objects.get(("BindRequest", meta.get("namespace", ""), meta["name"]))
+        if request is not None and pending_request(request):
+            return bound_view(pod, request)
+        if self.backoff.held(meta.get("uid", ""), time.time()):
+            return held_view(pod)
+        return pod
 
     def of_kind(self, kind: str) -> list[Obj]:
         """Cached objects of a kind."""
@@ -110,59 +244,133 @@ class KubeRunner:
     # ---- one cycle ---------------------------------------------------------------------------
 
     def cycle(self) -> CycleResult:
-        """Group new pods, schedule, and carry out the decisions."""
-        self.group_pods()
+        """Run each component of this process once."""
+        self._release_expired_holds()
+        if "kuberay" in self.components:
+            self.workloads.reconcile(self.objects, self._remember)
+        if "podgrouper" in self.components:
+            self.group_pods()
         result = self.scheduler.run_cycle(self.state, time.time())
-        list(self.pool.map(self._bind, result.binds))
-        for eviction in result.evictions:
-            self.api.delete(KINDS["Pod"], eviction.name, eviction.namespace)
-        if self.fake_kubelet:
+        if "scheduler" in self.components:
+            self._carry_out(result)
+        if "binder" in self.components:
+            self._run_binder()
+        if "kubelet" in self.components:
             self.run_pods()
         self.write_status(result)
         return result
+
+    def _release_expired_holds(self) -> None:
+        expired = set(self.backoff.expired(time.time()))
+        if expired:
+            for pod in self.of_kind("Pod"):
+                if pod["metadata"].get("uid") in expired:
+                    self._feed(pod)
 
     def group_pods(self) -> None:
         """KAI's pod-grouper for pods that have no PodGroup yet."""
         classes = frozenset(pc["metadata"]["name"] for pc in self.of_kind("PriorityClass"))
         for pod in self.of_kind("Pod"):
-            annotations = pod["metadata"].get("annotations") or {}
-            spec = pod.get("spec") or {}
+            meta, spec = pod["metadata"], pod.get("spec") or {}
             if (
                 spec.get("schedulerName") != c.SCHEDULER_NAME
-                or c.POD_GROUP_ANNOTATION in annotations
+                or c.POD_GROUP_ANNOTATION in (meta.get("annotations") or {})
+                or meta.get("deletionTimestamp")
             ):
                 continue
-            plan = plan_for(pod, lambda kind, name, ns: self.objects.get((kind, ns, name)), classes)
-            group = plan.to_object()
+            try:
+                plan = plan_for(
+                    pod, lambda kind, name, ns: self.objects.get((kind, ns, name)), classes
+                )
+            except RayGroupingError:
+                continue  # reported on the RayCluster; the pod waits
             if ("PodGroup", plan.namespace, plan.name) not in self.objects:
                 try:
-                    self._remember(self.api.create(KINDS["PodGroup"], group))
+                    self._remember(self.api.create(KINDS["PodGroup"], plan.to_object()))
                 except ApiError as exc:
                     if exc.status != 409:
                         raise
             patch: Obj = {"metadata": {"annotations": {c.POD_GROUP_ANNOTATION: plan.name}}}
             if plan.subgroup_of_pod:
                 patch["metadata"]["labels"] = {c.SUBGROUP_LABEL: plan.subgroup_of_pod}
-            self._remember(
-                self.api.patch(KINDS["Pod"], pod["metadata"]["name"], patch, plan.namespace)
+            self._remember(self.api.patch(KINDS["Pod"], meta["name"], patch, plan.namespace))
+
+    def _carry_out(self, result: CycleResult) -> None:
+        """Binds in parallel, evictions, events and PodGroup annotations."""
+        for decision, error in zip(
+            result.binds, self.pool.map(self.binder.bind, result.binds), strict=True
+        ):
+            if error:
+                self._bind_failed(decision, error)
+        for eviction in result.evictions:
+            pod = self.objects.get(("Pod", eviction.namespace, eviction.name))
+            if pod is not None:
+                self.events.record(pod, eviction.reason, eviction.message, WARNING)
+            group = self._podgroup(eviction.job)
+            if group is not None:
+                message = f"pod {eviction.name}: {eviction.message}"
+                self.events.record(group, eviction.reason, message, WARNING)
+                queue_name = (group.get("spec") or {}).get("queue", "")
+                self.evictions[queue_name] = self.evictions.get(queue_name, 0) + 1
+            self.api.delete(KINDS["Pod"], eviction.name, eviction.namespace)
+        self._annotate_podgroups(result)
+        for key, reasons in result.unschedulable.items():
+            text = reason_text(reasons)
+            group = self._podgroup(key)
+            if group is not None and self._reported.get(key) != text:
+                self._reported[key] = text
+                self.events.record(group, "Unschedulable", text, WARNING)
+
+    def _bind_failed(self, decision: Bind, error: str) -> None:
+        log.warning("bind of %s/%s failed: %s", decision.namespace, decision.name, error)
+        self.state.forget_assumed(decision.namespace, decision.name)
+        delay = self.backoff.fail(decision.uid, time.time())
+        pod = self.objects.get(("Pod", decision.namespace, decision.name))
+        if pod is not None:
+            message = f"binding to {decision.node} failed, retrying in {delay:g}s: {error}"
+            self.events.record(pod, "FailedBinding", message, WARNING)
+            self._feed(pod)
+
+    def _podgroup(self, job_key: str) -> Obj | None:
+        namespace, _, name = job_key.partition("/")
+        return self.objects.get(("PodGroup", namespace, name))
+
+    def _annotate_podgroups(self, result: CycleResult) -> None:
+        """Last-start and stale-since times, kept on the PodGroup so a restart remembers."""
+        wanted: dict[str, dict[str, str | None]] = {
+            key: {c.LAST_START_ANNOTATION: format_time(t)} for key, t in result.started.items()
+        }
+        for key, since in result.stale.items():
+            wanted.setdefault(key, {})[c.STALE_ANNOTATION] = (
+                None if since is None else format_time(since)
+            )
+        for key, values in wanted.items():
+            group = self._podgroup(key)
+            if group is None:
+                continue
+            current = group["metadata"].get("annotations") or {}
+            if all(current.get(k) == v for k, v in values.items()):
+                continue
+            meta = group["metadata"]
+            self.pool.submit(
+                self.api.patch,
+                KINDS["PodGroup"],
+                meta["name"],
+                {"metadata": {"annotations": values}},
+                meta["namespace"],
             )
 
-    def _bind(self, decision: Bind) -> None:
-        try:
-            if decision.gpu_groups:
-                labels = {c.GPU_GROUP_LABEL: decision.gpu_groups[0]}
-                labels |= {f"{c.GPU_GROUP_LABEL}/{g}": g for g in decision.gpu_groups[1:]}
-                annotations = {"pykai.io/gpu-portion": f"{decision.gpu_portion:.2f}"}
-                self.api.patch(
-                    KINDS["Pod"],
-                    decision.name,
-                    {"metadata": {"labels": labels, "annotations": annotations}},
-                    decision.namespace,
-                )
-            self.api.bind(decision.namespace, decision.name, decision.node)
-        except ApiError as exc:
-            log.warning("bind of %s/%s failed: %s", decision.namespace, decision.name, exc)
-            self.state.forget_assumed(decision.namespace, decision.name)
+    def _run_binder(self) -> None:
+        requests = self.of_kind("BindRequest")
+        pods = {(k[1], k[2]): o for k, o in self.objects.items() if k[0] == "Pod"}
+        reservation_pods = [p for (ns, _), p in pods.items() if ns == RESERVATION_NAMESPACE]
+        reserved = {
+            (p["metadata"].get("labels") or {}).get(c.GPU_GROUP_LABEL, "")
+            for p in reservation_pods
+            if not p["metadata"].get("deletionTimestamp")
+        }
+        self.binder.reconcile(requests, pods, reserved)
+        self.binder.release(reservation_pods, groups_in_use(pods.values(), requests))
 
     def run_pods(self) -> None:
         """A fake kubelet: bound pods start Running."""
@@ -181,25 +389,46 @@ class KubeRunner:
                 )
 
     def write_status(self, result: CycleResult) -> None:
-        """Queue and PodGroup status (status subresource) where it changed."""
-        queues = self.of_kind("Queue")
-        statuses = queue_statuses(queues, result, lambda _: 0)
-        for queue_obj in queues:
-            name = queue_obj["metadata"]["name"]
-            if (queue_obj.get("status") or {}) != statuses[name]:
-                self._write(KINDS["Queue"], queue_obj, statuses[name])
+        """Queue status (queuecontroller) and PodGroup status (podgroupcontroller; the
+        scheduling conditions are the scheduler's) where it changed."""
+        if "queuecontroller" in self.components:
+            queues = self.of_kind("Queue")
+            statuses = queue_statuses(queues, result, lambda q: self._evictions_of(q, queues))
+            for queue_obj in queues:
+                name = queue_obj["metadata"]["name"]
+                if (queue_obj.get("status") or {}) != statuses[name]:
+                    self._write(KINDS["Queue"], queue_obj, statuses[name])
+        owned: set[str] = set()
+        if "scheduler" in self.components:
+            owned |= _SCHEDULER_STATUS
+        if "podgroupcontroller" in self.components:
+            owned |= {"phase", "running", "pending", "resourcesStatus"}
+        if not owned:
+            return
         now = time.time()
         for group in self.of_kind("PodGroup"):
             meta = group["metadata"]
-            key = f"{meta['namespace']}/{meta['name']}"
-            job = self.state.jobs.get(key)
+            job = self.state.jobs.get(f"{meta['namespace']}/{meta['name']}")
             if job is None:
                 continue
-            status = podgroup_status(
-                job, result.unschedulable.get(key), group.get("status") or {}, now
-            )
-            if (group.get("status") or {}) != status:
+            old = group.get("status") or {}
+            computed = podgroup_status(job, result.unschedulable.get(job.key), old, now)
+            status = {k: v for k, v in old.items() if k not in owned}
+            status |= {k: v for k, v in computed.items() if k in owned}
+            if old != status:
                 self._write(KINDS["PodGroup"], group, status)
+
+    def _evictions_of(self, queue_name: str, queues: list[Obj]) -> int:
+        """Evictions in a queue: the count already in its status plus this process's."""
+        stored = next(
+            (
+                int((q.get("status") or {}).get("evictions", 0))
+                for q in queues
+                if q["metadata"]["name"] == queue_name
+            ),
+            0,
+        )
+        return stored + self.evictions.pop(queue_name, 0)
 
     def _write(self, kind: Kind, obj: Obj, status: Obj) -> None:
         """Replace an object's status with a merge patch (keys that are gone are set to null)."""

@@ -1,0 +1,300 @@
+"""Binding on a real cluster, with the fewest writes each case allows.
+
+- A pod on whole GPUs (or none) is bound by the scheduler itself: one POST of pods/binding.
+- A pod on shared GPUs needs more than one write (a reservation pod holding the device, the
+  pod's GPU-group labels, the bind), so the scheduler writes a BindRequest (KAI's
+  scheduling.run.ai/v1alpha2 contract, named after the pod) and the binder carries it out,
+  retrying with backoff up to ``spec.backoffLimit``. While a BindRequest is pending, the
+  scheduler counts its pod as bound to the selected node, so a restart never places it twice.
+- A bind that fails puts the pod's job on hold (exponential backoff, see ``BindBackoff``), so a
+  pod that keeps failing cannot take the same resources every cycle (KAI issue #2074).
+
+A reservation pod lives in ``pykai-resv``, is bound to its node at creation, requests one
+``nvidia.com/gpu`` (so the device plugin of a real node picks the device) and is labelled with
+its GPU group; the engine does not count it (the group already holds the device). It is deleted
+when no pod uses its group any more.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterable
+from concurrent.futures import Executor
+from dataclasses import dataclass, field
+from typing import Any
+
+from pykai.engine.decisions import Bind
+from pykai.kube.api import API_ERRORS, KINDS, ApiError, KubeApi
+from pykai.kube.events import EventRecorder
+from pykai.model import constants as c
+from pykai.model.meta import Obj
+
+log = logging.getLogger("pykai.binder")
+
+RESERVATION_NAMESPACE = "pykai-resv"
+RESERVATION_LABEL = "pykai.io/gpu-reservation"
+PORTION_ANNOTATION = "pykai.io/gpu-portion"
+DEVICES_ANNOTATION = "pykai.io/visible-devices"
+BACKOFF_GATE = "pykai.io/bind-backoff"
+DEFAULT_BACKOFF_LIMIT = 5
+SUCCEEDED, FAILED = "Succeeded", "Failed"
+
+
+@dataclass
+class BindBackoff:
+    """Pods whose bind failed, held back for ``base`` × 2^(failures − 1) seconds (at most
+    ``cap``)."""
+
+    base: float = 1.0
+    cap: float = 60.0
+    failures: dict[str, int] = field(default_factory=dict)  # pod uid -> failed binds
+    until: dict[str, float] = field(default_factory=dict)  # pod uid -> held until
+
+    def fail(self, uid: str, now: float) -> float:
+        """Record a failed bind; return how long the pod is held."""
+        count = self.failures.get(uid, 0) + 1
+        self.failures[uid] = count
+        delay = min(self.base * 2.0 ** (count - 1), self.cap)
+        self.until[uid] = now + delay
+        return delay
+
+    def held(self, uid: str, now: float) -> bool:
+        """True while the pod waits out its backoff."""
+        return self.until.get(uid, 0.0) > now
+
+    def expired(self, now: float) -> list[str]:
+        """Uids whose hold ended since the last call (their pods may be scheduled again)."""
+        done = [uid for uid, until in self.until.items() if until <= now]
+        for uid in done:
+            del self.until[uid]
+        return done
+
+    def forget(self, uid: str) -> None:
+        """The pod is bound or gone."""
+        self.failures.pop(uid, None)
+        self.until.pop(uid, None)
+
+
+def bind_request(decision: Bind, backoff_limit: int = DEFAULT_BACKOFF_LIMIT) -> Obj:
+    """The BindRequest asking the binder to bind a shared-GPU pod."""
+    return {
+        "apiVersion": KINDS["BindRequest"].api_version,
+        "kind": "BindRequest",
+        "metadata": {
+            "name": decision.name,
+            "namespace": decision.namespace,
+            "labels": {"pod-name": decision.name, "selected-node": decision.node},
+            "ownerReferences": [
+                {"apiVersion": "v1", "kind": "Pod", "name": decision.name, "uid": decision.uid}
+            ],
+        },
+        "spec": {
+            "podName": decision.name,
+            "selectedNode": decision.node,
+            "selectedGPUGroups": list(decision.gpu_groups),
+            "receivedResourceType": "Fraction",
+            "receivedGPU": {
+                "count": len(decision.gpu_groups),
+                "portion": f"{decision.gpu_portion:.2f}",
+            },
+            "backoffLimit": backoff_limit,
+        },
+    }
+
+
+def pending_request(request: Obj) -> bool:
+    """True while a BindRequest is neither done nor given up."""
+    return (request.get("status") or {}).get("phase") not in (SUCCEEDED, FAILED)
+
+
+def bound_view(pod: Obj, request: Obj) -> Obj:
+    """The pod as the scheduler should count it while its BindRequest is pending: on the
+    selected node, in the selected GPU groups."""
+    spec = request.get("spec") or {}
+    groups = list(spec.get("selectedGPUGroups") or [])
+    view = {**pod, "spec": {**pod.get("spec", {}), "nodeName": spec.get("selectedNode", "")}}
+    view["metadata"] = {**pod["metadata"], "labels": {**pod["metadata"].get("labels", {})}}
+    view["metadata"]["labels"].update(group_labels(groups))
+    return view
+
+
+def held_view(pod: Obj) -> Obj:
+    """The pod as the scheduler should see it while its bind backs off: gated."""
+    gates = [*(pod.get("spec", {}).get("schedulingGates") or []), {"name": BACKOFF_GATE}]
+    return {**pod, "spec": {**pod.get("spec", {}), "schedulingGates": gates}}
+
+
+def group_labels(groups: list[str]) -> dict[str, str]:
+    """KAI's GPU-group labels: ``runai-gpu-group=<first>``, ``runai-gpu-group/<g>=<g>``."""
+    if not groups:
+        return {}
+    first, *others = groups
+    return {c.GPU_GROUP_LABEL: first} | {f"{c.GPU_GROUP_LABEL}/{g}": g for g in others}
+
+
+def groups_in_use(pods: Iterable[Obj], requests: Iterable[Obj]) -> set[str]:
+    """GPU groups held by live pods or asked for by pending BindRequests."""
+    used = {
+        value
+        for pod in pods
+        if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        and pod["metadata"].get("namespace") != RESERVATION_NAMESPACE
+        for key, value in (pod["metadata"].get("labels") or {}).items()
+        if key == c.GPU_GROUP_LABEL or key.startswith(f"{c.GPU_GROUP_LABEL}/")
+    }
+    for request in requests:
+        if pending_request(request):
+            used.update((request.get("spec") or {}).get("selectedGPUGroups") or [])
+    return used
+
+
+class Binder:
+    """Carries out binds: directly for whole GPUs, through BindRequests for shared ones."""
+
+    def __init__(
+        self, api: KubeApi, pool: Executor, events: EventRecorder, backoff: BindBackoff
+    ) -> None:
+        self.api, self.pool, self.events, self.backoff = api, pool, events, backoff
+        self._next_try: dict[str, float] = {}  # BindRequest uid -> earliest retry
+
+    # ---- the scheduler's side ----------------------------------------------------------------
+
+    def bind(self, decision: Bind) -> str:
+        """One write: pods/binding, or a BindRequest for a shared-GPU pod. Returns "" on
+        success, else why it failed (the caller stops assuming the bind)."""
+        try:
+            if decision.gpu_groups:
+                self._request(decision)
+            else:
+                self.api.bind(decision.namespace, decision.name, decision.node)
+        except API_ERRORS as exc:
+            return str(exc)
+        return ""
+
+    def _request(self, decision: Bind) -> None:
+        body = bind_request(decision)
+        kind = KINDS["BindRequest"]
+        try:
+            self.api.create(kind, body)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            # left by an earlier pod of the same name: replace it
+            self.api.delete(kind, decision.name, decision.namespace)
+            self.api.create(kind, body)
+
+    # ---- the binder's side -------------------------------------------------------------------
+
+    def ensure_namespace(self) -> None:
+        """Create the reservation namespace if it is missing."""
+        try:
+            self.api.create(KINDS["Namespace"], {"metadata": {"name": RESERVATION_NAMESPACE}})
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+
+    def reconcile(
+        self, requests: list[Obj], pods: dict[tuple[str, str], Obj], reservations: set[str]
+    ) -> None:
+        """Carry out each pending BindRequest whose retry time has come; delete those whose
+        pod is gone. ``pods`` maps (namespace, name) to pods; ``reservations`` holds the GPU
+        groups that have a reservation pod."""
+        now = time.monotonic()
+        for request in requests:
+            meta, spec = request["metadata"], request.get("spec") or {}
+            pod = pods.get((meta["namespace"], spec.get("podName", meta["name"])))
+            owner = (meta.get("ownerReferences") or [{}])[0].get("uid")
+            if pod is None or (owner and pod["metadata"].get("uid") != owner):
+                self.pool.submit(self._delete_request, request)
+            elif pending_request(request) and self._next_try.get(meta["uid"], 0.0) <= now:
+                self._next_try[meta["uid"]] = float("inf")  # in flight
+                self.pool.submit(self._carry_out, request, pod, reservations)
+
+    def _carry_out(self, request: Obj, pod: Obj, reservations: set[str]) -> None:
+        meta, spec = request["metadata"], request.get("spec") or {}
+        node, groups = spec["selectedNode"], list(spec.get("selectedGPUGroups") or [])
+        try:
+            for group in groups:
+                if group not in reservations:
+                    self._reserve(node, group)
+            if not (pod.get("spec") or {}).get("nodeName"):
+                annotations = {
+                    PORTION_ANNOTATION: (spec.get("receivedGPU") or {}).get("portion", ""),
+                    DEVICES_ANNOTATION: ",".join(groups),
+                }
+                patch = {"metadata": {"labels": group_labels(groups), "annotations": annotations}}
+                self.api.patch(KINDS["Pod"], meta["name"], patch, meta["namespace"])
+                self.api.bind(meta["namespace"], meta["name"], node)
+            self._status(request, {"phase": SUCCEEDED})
+            self._next_try.pop(meta["uid"], None)
+        except API_ERRORS as exc:
+            self._failed(request, str(exc))
+
+    def _failed(self, request: Obj, reason: str) -> None:
+        meta, spec = request["metadata"], request.get("spec") or {}
+        attempts = int((request.get("status") or {}).get("failedAttempts", 0)) + 1
+        limit = int(spec.get("backoffLimit", DEFAULT_BACKOFF_LIMIT))
+        phase = FAILED if attempts >= limit else "Pending"
+        log.warning(
+            "bind of %s/%s failed (%d/%d): %s",
+            meta["namespace"],
+            meta["name"],
+            attempts,
+            limit,
+            reason,
+        )
+        self._next_try[meta["uid"]] = time.monotonic() + min(2.0 ** (attempts - 1), 30.0)
+        try:
+            self._status(request, {"phase": phase, "failedAttempts": attempts, "reason": reason})
+        except API_ERRORS as exc:
+            log.warning("status of BindRequest %s not written: %s", meta["name"], exc)
+
+    def _status(self, request: Obj, status: dict[str, Any]) -> None:
+        meta = request["metadata"]
+        self.api.patch(
+            KINDS["BindRequest"], meta["name"], {"status": status}, meta["namespace"], "status"
+        )
+
+    def _reserve(self, node: str, group: str) -> None:
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"gpu-reservation-{group}",
+                "namespace": RESERVATION_NAMESPACE,
+                "labels": {c.GPU_GROUP_LABEL: group, RESERVATION_LABEL: "true"},
+            },
+            "spec": {
+                "nodeName": node,
+                "containers": [
+                    {
+                        "name": "reservation",
+                        "image": "registry.k8s.io/pause:3.9",
+                        "resources": {"limits": {"nvidia.com/gpu": "1"}},
+                    }
+                ],
+                "tolerations": [{"operator": "Exists"}],
+            },
+        }
+        try:
+            self.api.create(KINDS["Pod"], pod)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+
+    def _delete_request(self, request: Obj) -> None:
+        meta = request["metadata"]
+        try:
+            self.api.delete(KINDS["BindRequest"], meta["name"], meta["namespace"])
+        except API_ERRORS as exc:
+            log.warning("BindRequest %s/%s not deleted: %s", meta["namespace"], meta["name"], exc)
+
+    def release(self, reservation_pods: list[Obj], in_use: set[str]) -> None:
+        """Delete reservation pods whose GPU group no pod uses any more."""
+        for pod in reservation_pods:
+            group = (pod["metadata"].get("labels") or {}).get(c.GPU_GROUP_LABEL, "")
+            if group not in in_use and not pod["metadata"].get("deletionTimestamp"):
+                self.pool.submit(
+                    self.api.delete, KINDS["Pod"], pod["metadata"]["name"], RESERVATION_NAMESPACE
+                )

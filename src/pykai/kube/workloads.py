@@ -1,0 +1,95 @@
+"""The KubeRay emulator on a real cluster (component ``kuberay`` of ``pykai run``), for local
+clusters without KubeRay. Deployments, ReplicaSets and Jobs need nothing here: the real
+kube-controller-manager runs them."""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+from pykai.controllers.workloads import KUBERAY
+from pykai.kube.api import API_ERRORS, KINDS, ApiError, KubeApi
+from pykai.kube.events import EventRecorder
+from pykai.model.meta import Obj
+
+log = logging.getLogger("pykai.kuberay")
+Objects = dict[tuple[str, str, str], Obj]
+
+
+class KubeWorkloads:
+    """A WorkloadHost over the runner's object cache and the API."""
+
+    def __init__(self, api: KubeApi, events: EventRecorder) -> None:
+        self.api, self.events = api, events
+        self.objects: Objects = {}
+        self.remember: Callable[[Obj], None] = lambda _: None
+        self._serials = itertools.count(secrets.randbelow(1 << 30))  # fresh names per process
+        self._recorded: set[str] = set()
+
+    def reconcile(self, objects: Objects, remember: Callable[[Obj], None]) -> None:
+        """Run the KubeRay emulator once over the cached Ray objects; ``remember`` puts
+        what it writes into the cache at once (before the watch reports it)."""
+        self.objects, self.remember = objects, remember
+        for kind, controller in KUBERAY:
+            for key, obj in list(objects.items()):
+                if key[0] == kind and not obj["metadata"].get("deletionTimestamp"):
+                    try:
+                        controller(self, obj)
+                    except API_ERRORS as exc:
+                        log.warning("%s %s: %s", kind, key[2], exc)
+
+    # ---- WorkloadHost --------------------------------------------------------------------------
+
+    def owned(self, owner: Obj, kind: str) -> list[Obj]:
+        """Cached objects of ``kind`` controlled by ``owner``."""
+        uid = owner["metadata"].get("uid")
+        return [
+            obj
+            for key, obj in self.objects.items()
+            if key[0] == kind
+            and any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences") or [])
+        ]
+
+    def create(self, obj: Obj) -> Obj:
+        """Create an object (one that exists already is taken as it is)."""
+        kind, meta = KINDS[obj["kind"]], obj["metadata"]
+        try:
+            created = self.api.create(kind, obj)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            created = self.api.get(kind, meta["name"], meta.get("namespace", "")) or obj
+        created.setdefault("kind", kind.kind)
+        created.setdefault("apiVersion", kind.api_version)
+        self.remember(created)
+        return created
+
+    def remove(self, kind: str, name: str, namespace: str) -> None:
+        """Delete an object."""
+        self.api.delete(KINDS[kind], name, namespace)
+
+    def set_status(self, obj: Obj, status: dict[str, Any]) -> None:
+        """Replace the status (status subresource)."""
+        meta = obj["metadata"]
+        patch = {k: None for k in obj.get("status") or {} if k not in status} | status
+        updated = self.api.patch(
+            KINDS[obj["kind"]], meta["name"], {"status": patch}, meta["namespace"], "status"
+        )
+        updated.setdefault("kind", obj["kind"])
+        self.remember(updated)
+
+    def serial(self, scope: str) -> int:
+        """A number this process has not handed out (random start: restarts do not collide)."""
+        return next(self._serials)
+
+    def record(self, involved: Obj, reason: str, message: str, kind: str) -> bool:
+        """An event, written once per (object, reason, message) by this process."""
+        key = f"{involved['metadata'].get('uid')}/{reason}/{message}"
+        if key in self._recorded:
+            return False
+        self._recorded.add(key)
+        self.events.record(involved, reason, message, kind)
+        return True
