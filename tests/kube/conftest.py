@@ -1,14 +1,22 @@
-"""A real control plane (etcd + kube-apiserver built by scripts/kube-binaries) for kube tests."""
+"""A real control plane (etcd + kube-apiserver + kube-controller-manager built by
+scripts/kube-binaries, with pykai's stand-in kubelet and KubeRay emulator) for kube tests."""
 
 from __future__ import annotations
 
+import json
+import signal
 import subprocess
-from collections.abc import Iterator
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
+import yaml
 
 from pykai.kube.localcluster import DEFAULT_BIN, LocalCluster
+from pykai.model.meta import Obj
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -16,13 +24,54 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture(scope="session")
 def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     cluster = LocalCluster(tmp_path_factory.mktemp("kube"))
-    cluster.up(controller_manager=False)
+    cluster.up()
     yield cluster
     cluster.down()
 
 
-def kubectl(cluster: LocalCluster, *args: str) -> str:
-    """Debian's kubectl 1.20 against the local cluster; fails the test on a non-zero exit."""
+@contextmanager
+def fresh_cluster(directory: Path) -> Iterator[LocalCluster]:
+    """A control plane of its own, for tests that need an empty cluster."""
+    cluster = LocalCluster(directory)
+    cluster.up()
+    try:
+        yield cluster
+    finally:
+        cluster.down()
+
+
+def start_pykai(cluster: LocalCluster, *args: str) -> subprocess.Popen[bytes]:
+    """``pykai run`` against the cluster (cycle every 0.3 s), its log beside the cluster's."""
+    log = open(cluster.directory / "pykai-run.log", "ab")  # noqa: SIM115 - kept by the child
+    return subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pykai",
+            "run",
+            f"--kubeconfig={cluster.kubeconfig}",
+            "--period=0.3",
+            *args,
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
+
+
+@contextmanager
+def pykai_running(cluster: LocalCluster, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+    """``pykai run`` for the duration of the block; it must stop cleanly on SIGTERM."""
+    process = start_pykai(cluster, *args)
+    try:
+        yield process
+    finally:
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+
+
+def kubectl(cluster: LocalCluster, *args: str, check: bool = True) -> str:
+    """Debian's kubectl 1.20 against the local cluster; fails the test on a non-zero exit
+    unless ``check`` is false (then stdout and stderr are returned together)."""
     result = subprocess.run(
         [str(DEFAULT_BIN / "kubectl"), f"--kubeconfig={cluster.kubeconfig}", *args],
         capture_output=True,
@@ -30,5 +79,29 @@ def kubectl(cluster: LocalCluster, *args: str) -> str:
         check=False,
         timeout=60,
     )
-    assert result.returncode == 0, result.stderr
-    return result.stdout
+    if check:
+        assert result.returncode == 0, result.stderr
+        return result.stdout
+    return result.stdout + result.stderr
+
+
+def apply(cluster: LocalCluster, objects: list[Obj], path: Path) -> None:
+    """Write ``objects`` to ``path`` and ``kubectl apply`` them."""
+    path.write_text(yaml.safe_dump_all(objects))
+    kubectl(cluster, "apply", "-f", str(path))
+
+
+def get_json(cluster: LocalCluster, *args: str) -> Obj:
+    """``kubectl get ... -o json``, parsed."""
+    found: Obj = json.loads(kubectl(cluster, "get", *args, "-o", "json"))
+    return found
+
+
+def wait_for(condition: Callable[[], object], timeout: float = 30.0) -> bool:
+    """Poll ``condition`` every 0.3 s until it is truthy or ``timeout`` passes."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.3)
+    return False

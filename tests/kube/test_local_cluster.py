@@ -39,7 +39,7 @@ def test_fake_gpu_nodes_are_ready_and_untainted(local_cluster: LocalCluster) -> 
         "-o",
         "custom-columns=NAME:.metadata.name,GPU:.status.allocatable.nvidia\\.com/gpu,TAINTS:.spec.taints",
     )
-    rows = [line.split() for line in out.splitlines()[1:]]
+    rows = [line.split() for line in out.splitlines()[1:] if line.startswith("gpu-node-")]
     assert rows == [["gpu-node-0", "8", "<none>"], ["gpu-node-1", "8", "<none>"]]
     assert "Ready" in kubectl(local_cluster, "get", "nodes")
 

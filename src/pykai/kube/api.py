@@ -43,6 +43,13 @@ KINDS = {
         Kind("Pod", "", "v1", "pods", True),
         Kind("Event", "", "v1", "events", True),
         Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
+        Kind(
+            "CustomResourceDefinition",
+            "apiextensions.k8s.io",
+            "v1",
+            "customresourcedefinitions",
+            False,
+        ),
         Kind("Queue", "scheduling.run.ai", "v2", "queues", False),
         Kind("PodGroup", "scheduling.run.ai", "v2alpha2", "podgroups", True),
         Kind("BindRequest", "scheduling.run.ai", "v1alpha2", "bindrequests", True),

@@ -1,6 +1,9 @@
-"""A real control plane on loopback: etcd + kube-apiserver (+ kube-controller-manager), built
-from Debian's sources by scripts/kube-binaries. Everything binds to 127.0.0.1; state and logs
-live in one directory; ``down`` leaves no process behind."""
+"""A real control plane on loopback: etcd + kube-apiserver (+ kube-controller-manager running the
+Deployment, ReplicaSet, Job and garbage-collector controllers), built from Debian's sources by
+scripts/kube-binaries, with pykai's CRDs, KubeRay's kinds and KAI's priority classes installed,
+and (optionally) the stand-ins a cluster without kubelets needs: ``pykai run --components
+kubelet,kuberay``. Everything binds to 127.0.0.1; state and logs live in one directory;
+``down`` leaves no process behind."""
 
 from __future__ import annotations
 
@@ -11,15 +14,25 @@ import signal
 import socket
 import ssl
 import subprocess
+import sys
 import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from pykai.kube.api import KINDS, ApiError, KubeApi
+from pykai.model.priorityclass import builtin_priority_classes
+
 DEFAULT_BIN = Path.home() / ".cache/pykai/kubernetes-v1.20.2/bin"
+REPO = Path(__file__).resolve().parents[3]
+CRD_DIRS = (REPO / "deploy/helm/pykai/crds", REPO / "deploy/local/crds")
+KCM_CONTROLLERS = (
+    "garbagecollector,namespace,serviceaccount-token,deployment,replicaset,job,cronjob"
+)
 
 
 class LocalClusterError(RuntimeError):
@@ -66,8 +79,11 @@ class LocalCluster:
     def _state(self) -> Path:
         return self.directory / "state.json"
 
-    def up(self, *, controller_manager: bool = True, timeout: float = 60.0) -> Path:
-        """Start etcd and kube-apiserver (and kube-controller-manager); return the kubeconfig."""
+    def up(
+        self, *, controller_manager: bool = True, stand_ins: bool = True, timeout: float = 60.0
+    ) -> Path:
+        """Start etcd and kube-apiserver (and kube-controller-manager), install the CRDs and
+        priority classes, start the stand-ins; return the kubeconfig."""
         if self.running():
             return self.kubeconfig
         for name in ("kube-apiserver", "etcd"):
@@ -98,11 +114,26 @@ class LocalCluster:
                     "--bind-address=127.0.0.1",
                     "--port=0",
                     "--secure-port=0",
-                    "--controllers=garbagecollector,namespace,serviceaccount-token",
+                    f"--controllers={KCM_CONTROLLERS}",
                     f"--service-account-private-key-file={self.directory / 'sa.key'}",
                     "--use-service-account-credentials=false",
                     "--leader-elect=false",
                 ],
+            )
+            self._write_state(pids, ports)
+        install_basics(KubeApi.from_kubeconfig(self.kubeconfig), timeout)
+        if stand_ins:
+            pids["pykai-stand-ins"] = self._start(
+                sys.executable,
+                [
+                    "-m",
+                    "pykai",
+                    "run",
+                    f"--kubeconfig={self.kubeconfig}",
+                    "--components=kubelet,kuberay",
+                    "--period=0.5",
+                ],
+                log_name="pykai-stand-ins",
             )
             self._write_state(pids, ports)
         return self.kubeconfig
@@ -139,8 +170,9 @@ class LocalCluster:
 
     # ---- internals ---------------------------------------------------------------------------
 
-    def _start(self, program: str, args: list[str]) -> int:
-        log = open(self.directory / f"{Path(program).name}.log", "ab")  # noqa: SIM115 - kept by the child
+    def _start(self, program: str, args: list[str], log_name: str = "") -> int:
+        log_file = self.directory / f"{log_name or Path(program).name}.log"
+        log = open(log_file, "ab")  # noqa: SIM115 - kept by the child
         process = subprocess.Popen(
             [program, *args], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
         )
@@ -243,3 +275,35 @@ class LocalCluster:
             f"kube-apiserver did not become ready in {timeout:g}s; "
             f"see {self.directory}/kube-apiserver.log"
         )
+
+
+def install_basics(api: KubeApi, timeout: float = 60.0) -> None:
+    """Create pykai's CRDs, the KubeRay kinds and KAI's priority classes if missing, and wait
+    until the CRDs serve."""
+    crds = [
+        doc
+        for directory in CRD_DIRS
+        for path in sorted(directory.glob("*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+        if doc
+    ]
+    if not crds:
+        raise LocalClusterError(f"no CRDs under {CRD_DIRS[0]}: run from a checkout of pykai")
+    for obj in [*crds, *builtin_priority_classes()]:
+        try:
+            api.create(KINDS[obj["kind"]], obj)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+    deadline = time.monotonic() + timeout
+    for crd in crds:
+        while not _established(api, crd["metadata"]["name"]):
+            if time.monotonic() > deadline:
+                raise LocalClusterError(f"CRD {crd['metadata']['name']} not established")
+            time.sleep(0.1)
+
+
+def _established(api: KubeApi, name: str) -> bool:
+    found = api.get(KINDS["CustomResourceDefinition"], name) or {}
+    conditions = (found.get("status") or {}).get("conditions") or []
+    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
