@@ -222,9 +222,13 @@ class KubeApi:
         patched: Obj = self._check(response)
         return patched
 
-    def delete(self, kind: Kind, name: str, namespace: str = "") -> None:
-        """Delete an object (a missing one is not an error)."""
-        response = self.http.delete(self.path(kind, namespace, name))
+    def delete(
+        self, kind: Kind, name: str, namespace: str = "", grace_seconds: int | None = None
+    ) -> None:
+        """Delete an object (a missing one is not an error); ``grace_seconds=0`` removes a
+        terminating pod at once, as its kubelet does once the containers stopped."""
+        params = {} if grace_seconds is None else {"gracePeriodSeconds": str(grace_seconds)}
+        response = self.http.delete(self.path(kind, namespace, name), params=params)
         if response.status_code != 404:
             self._check(response)
 

@@ -373,12 +373,14 @@ class KubeRunner:
         self.binder.release(reservation_pods, groups_in_use(pods.values(), requests))
 
     def run_pods(self) -> None:
-        """A fake kubelet: bound pods start Running."""
+        """A fake kubelet: bound pods start Running; terminating pods are removed."""
         for pod in self.of_kind("Pod"):
-            if (
-                pod.get("spec", {}).get("nodeName")
-                and pod.get("status", {}).get("phase") == "Pending"
-            ):
+            meta = pod["metadata"]
+            if not pod.get("spec", {}).get("nodeName"):
+                continue
+            if meta.get("deletionTimestamp"):
+                self.pool.submit(self.api.delete, KINDS["Pod"], meta["name"], meta["namespace"], 0)
+            elif pod.get("status", {}).get("phase") == "Pending":
                 self.pool.submit(
                     self.api.patch,
                     KINDS["Pod"],
