@@ -40,8 +40,11 @@ def fresh_cluster(directory: Path) -> Iterator[LocalCluster]:
         cluster.down()
 
 
-def start_pykai(cluster: LocalCluster, *args: str) -> subprocess.Popen[bytes]:
-    """``pykai run`` against the cluster (cycle every 0.3 s), its log beside the cluster's."""
+def start_pykai(
+    cluster: LocalCluster, *args: str, kubeconfig: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """``pykai run`` against the cluster (cycle every 0.3 s, as admin unless ``kubeconfig``
+    says otherwise), its log beside the cluster's."""
     log = open(cluster.directory / "pykai-run.log", "ab")  # noqa: SIM115 - kept by the child
     return subprocess.Popen(
         [
@@ -49,7 +52,7 @@ def start_pykai(cluster: LocalCluster, *args: str) -> subprocess.Popen[bytes]:
             "-m",
             "pykai",
             "run",
-            f"--kubeconfig={cluster.kubeconfig}",
+            f"--kubeconfig={kubeconfig or cluster.kubeconfig}",
             "--period=0.3",
             *args,
         ],

@@ -156,6 +156,22 @@ class LocalCluster:
                 alive(pid)
         self._state.unlink(missing_ok=True)
 
+    def restart_apiserver(self, pause: float = 1.0, timeout: float = 60.0) -> None:
+        """Kill kube-apiserver (SIGKILL: a crash), wait ``pause`` seconds, start it again on
+        the same port (for fault tests: clients must recover by themselves)."""
+        state = self._read_state()
+        pids, ports = state["pids"], state["ports"]
+        os.kill(pids["kube-apiserver"], signal.SIGKILL)
+        while alive(pids["kube-apiserver"]):
+            time.sleep(0.05)
+        time.sleep(pause)
+        pids["kube-apiserver"] = self._start(
+            str(self.binaries / "kube-apiserver"), self._apiserver_args(ports)
+        )
+        self._write_state(pids, ports)
+        token = (self.directory / "tokens.csv").read_text().split(",")[0]
+        self._wait_ready(ports["api"], token, timeout)
+
     def running(self) -> bool:
         """True if every recorded process is alive."""
         pids = self._read_state().get("pids", {})
