@@ -250,7 +250,16 @@ def test_failing_bind_backs_off_and_does_not_starve_others(
     stuck += [
         builders.pod(f"stuck-{i}", group="stuck", gpus=4, namespace="blocked") for i in range(6)
     ]
-    create_all(api, stuck)  # wants every GPU of the cluster
+    stuck += [
+        builders.podgroup("stuck-half", queue="faults", namespace="blocked"),
+        builders.pod(
+            "stuck-half",
+            group="stuck-half",
+            namespace="blocked",
+            annotations={"gpu-fraction": "0.5"},
+        ),
+    ]
+    create_all(api, stuck)  # the gang wants every GPU of the cluster
     time.sleep(1.0)
     later = builders.pod("later", gpus=2, labels={"kai.scheduler/queue": "faults"})
     api.create(KINDS["Pod"], later)
@@ -263,6 +272,19 @@ def test_failing_bind_backs_off_and_does_not_starve_others(
         assert not any(p["spec"].get("nodeName") for p in live_pods(api, "blocked"))
         events = kubectl(cluster, "get", "events", "-n", "blocked", "-o", "yaml")
         assert "FailedBinding" in events and "retrying in" in events
+
+        def request_status() -> Obj:
+            found = api.get(KINDS["BindRequest"], "stuck-half", "blocked") or {}
+            return dict(found.get("status") or {})
+
+        # the shared-GPU pod goes through a BindRequest: the binder retries it with backoff
+        # up to its backoffLimit (5), then gives up; the pod waits and is reported
+        assert wait_for(lambda: request_status().get("phase") == "Failed", timeout=30)
+        assert request_status()["failedAttempts"] == 5 and "403" in request_status()["reason"]
+        assert not (api.get(KINDS["Pod"], "stuck-half", "blocked") or {})["spec"].get("nodeName")
+        assert wait_for(
+            lambda: "binder gave up" in kubectl(cluster, "get", "events", "-n", "blocked")
+        )
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0

@@ -28,10 +28,9 @@ from pykai.engine.config import SchedulerConfig, config_from_mapping
 from pykai.engine.decisions import CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import KINDS, ClusterState
-from pykai.model import builders
-from pykai.model import constants as c
 from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
+from pykai.model.queue import default_queues
 
 _LOAD_ORDER = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
 
@@ -228,15 +227,9 @@ class EmbeddedCluster:
         with self.store.transaction():
             for obj in builtin_priority_classes():
                 self.store.create(obj)
-            self.store.create(_default_queue(c.DEFAULT_PARENT_QUEUE, parent=""))
-            self.store.create(_default_queue(c.DEFAULT_QUEUE, parent=c.DEFAULT_PARENT_QUEUE))
+            for queue in default_queues():
+                self.store.create(queue)
             self.store.create(_namespace("default"))
-
-
-def _default_queue(name: str, parent: str) -> Obj:
-    """A queue as KAI's Helm chart makes them: quota 0, limit -1, overQuotaWeight 1."""
-    helm = (0.0, -1.0, 1.0)
-    return builders.queue(name, parent=parent, gpu=helm, cpu=helm, memory=helm)
 
 
 def _namespace(name: str) -> Obj:

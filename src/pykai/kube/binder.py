@@ -134,11 +134,12 @@ def group_labels(groups: list[str]) -> dict[str, str]:
 
 
 def groups_in_use(pods: Iterable[Obj], requests: Iterable[Obj]) -> set[str]:
-    """GPU groups held by live pods or asked for by pending BindRequests."""
+    """GPU groups held by bound, live pods or asked for by pending BindRequests."""
     used = {
         value
         for pod in pods
-        if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        if (pod.get("spec") or {}).get("nodeName")
+        and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
         and pod["metadata"].get("namespace") != RESERVATION_NAMESPACE
         for key, value in (pod["metadata"].get("labels") or {}).items()
         if key == c.GPU_GROUP_LABEL or key.startswith(f"{c.GPU_GROUP_LABEL}/")
@@ -244,7 +245,7 @@ class Binder:
             limit,
             reason,
         )
-        self._next_try[meta["uid"]] = time.monotonic() + min(2.0 ** (attempts - 1), 30.0)
+        self._next_try[meta["uid"]] = time.monotonic() + min(0.5 * 2.0 ** (attempts - 1), 30.0)
         try:
             self._status(request, {"phase": phase, "failedAttempts": attempts, "reason": reason})
         except API_ERRORS as exc:

@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from pykai.kube.api import KINDS, ApiError, KubeApi
 from pykai.model.priorityclass import builtin_priority_classes
+from pykai.model.queue import default_queues
 
 DEFAULT_BIN = Path.home() / ".cache/pykai/kubernetes-v1.20.2/bin"
 REPO = Path(__file__).resolve().parents[3]
@@ -294,8 +295,8 @@ class LocalCluster:
 
 
 def install_basics(api: KubeApi, timeout: float = 60.0) -> None:
-    """Create pykai's CRDs, the KubeRay kinds and KAI's priority classes if missing, and wait
-    until the CRDs serve."""
+    """Create pykai's CRDs, the KubeRay kinds, KAI's priority classes and default queues if
+    missing, and wait until the CRDs serve."""
     crds = [
         doc
         for directory in CRD_DIRS
@@ -305,18 +306,23 @@ def install_basics(api: KubeApi, timeout: float = 60.0) -> None:
     ]
     if not crds:
         raise LocalClusterError(f"no CRDs under {CRD_DIRS[0]}: run from a checkout of pykai")
-    for obj in [*crds, *builtin_priority_classes()]:
-        try:
-            api.create(KINDS[obj["kind"]], obj)
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
+    _create_missing(api, [*crds, *builtin_priority_classes()])
     deadline = time.monotonic() + timeout
     for crd in crds:
         while not _established(api, crd["metadata"]["name"]):
             if time.monotonic() > deadline:
                 raise LocalClusterError(f"CRD {crd['metadata']['name']} not established")
             time.sleep(0.1)
+    _create_missing(api, default_queues())
+
+
+def _create_missing(api: KubeApi, objects: list[dict[str, object]]) -> None:
+    for obj in objects:
+        try:
+            api.create(KINDS[str(obj["kind"])], obj)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
 
 
 def _established(api: KubeApi, name: str) -> bool:

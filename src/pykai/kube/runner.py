@@ -32,6 +32,7 @@ from pykai.grouping.podgrouper import plan_for
 from pykai.grouping.ray import RayGroupingError
 from pykai.kube.api import API_ERRORS, KINDS, ApiError, Kind, KubeApi
 from pykai.kube.binder import (
+    FAILED,
     RESERVATION_NAMESPACE,
     BindBackoff,
     Binder,
@@ -134,6 +135,7 @@ class KubeRunner:
         self.synced: set[str] = set()
         self.evictions: dict[str, int] = {}  # queue -> evictions counted by this process
         self._reported: dict[str, str] = {}  # job key -> reasons last reported as an event
+        self._failed_requests: set[str] = set()  # uids of BindRequests the binder gave up
 
     def run(
         self, stop: threading.Event, period: float = 1.0, elector: LeaderElector | None = None
@@ -199,9 +201,24 @@ class KubeRunner:
         if key[0] == "BindRequest":
             pod = self.objects.get(("Pod", key[1], (obj.get("spec") or {}).get("podName", "")))
             if pod is not None:
+                if self._gave_up(obj, pod):
+                    self.backoff.fail(pod["metadata"].get("uid", ""), time.time())
                 self._feed(pod)
         else:
             self._feed(obj)
+
+    def _gave_up(self, request: Obj, pod: Obj) -> bool:
+        """True the first time this process sees the binder give up on ``request``."""
+        status = request.get("status") or {}
+        uid = request["metadata"].get("uid", "")
+        if status.get("phase") != FAILED or uid in self._failed_requests:
+            return False
+        self._failed_requests.add(uid)
+        message = f"binder gave up after {status.get('failedAttempts')} attempts: " + str(
+            status.get("reason", "")
+        )
+        self.events.record(pod, "FailedBinding", message, WARNING)
+        return True
 
     def _forget(self, key: tuple[str, str, str]) -> None:
         obj = self.objects.pop(key, None)

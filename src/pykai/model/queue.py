@@ -168,3 +168,22 @@ def validate_queue_tree(queues: dict[str, QueueView]) -> list[FieldProblem]:
             seen.add(parent)
             parent = queues[parent].parent if parent in queues else ""
     return problems
+
+
+def default_queues() -> list[Obj]:
+    """The queues KAI's Helm chart creates: ``default-parent-queue`` and its child
+    ``default-queue`` (where pods without a queue label go), quota 0, limit -1, weight 1."""
+    helm = {"quota": 0, "limit": -1, "overQuotaWeight": 1}
+    resources = {"cpu": dict(helm), "gpu": dict(helm), "memory": dict(helm)}
+    return [
+        {
+            "apiVersion": c.QUEUE_API,
+            "kind": "Queue",
+            "metadata": {"name": name},
+            "spec": {"resources": resources, **({"parentQueue": parent} if parent else {})},
+        }
+        for name, parent in (
+            (c.DEFAULT_PARENT_QUEUE, ""),
+            (c.DEFAULT_QUEUE, c.DEFAULT_PARENT_QUEUE),
+        )
+    ]
