@@ -250,7 +250,10 @@ def test_failing_bind_backs_off_and_does_not_starve_others(
     stuck += [
         builders.pod(f"stuck-{i}", group="stuck", gpus=4, namespace="blocked") for i in range(6)
     ]
-    stuck += [
+    create_all(api, stuck)  # the gang wants every GPU of the cluster
+    time.sleep(1.1)  # creation times have whole seconds: the gang is strictly older
+    later = builders.pod("later", gpus=2, labels={"kai.scheduler/queue": "faults"})
+    half = [
         builders.podgroup("stuck-half", queue="faults", namespace="blocked"),
         builders.pod(
             "stuck-half",
@@ -259,10 +262,7 @@ def test_failing_bind_backs_off_and_does_not_starve_others(
             annotations={"gpu-fraction": "0.5"},
         ),
     ]
-    create_all(api, stuck)  # the gang wants every GPU of the cluster
-    time.sleep(1.0)
-    later = builders.pod("later", gpus=2, labels={"kai.scheduler/queue": "faults"})
-    api.create(KINDS["Pod"], later)
+    create_all(api, [later, *half])
     process = start_pykai(cluster, kubeconfig=kubeconfig)
     try:
         assert wait_for(
