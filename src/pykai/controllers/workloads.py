@@ -13,11 +13,11 @@ import copy
 import hashlib
 from typing import Any, Protocol
 
+from pykai.controllers.events import WARNING
 from pykai.grouping.ray import RayGroupingError, worker_groups
 from pykai.model import constants as c
 from pykai.model.meta import Obj
 
-WARNING = "Warning"
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' suffix alphabet (no vowels)
 
 

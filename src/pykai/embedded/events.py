@@ -8,54 +8,27 @@ one occurrence, so controllers may report on every round and the cluster still s
 
 from __future__ import annotations
 
-import hashlib
-
+from pykai.controllers.events import NORMAL, WARNING, new_event
 from pykai.embedded.store import CLUSTER_SCOPED, Store
 from pykai.model.meta import Obj, format_time
 
-NORMAL = "Normal"
-WARNING = "Warning"
-_COMPONENT = "kai-scheduler"
+__all__ = ["NORMAL", "WARNING", "events_for", "record"]
 
 
 def record(store: Store, involved: Obj, reason: str, message: str, kind: str = NORMAL) -> bool:
     """Record that ``reason``/``message`` happened to ``involved`` now; True if written (a new
     event, or a repeat at a later time), False if already recorded at this instant."""
-    meta = involved["metadata"]
-    uid = str(meta.get("uid", ""))
-    namespace = str(meta.get("namespace") or "default")
-    digest = hashlib.sha256(f"{uid}\0{kind}\0{reason}\0{message}".encode()).hexdigest()
-    name = f"{meta['name']}.{digest[:16]}"
     stamp = format_time(store.now())
-    event = store.get("Event", name, namespace)
-    if event is not None:
-        if event["lastTimestamp"] == stamp:
-            return False
-        event["count"] += 1
-        event["lastTimestamp"] = stamp
-        store.update(event)
+    event = new_event(involved, reason, message, kind, stamp)
+    found = store.get("Event", event["metadata"]["name"], event["metadata"]["namespace"])
+    if found is None:
+        store.create(event)
         return True
-    store.create(
-        {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": {
-                "apiVersion": involved.get("apiVersion", "v1"),
-                "kind": involved["kind"],
-                "name": meta["name"],
-                "namespace": str(meta.get("namespace") or ""),
-                "uid": uid,
-            },
-            "reason": reason,
-            "message": message,
-            "type": kind,
-            "count": 1,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "source": {"component": _COMPONENT},
-        }
-    )
+    if found["lastTimestamp"] == stamp:
+        return False
+    found["count"] += 1
+    found["lastTimestamp"] = stamp
+    store.update(found)
     return True
 
 

@@ -8,19 +8,17 @@ No "Scheduled" event is written per bind: a bind stays one write (docs/architect
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import threading
 import time
 from concurrent.futures import Executor
 
+from pykai.controllers.events import NORMAL, WARNING, new_event
 from pykai.kube.api import API_ERRORS, KINDS, ApiError, KubeApi
 from pykai.model.meta import Obj, format_time
 
+__all__ = ["NORMAL", "WARNING", "EventRecorder"]
 log = logging.getLogger("pykai.events")
-NORMAL = "Normal"
-WARNING = "Warning"
-COMPONENT = "kai-scheduler"
 
 
 class EventRecorder:
@@ -33,34 +31,10 @@ class EventRecorder:
 
     def record(self, involved: Obj, reason: str, message: str, kind: str = NORMAL) -> None:
         """Report that ``reason``/``message`` happened to ``involved`` now."""
-        meta = involved["metadata"]
-        uid = str(meta.get("uid", ""))
-        digest = hashlib.sha256(f"{uid}\0{kind}\0{reason}\0{message}".encode()).hexdigest()
-        name = f"{meta['name']}.{digest[:16]}"
-        namespace = str(meta.get("namespace") or "default")
+        event = new_event(involved, reason, message, kind, format_time(time.time()))
         with self._lock:
-            count = self._counts.get(name, 0) + 1
-            self._counts[name] = count
-        stamp = format_time(time.time())
-        event: Obj = {
-            "apiVersion": "v1",
-            "kind": "Event",
-            "metadata": {"name": name, "namespace": namespace},
-            "involvedObject": {
-                "apiVersion": involved.get("apiVersion", "v1"),
-                "kind": involved["kind"],
-                "name": meta["name"],
-                "namespace": str(meta.get("namespace") or ""),
-                "uid": uid,
-            },
-            "reason": reason,
-            "message": message,
-            "type": kind,
-            "count": count,
-            "firstTimestamp": stamp,
-            "lastTimestamp": stamp,
-            "source": {"component": COMPONENT},
-        }
+            event["count"] = self._counts.get(event["metadata"]["name"], 0) + 1
+            self._counts[event["metadata"]["name"]] = event["count"]
         self.pool.submit(self._write, event)
 
     def _write(self, event: Obj) -> None:

@@ -1,0 +1,47 @@
+"""v1 Event objects as both backends write them: one per distinct (object, type, reason,
+message), named from a digest of those, so a repeat finds the earlier event by name."""
+
+from __future__ import annotations
+
+import hashlib
+
+from pykai.model.meta import Obj
+
+NORMAL = "Normal"
+WARNING = "Warning"
+COMPONENT = "kai-scheduler"
+
+
+def event_name(involved: Obj, reason: str, message: str, kind: str) -> str:
+    """``<object name>.<digest of uid, type, reason, message>``."""
+    meta = involved["metadata"]
+    uid = str(meta.get("uid", ""))
+    digest = hashlib.sha256(f"{uid}\0{kind}\0{reason}\0{message}".encode()).hexdigest()
+    return f"{meta['name']}.{digest[:16]}"
+
+
+def new_event(involved: Obj, reason: str, message: str, kind: str, stamp: str) -> Obj:
+    """A first occurrence (count 1) at time ``stamp``, in the object's namespace."""
+    meta = involved["metadata"]
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {
+            "name": event_name(involved, reason, message, kind),
+            "namespace": str(meta.get("namespace") or "default"),
+        },
+        "involvedObject": {
+            "apiVersion": involved.get("apiVersion", "v1"),
+            "kind": involved["kind"],
+            "name": meta["name"],
+            "namespace": str(meta.get("namespace") or ""),
+            "uid": str(meta.get("uid", "")),
+        },
+        "reason": reason,
+        "message": message,
+        "type": kind,
+        "count": 1,
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "source": {"component": COMPONENT},
+    }
