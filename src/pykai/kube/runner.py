@@ -28,9 +28,7 @@ from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import Bind, CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import ClusterState
-from pykai.grouping.podgrouper import plan_for
-from pykai.grouping.ray import RayGroupingError
-from pykai.kube.api import API_ERRORS, KINDS, ApiError, Kind, KubeApi
+from pykai.kube.api import API_ERRORS, KINDS, Kind, KubeApi
 from pykai.kube.binder import (
     FAILED,
     RESERVATION_NAMESPACE,
@@ -42,6 +40,7 @@ from pykai.kube.binder import (
     pending_request,
 )
 from pykai.kube.events import WARNING, EventRecorder
+from pykai.kube.grouper import group_pods
 from pykai.kube.informer import Change, Informer
 from pykai.kube.leader import LeaderElector
 from pykai.kube.workloads import KubeWorkloads
@@ -266,7 +265,7 @@ class KubeRunner:
         if "kuberay" in self.components:
             self.workloads.reconcile(self.objects, self._remember)
         if "podgrouper" in self.components:
-            self.group_pods()
+            group_pods(self.api, self.pool, self.objects, self._remember)
         result = self.scheduler.run_cycle(self.state, time.time())
         if "scheduler" in self.components:
             self._carry_out(result)
@@ -283,34 +282,6 @@ class KubeRunner:
             for pod in self.of_kind("Pod"):
                 if pod["metadata"].get("uid") in expired:
                     self._feed(pod)
-
-    def group_pods(self) -> None:
-        """KAI's pod-grouper for pods that have no PodGroup yet."""
-        classes = frozenset(pc["metadata"]["name"] for pc in self.of_kind("PriorityClass"))
-        for pod in self.of_kind("Pod"):
-            meta, spec = pod["metadata"], pod.get("spec") or {}
-            if (
-                spec.get("schedulerName") != c.SCHEDULER_NAME
-                or c.POD_GROUP_ANNOTATION in (meta.get("annotations") or {})
-                or meta.get("deletionTimestamp")
-            ):
-                continue
-            try:
-                plan = plan_for(
-                    pod, lambda kind, name, ns: self.objects.get((kind, ns, name)), classes
-                )
-            except RayGroupingError:
-                continue  # reported on the RayCluster; the pod waits
-            if ("PodGroup", plan.namespace, plan.name) not in self.objects:
-                try:
-                    self._remember(self.api.create(KINDS["PodGroup"], plan.to_object()))
-                except ApiError as exc:
-                    if exc.status != 409:
-                        raise
-            patch: Obj = {"metadata": {"annotations": {c.POD_GROUP_ANNOTATION: plan.name}}}
-            if plan.subgroup_of_pod:
-                patch["metadata"]["labels"] = {c.SUBGROUP_LABEL: plan.subgroup_of_pod}
-            self._remember(self.api.patch(KINDS["Pod"], meta["name"], patch, plan.namespace))
 
     def _carry_out(self, result: CycleResult) -> None:
         """Binds in parallel, evictions, events and PodGroup annotations."""
