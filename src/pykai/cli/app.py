@@ -288,6 +288,9 @@ def run(
     lease_name: Annotated[
         str, typer.Option(help="Name of the Lease (default: pykai-<components>)")
     ] = "",
+    lease_duration: Annotated[
+        float, typer.Option(help="Seconds without renewal before another replica takes over")
+    ] = 10.0,
     identity: Annotated[str, typer.Option(help="This replica's name (default: host-pid)")] = "",
     scheduler_config: Annotated[
         Path | None,
@@ -328,7 +331,9 @@ def run(
     if leader_elect:
         name = identity or f"{socket.gethostname()}-{os.getpid()}"
         lease = lease_name or "pykai-" + "-".join(sorted(chosen))
-        elector = LeaderElector(api, name, name=lease, namespace=lease_namespace)
+        elector = LeaderElector(
+            api, name, name=lease, namespace=lease_namespace, duration=lease_duration
+        )
     KubeRunner(api, config, chosen).run(stop, period, elector)
 
 
