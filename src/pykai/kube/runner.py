@@ -300,7 +300,8 @@ class KubeRunner:
                 self.events.record(group, eviction.reason, message, WARNING)
                 queue_name = (group.get("spec") or {}).get("queue", "")
                 self.evictions[queue_name] = self.evictions.get(queue_name, 0) + 1
-            self.api.delete(KINDS["Pod"], eviction.name, eviction.namespace)
+        deletes = [(KINDS["Pod"], e.name, e.namespace) for e in result.evictions]
+        list(self.pool.map(lambda target: self.api.delete(*target), deletes))
         self._annotate_podgroups(result)
         for key, reasons in result.unschedulable.items():
             text = reason_text(reasons)
@@ -380,23 +381,23 @@ class KubeRunner:
 
     def write_status(self, result: CycleResult) -> None:
         """Queue status (queuecontroller) and PodGroup status (podgroupcontroller; the
-        scheduling conditions are the scheduler's) where it changed."""
+        scheduling conditions are the scheduler's) where it changed, written in parallel."""
+        writes: list[tuple[Kind, Obj, Obj]] = []
         if "queuecontroller" in self.components:
             queues = self.of_kind("Queue")
             statuses = queue_statuses(queues, result, lambda q: self._evictions_of(q, queues))
-            for queue_obj in queues:
-                name = queue_obj["metadata"]["name"]
-                if (queue_obj.get("status") or {}) != statuses[name]:
-                    self._write(KINDS["Queue"], queue_obj, statuses[name])
+            writes += [
+                (KINDS["Queue"], q, statuses[q["metadata"]["name"]])
+                for q in queues
+                if (q.get("status") or {}) != statuses[q["metadata"]["name"]]
+            ]
         owned: set[str] = set()
         if "scheduler" in self.components:
             owned |= _SCHEDULER_STATUS
         if "podgroupcontroller" in self.components:
             owned |= {"phase", "running", "pending", "resourcesStatus"}
-        if not owned:
-            return
         now = time.time()
-        for group in self.of_kind("PodGroup"):
+        for group in self.of_kind("PodGroup") if owned else []:
             meta = group["metadata"]
             job = self.state.jobs.get(f"{meta['namespace']}/{meta['name']}")
             if job is None:
@@ -406,7 +407,10 @@ class KubeRunner:
             status = {k: v for k, v in old.items() if k not in owned}
             status |= {k: v for k, v in computed.items() if k in owned}
             if old != status:
-                self._write(KINDS["PodGroup"], group, status)
+                writes.append((KINDS["PodGroup"], group, status))
+        for written in self.pool.map(lambda write: self._patch_status(*write), writes):
+            if written is not None:
+                self._remember(written)
 
     def _evictions_of(self, queue_name: str, queues: list[Obj]) -> int:
         """Evictions in a queue: the count already in its status plus this process's."""
@@ -420,10 +424,15 @@ class KubeRunner:
         )
         return stored + self.evictions.pop(queue_name, 0)
 
-    def _write(self, kind: Kind, obj: Obj, status: Obj) -> None:
-        """Replace an object's status with a merge patch (keys that are gone are set to null)."""
+    def _patch_status(self, kind: Kind, obj: Obj, status: Obj) -> Obj | None:
+        """Replace an object's status with a merge patch (keys that are gone are set to null);
+        None if the write failed (it is tried again next cycle)."""
         old = obj.get("status") or {}
         patch = {key: None for key in old if key not in status} | status
         meta = obj["metadata"]
         namespace = meta.get("namespace", "")
-        self._remember(self.api.patch(kind, meta["name"], {"status": patch}, namespace, "status"))
+        try:
+            return self.api.patch(kind, meta["name"], {"status": patch}, namespace, "status")
+        except API_ERRORS as exc:
+            log.warning("status of %s %s not written: %s", kind.kind, meta["name"], exc)
+            return None
