@@ -337,6 +337,62 @@ def run(
     KubeRunner(api, config, chosen).run(stop, period, elector)
 
 
+@app.command()
+def webhook(
+    kubeconfig: Annotated[
+        Path | None,
+        typer.Option(
+            "--kubeconfig", envvar="KUBECONFIG", help="kubeconfig file (default: in-cluster)"
+        ),
+    ] = None,
+    address: Annotated[str, typer.Option(help="HOST:PORT to serve HTTPS on")] = "0.0.0.0:9443",
+    tls_cert_file: Annotated[Path | None, typer.Option(help="Serving certificate (PEM)")] = None,
+    tls_key_file: Annotated[Path | None, typer.Option(help="Its key (PEM)")] = None,
+    tls_secret: Annotated[
+        str, typer.Option(help="NAMESPACE/NAME of a kubernetes.io/tls Secret")
+    ] = "",
+    register: Annotated[
+        bool,
+        typer.Option(
+            help="Create the ValidatingWebhookConfiguration pointing at https://ADDRESS "
+            "(local use; the Helm chart makes its own)"
+        ),
+    ] = False,
+) -> None:
+    """The admission webhook: refuses invalid Queues, PodGroups and GPU-sharing annotations
+    (foreground; stops cleanly on SIGTERM). Without TLS options a self-signed certificate is
+    made for local use."""
+    from pykai.kube import webhook as hook
+    from pykai.kube.api import KubeApi
+
+    with reported():
+        host, _, port = address.rpartition(":")
+        if not host or not port.isdigit():
+            raise ManifestError(f"--address {address!r}: write it as HOST:PORT")
+        api = KubeApi.connect(kubeconfig)
+        if tls_cert_file and tls_key_file:
+            cert = tls_cert_file.read_bytes()
+            tls = hook.Tls(cert, tls_key_file.read_bytes(), cert)
+        elif tls_secret:
+            tls = hook.tls_from_secret(api, tls_secret)
+        else:
+            tls = hook.generate_tls(sorted({host, "127.0.0.1", "localhost"} - {"0.0.0.0"}))
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    server = hook.serve((host, int(port)), tls, hook.api_lister(api))
+    if register:
+        url_host = "127.0.0.1" if host == "0.0.0.0" else host
+        hook.register(api, f"https://{url_host}:{server.server_address[1]}{hook.PATH}", tls.ca)
+    typer.echo(f"serving on https://{host}:{server.server_address[1]}{hook.PATH}")
+    stop.wait()
+    if register:
+        hook.unregister(api)
+    server.shutdown()
+
+
 def main() -> None:
     """Console entry point of ``pykai`` and ``python -m pykai``."""
     app(prog_name="pykai")

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from pykai.controllers.validation import check_queue_unused, validate_objects
 from pykai.embedded import events
 from pykai.embedded.binder import bind
 from pykai.embedded.evictor import evict
@@ -22,7 +23,6 @@ from pykai.embedded.grouper import group_pods
 from pykai.embedded.kubelet import run_pods
 from pykai.embedded.status import update_status
 from pykai.embedded.store import Store, namespace_of
-from pykai.embedded.validation import check_queue_unused, validate_objects
 from pykai.embedded.workloads import run_workloads
 from pykai.engine.config import SchedulerConfig, config_from_mapping
 from pykai.engine.decisions import CycleResult

@@ -42,6 +42,14 @@ KINDS = {
         Kind("Node", "", "v1", "nodes", False),
         Kind("Pod", "", "v1", "pods", True),
         Kind("Event", "", "v1", "events", True),
+        Kind("Secret", "", "v1", "secrets", True),
+        Kind(
+            "ValidatingWebhookConfiguration",
+            "admissionregistration.k8s.io",
+            "v1",
+            "validatingwebhookconfigurations",
+            False,
+        ),
         Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
         Kind(
             "CustomResourceDefinition",

@@ -1,0 +1,207 @@
+"""The admission webhook: the review itself (no network), then `pykai webhook` registered with
+a real kube-apiserver, driven by Debian's kubectl: invalid Queues, PodGroups and GPU-sharing
+annotations are refused with messages naming object and field, and nothing is stored."""
+
+from __future__ import annotations
+
+import base64
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import yaml
+
+from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.localcluster import LocalCluster, free_port
+from pykai.kube.webhook import CONFIGURATION_NAME, generate_tls, review, unregister
+from pykai.model import builders
+from pykai.model.meta import Obj
+from tests.kube.conftest import ROOT, kubectl, wait_for
+
+BAD_QUEUE = builders.queue("bad-queue", gpu=(-2, -1, 1))
+
+
+def admission(obj: Obj, operation: str = "CREATE", version: str = "v1") -> Obj:
+    return {
+        "apiVersion": f"admission.k8s.io/{version}",
+        "kind": "AdmissionReview",
+        "request": {
+            "uid": "u-1",
+            "kind": {"group": "", "version": "v1", "kind": obj["kind"]},
+            "operation": operation,
+            "name": obj["metadata"]["name"],
+            "object": obj if operation != "DELETE" else None,
+        },
+    }
+
+
+def stored(objects: dict[str, list[Obj]]):  # type: ignore[no-untyped-def]
+    return lambda kind: objects.get(kind, [])
+
+
+def test_review_refuses_an_invalid_queue_naming_the_field() -> None:
+    answer = review(admission(BAD_QUEUE), stored({}))
+    response = answer["response"]
+    assert answer["apiVersion"] == "admission.k8s.io/v1" and response["uid"] == "u-1"
+    assert not response["allowed"] and response["status"]["code"] == 422
+    assert "bad-queue" in response["status"]["message"]
+    assert "spec.resources.gpu.quota" in response["status"]["message"]
+
+
+def test_review_checks_the_tree_against_stored_queues() -> None:
+    child = builders.queue("child", parent="dept")
+    assert not review(admission(child), stored({}))["response"]["allowed"]
+    parent = builders.queue("dept")
+    assert review(admission(child), stored({"Queue": [parent]}))["response"]["allowed"]
+
+
+def test_review_of_pods_and_podgroups() -> None:
+    shared = builders.pod("p", annotations={"gpu-fraction": "1.5"})
+    answer = review(admission(shared, version="v1beta1"), stored({}))
+    assert answer["apiVersion"] == "admission.k8s.io/v1beta1"
+    assert not answer["response"]["allowed"]
+    assert "gpu-fraction" in answer["response"]["status"]["message"]
+    both = builders.pod("q", gpus=1, annotations={"gpu-fraction": "0.5"})
+    assert not review(admission(both), stored({}))["response"]["allowed"]
+    assert review(admission(builders.pod("ok", gpus=1)), stored({}))["response"]["allowed"]
+    group = builders.podgroup("g", queue="q", min_member=0)
+    message = review(admission(group), stored({}))["response"]["status"]["message"]
+    assert "minMember" in message
+
+
+def test_review_refuses_deleting_a_queue_in_use() -> None:
+    used = {"Queue": [builders.queue("dept"), builders.queue("team", parent="dept")]}
+    answer = review(admission(builders.queue("dept"), "DELETE"), stored(used))
+    assert not answer["response"]["allowed"]
+    assert 'queue "team"' in answer["response"]["status"]["message"]
+    alone = admission(builders.queue("team"), "DELETE")
+    assert review(alone, stored(used))["response"]["allowed"]
+
+
+def test_malformed_reviews_are_answered_not_crashed_on() -> None:
+    assert review({"kind": "nonsense"}, stored({}))["response"]["status"]["code"] == 400
+    broken = admission(BAD_QUEUE)
+    broken["request"]["kind"] = None
+    assert review(broken, stored({}))["response"]["status"]["code"] == 400
+
+
+# ---- against the real apiserver --------------------------------------------------------------
+
+
+@pytest.fixture
+def webhook(local_cluster: LocalCluster) -> Iterator[str]:
+    """`pykai webhook --register` with a generated certificate; its address."""
+    address = f"127.0.0.1:{free_port()}"
+    yield from _running(local_cluster, address)
+
+
+def _running(cluster: LocalCluster, address: str, *flags: str) -> Iterator[str]:
+    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pykai",
+            "webhook",
+            f"--kubeconfig={cluster.kubeconfig}",
+            f"--address={address}",
+            "--register",
+            *flags,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"https://{address}/healthz", verify=False).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        assert wait_for(healthy), "webhook did not start"
+        assert wait_for(
+            lambda: api.get(KINDS["ValidatingWebhookConfiguration"], CONFIGURATION_NAME)
+        )
+        yield address
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=20)
+        gone = api.get(KINDS["ValidatingWebhookConfiguration"], CONFIGURATION_NAME) is None
+        unregister(api)  # never leave it behind for the other tests of the session
+        assert code == 0 and gone
+
+
+def apply_file(cluster: LocalCluster, objects: list[Obj], path: Path) -> str:
+    path.write_text(yaml.safe_dump_all(objects))
+    return kubectl(cluster, "apply", "-f", str(path), check=False)
+
+
+def test_kubectl_is_refused_invalid_queues_and_annotations(
+    local_cluster: LocalCluster, webhook: str, tmp_path: Path
+) -> None:
+    out = apply_file(local_cluster, [BAD_QUEUE], tmp_path / "bad.yaml")
+    assert 'admission webhook "queues.pykai.io" denied the request' in out
+    assert "bad-queue" in out and "spec.resources.gpu.quota" in out
+    assert "bad-queue" not in kubectl(local_cluster, "get", "queues")  # nothing stored
+
+    orphan = builders.queue("orphan-team", parent="no-such-department")
+    out = apply_file(local_cluster, [orphan], tmp_path / "orphan.yaml")
+    assert "denied the request" in out and "no-such-department" in out
+
+    kubectl(local_cluster, "apply", "-f", str(ROOT / "examples/queues-department-1-team-a.yaml"))
+    out = kubectl(local_cluster, "delete", "queue", "department-1", check=False)
+    assert "denied the request" in out and 'queue "team-a"' in out
+
+    pod = builders.pod("too-much", annotations={"gpu-fraction": "1.5"})
+    out = apply_file(local_cluster, [pod], tmp_path / "pod.yaml")
+    assert 'admission webhook "pods.pykai.io" denied the request' in out
+    assert "gpu-fraction" in out
+    fine = builders.pod("half-ok", annotations={"gpu-fraction": "0.5"})
+    assert "created" in apply_file(local_cluster, [fine], tmp_path / "fine.yaml")
+    kubectl(local_cluster, "delete", "pod", "half-ok", "--wait=false")
+
+
+def test_tls_from_a_secret(local_cluster: LocalCluster, tmp_path: Path) -> None:
+    tls = generate_tls(["127.0.0.1"])
+    secret = {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "type": "kubernetes.io/tls",
+        "metadata": {"name": "pykai-webhook-tls", "namespace": "default"},
+        "data": {
+            key: base64.b64encode(value).decode()
+            for key, value in (("tls.crt", tls.cert), ("tls.key", tls.key), ("ca.crt", tls.ca))
+        },
+    }
+    api = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
+    api.delete(KINDS["Secret"], "pykai-webhook-tls", "default")
+    api.create(KINDS["Secret"], secret)
+    address = f"127.0.0.1:{free_port()}"
+    for _ in _running(local_cluster, address, "--tls-secret=default/pykai-webhook-tls"):
+        served = httpx.get(f"https://{address}/healthz", verify=False)
+        assert served.status_code == 200
+        out = apply_file(local_cluster, [BAD_QUEUE], tmp_path / "bad.yaml")
+        assert "denied the request" in out  # the apiserver trusted the Secret's CA
+
+
+def test_a_missing_secret_is_a_clear_error(local_cluster: LocalCluster) -> None:
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pykai",
+            "webhook",
+            f"--kubeconfig={local_cluster.kubeconfig}",
+            "--tls-secret=default/nope",
+        ],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode != 0
+    assert "Secret default/nope does not exist" in result.stderr
