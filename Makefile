@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean kube-binaries
+.PHONY: setup demo test lint bench clean kube-binaries helm-template
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -25,7 +25,10 @@ lint: $(STAMP)
 kube-binaries:
 	bash scripts/kube-binaries
 
-test: lint kube-binaries
+helm-template:  # helm, or the stand-in built from Debian's Go packages (cached)
+	scripts/helm-template deploy/helm/pykai > /dev/null
+
+test: lint kube-binaries helm-template
 	$(BIN)/pytest
 
 bench: $(STAMP)

@@ -62,9 +62,11 @@ def start_pykai(
 
 
 @contextmanager
-def pykai_running(cluster: LocalCluster, *args: str) -> Iterator[subprocess.Popen[bytes]]:
+def pykai_running(
+    cluster: LocalCluster, *args: str, kubeconfig: Path | None = None
+) -> Iterator[subprocess.Popen[bytes]]:
     """``pykai run`` for the duration of the block; it must stop cleanly on SIGTERM."""
-    process = start_pykai(cluster, *args)
+    process = start_pykai(cluster, *args, kubeconfig=kubeconfig)
     try:
         yield process
     finally:

@@ -73,6 +73,15 @@ def test_review_of_pods_and_podgroups() -> None:
     assert "minMember" in message
 
 
+def test_gpu_sharing_can_be_switched_off() -> None:
+    shared = builders.pod("p", annotations={"gpu-fraction": "0.5"})
+    assert review(admission(shared), stored({}))["response"]["allowed"]
+    answer = review(admission(shared), stored({}), gpu_sharing=False)["response"]
+    assert not answer["allowed"] and "GPU sharing is disabled" in answer["status"]["message"]
+    whole = builders.pod("w", gpus=1)
+    assert review(admission(whole), stored({}), gpu_sharing=False)["response"]["allowed"]
+
+
 def test_review_refuses_deleting_a_queue_in_use() -> None:
     used = {"Queue": [builders.queue("dept"), builders.queue("team", parent="dept")]}
     answer = review(admission(builders.queue("dept"), "DELETE"), stored(used))

@@ -358,6 +358,9 @@ def webhook(
             "(local use; the Helm chart makes its own)"
         ),
     ] = False,
+    gpu_sharing: Annotated[
+        bool, typer.Option(help="Admit gpu-fraction / gpu-memory pods (off: refuse them)")
+    ] = True,
 ) -> None:
     """The admission webhook: refuses invalid Queues, PodGroups and GPU-sharing annotations
     (foreground; stops cleanly on SIGTERM). Without TLS options a self-signed certificate is
@@ -382,7 +385,7 @@ def webhook(
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
-    server = hook.serve((host, int(port)), tls, hook.api_lister(api))
+    server = hook.serve((host, int(port)), tls, hook.api_lister(api), gpu_sharing)
     if register:
         url_host = "127.0.0.1" if host == "0.0.0.0" else host
         hook.register(api, f"https://{url_host}:{server.server_address[1]}{hook.PATH}", tls.ca)

@@ -188,11 +188,12 @@ class Binder:
     # ---- the binder's side -------------------------------------------------------------------
 
     def ensure_namespace(self) -> None:
-        """Create the reservation namespace if it is missing."""
+        """Create the reservation namespace if it is missing (with the Helm chart it exists
+        and the binder may not create namespaces: a 403 is fine)."""
         try:
             self.api.create(KINDS["Namespace"], {"metadata": {"name": RESERVATION_NAMESPACE}})
         except ApiError as exc:
-            if exc.status != 409:
+            if exc.status not in (403, 409):
                 raise
 
     def reconcile(

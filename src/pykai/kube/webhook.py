@@ -36,6 +36,7 @@ from cryptography.x509.oid import NameOID
 
 from pykai.controllers.validation import check_queue_unused, validate_objects
 from pykai.kube.api import KINDS, ApiError, KubeApi
+from pykai.model import constants as c
 from pykai.model.errors import ValidationError
 from pykai.model.meta import Obj
 
@@ -44,18 +45,20 @@ CONFIGURATION_NAME = "pykai-validation"
 PATH = "/validate"
 
 Lister = Callable[[str], list[Obj]]  # kind -> stored objects
+SHARING_ANNOTATIONS = frozenset({c.GPU_FRACTION_ANNOTATION, c.GPU_MEMORY_ANNOTATION})
 
 
 # ---- the review ---------------------------------------------------------------------------------
 
 
-def review(body: Any, stored: Lister) -> Obj:
-    """The AdmissionReview answering ``body`` (same apiVersion); never raises."""
+def review(body: Any, stored: Lister, gpu_sharing: bool = True) -> Obj:
+    """The AdmissionReview answering ``body`` (same apiVersion); never raises. With
+    ``gpu_sharing`` off, pods asking for a GPU fraction or GPU memory are refused."""
     request = body.get("request") if isinstance(body, dict) else None
     if not isinstance(request, dict) or "uid" not in request:
         return _answer(body, "", False, 400, "not an AdmissionReview with a request")
     try:
-        problem = _problem(request, stored)
+        problem = _problem(request, stored, gpu_sharing)
     except (KeyError, TypeError, AttributeError) as exc:
         return _answer(body, request["uid"], False, 400, f"malformed admission request: {exc}")
     except ApiError as exc:
@@ -65,10 +68,18 @@ def review(body: Any, stored: Lister) -> Obj:
     return _answer(body, request["uid"], True, 200, "")
 
 
-def _problem(request: Obj, stored: Lister) -> str:
+def _problem(request: Obj, stored: Lister, gpu_sharing: bool) -> str:
     """Why the request must be refused, or ""."""
     kind = request["kind"]["kind"]
     operation = request["operation"]
+    if kind == "Pod" and not gpu_sharing and operation != "DELETE":
+        meta = request["object"]["metadata"]
+        asked = sorted(set(meta.get("annotations") or {}) & SHARING_ANNOTATIONS)
+        if asked:
+            return (
+                f'Pod "{meta.get("name", "")}": metadata.annotations[{asked[0]}]: GPU sharing '
+                "is disabled in this cluster; request whole GPUs (nvidia.com/gpu) instead"
+            )
     try:
         if operation == "DELETE":
             if kind == "Queue":
@@ -188,7 +199,9 @@ def tls_from_secret(api: KubeApi, reference: str) -> Tls:
 # ---- serving and registering --------------------------------------------------------------------
 
 
-def serve(address: tuple[str, int], tls: Tls, stored: Lister) -> ThreadingHTTPServer:
+def serve(
+    address: tuple[str, int], tls: Tls, stored: Lister, gpu_sharing: bool = True
+) -> ThreadingHTTPServer:
     """Start the HTTPS server in a daemon thread; ``shutdown()`` stops it."""
 
     class Handler(BaseHTTPRequestHandler):
@@ -202,7 +215,7 @@ def serve(address: tuple[str, int], tls: Tls, stored: Lister) -> ThreadingHTTPSe
             except json.JSONDecodeError as exc:
                 self._send(400, {"message": f"body is not JSON: {exc}"})
                 return
-            answer = review(body, stored)
+            answer = review(body, stored, gpu_sharing)
             response = answer["response"]
             if not response["allowed"]:
                 log.info("refused %s: %s", response["uid"], response["status"]["message"])
