@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import base64
 import signal
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -173,6 +174,13 @@ def test_kubectl_is_refused_invalid_queues_and_annotations(
     fine = builders.pod("half-ok", annotations={"gpu-fraction": "0.5"})
     assert "created" in apply_file(local_cluster, [fine], tmp_path / "fine.yaml")
     kubectl(local_cluster, "delete", "pod", "half-ok", "--wait=false")
+
+
+def test_a_stalled_client_does_not_block_the_webhook(webhook: str) -> None:
+    host, port = webhook.split(":")
+    with socket.create_connection((host, int(port))):  # connects, never says a word
+        answer = httpx.get(f"https://{webhook}/healthz", verify=False, timeout=5)
+        assert answer.status_code == 200
 
 
 def test_tls_from_a_secret(local_cluster: LocalCluster, tmp_path: Path) -> None:

@@ -235,10 +235,37 @@ def serve(
         def log_message(self, format: str, *args: Any) -> None:
             log.debug(format, *args)
 
-    server = ThreadingHTTPServer(address, Handler)
-    server.socket = tls.context().wrap_socket(server.socket, server_side=True)
+    server = _TlsServer(address, Handler, tls.context())
     threading.Thread(target=server.serve_forever, name="pykai-webhook", daemon=True).start()
     return server
+
+
+class _TlsServer(ThreadingHTTPServer):
+    """HTTPS with the TLS handshake in each request's own thread, so a client that connects
+    and stalls never blocks ``accept``."""
+
+    daemon_threads = True
+
+    def __init__(
+        self,
+        address: tuple[str, int],
+        handler: type[BaseHTTPRequestHandler],
+        context: ssl.SSLContext,
+    ) -> None:
+        super().__init__(address, handler)
+        self.context = context
+
+    def finish_request(self, request: Any, client_address: Any) -> None:
+        request.settimeout(10)
+        try:
+            secure = self.context.wrap_socket(request, server_side=True)
+        except (OSError, ssl.SSLError) as exc:
+            log.debug("TLS handshake with %s failed: %s", client_address, exc)
+            return
+        try:
+            super().finish_request(secure, client_address)
+        finally:
+            secure.close()
 
 
 def api_lister(api: KubeApi) -> Lister:
