@@ -52,3 +52,20 @@ def test_down_leaves_no_process(tmp_path) -> None:  # type: ignore[no-untyped-de
     cluster.down()
     assert not any(alive(pid) for pid in pids)
     assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
+
+
+def test_up_with_the_webhook_then_down(tmp_path: Path) -> None:
+    cluster = LocalCluster(tmp_path)
+    kubeconfig = cluster.up(controller_manager=False, stand_ins=False, webhook=True)
+    try:
+        bad = tmp_path / "bad.yaml"
+        bad.write_text(
+            "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: bad}\n"
+            "spec: {resources: {gpu: {quota: -3, limit: -1, overQuotaWeight: 1}}}\n"
+        )
+        out = kubectl(cluster, "apply", "-f", str(bad), check=False)
+        assert "denied the request" in out and "spec.resources.gpu.quota" in out
+    finally:
+        pids = list(cluster.status()["pids"].values())  # type: ignore[union-attr]
+        cluster.down()
+    assert kubeconfig.exists() and not any(alive(pid) for pid in pids)

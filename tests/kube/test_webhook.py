@@ -83,6 +83,15 @@ def test_gpu_sharing_can_be_switched_off() -> None:
     assert review(admission(whole), stored({}), gpu_sharing=False)["response"]["allowed"]
 
 
+def test_a_broken_stored_queue_does_not_block_unrelated_writes() -> None:
+    orphan = builders.queue("orphan", parent="gone")  # stored before the webhook existed
+    garbage = builders.queue("garbage", gpu=(-5, -1, 1))
+    fresh = builders.queue("fresh")
+    assert review(admission(fresh), stored({"Queue": [orphan, garbage]}))["response"]["allowed"]
+    again = builders.queue("orphan", parent="still-gone")
+    assert not review(admission(again), stored({"Queue": [orphan]}))["response"]["allowed"]
+
+
 def test_review_refuses_deleting_a_queue_in_use() -> None:
     used = {"Queue": [builders.queue("dept"), builders.queue("team", parent="dept")]}
     answer = review(admission(builders.queue("dept"), "DELETE"), stored(used))

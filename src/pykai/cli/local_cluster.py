@@ -28,11 +28,14 @@ def up(
     nodes: Annotated[Path | None, typer.Option("--nodes", help="YAML file of Node objects")] = None,
     gpu_nodes_count: Annotated[int, typer.Option("--gpu-nodes", help="Fake GPU nodes")] = 0,
     gpus_per_node: Annotated[int, typer.Option("--gpus-per-node")] = 8,
+    webhook: Annotated[
+        bool, typer.Option("--webhook", help="Also run pykai's admission webhook, registered")
+    ] = False,
 ) -> None:
     """Start the control plane and create fake nodes; the kubeconfig path is the last line."""
     cluster = LocalCluster(directory.resolve())
     try:
-        kubeconfig = cluster.up()
+        kubeconfig = cluster.up(webhook=webhook)
     except LocalClusterError as exc:
         fail(str(exc))
     objects = gpu_nodes(gpu_nodes_count, gpus_per_node)

@@ -81,10 +81,16 @@ class LocalCluster:
         return self.directory / "state.json"
 
     def up(
-        self, *, controller_manager: bool = True, stand_ins: bool = True, timeout: float = 60.0
+        self,
+        *,
+        controller_manager: bool = True,
+        stand_ins: bool = True,
+        webhook: bool = False,
+        timeout: float = 60.0,
     ) -> Path:
         """Start etcd and kube-apiserver (and kube-controller-manager), install the CRDs and
-        priority classes, start the stand-ins; return the kubeconfig."""
+        priority classes, start the stand-ins (and the admission webhook, registered); return
+        the kubeconfig."""
         if self.running():
             return self.kubeconfig
         for name in ("kube-apiserver", "etcd"):
@@ -137,7 +143,32 @@ class LocalCluster:
                 log_name="pykai-stand-ins",
             )
             self._write_state(pids, ports)
+        if webhook:
+            ports["webhook"] = free_port()
+            pids["pykai-webhook"] = self._start(
+                sys.executable,
+                [
+                    "-m",
+                    "pykai",
+                    "webhook",
+                    f"--kubeconfig={self.kubeconfig}",
+                    f"--address=127.0.0.1:{ports['webhook']}",
+                    "--register",
+                ],
+                log_name="pykai-webhook",
+            )
+            self._write_state(pids, ports)
+            self._wait_registered(timeout)
         return self.kubeconfig
+
+    def _wait_registered(self, timeout: float) -> None:
+        api = KubeApi.from_kubeconfig(self.kubeconfig)
+        deadline = time.monotonic() + timeout
+        while api.get(KINDS["ValidatingWebhookConfiguration"], "pykai-validation") is None:
+            if time.monotonic() > deadline or not self.running():
+                log = self.directory / "pykai-webhook.log"
+                raise LocalClusterError(f"the admission webhook did not register; see {log}")
+            time.sleep(0.2)
 
     def down(self) -> None:
         """Stop every process started by ``up`` (newest first) and wait for them to exit."""

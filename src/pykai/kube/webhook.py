@@ -9,8 +9,10 @@ before anything is stored.
 
 TLS: certificate files, a ``kubernetes.io/tls`` Secret, or a self-signed CA and serving
 certificate generated at start (local use; the CA goes into the webhook configuration).
-Failure policy: ``Fail`` for queues and PodGroups (nothing invalid slips in while the webhook is
-down), ``Ignore`` for pods (a webhook outage must never stop every pod of the cluster).
+Failure policy: ``Fail`` for queues (written by people: nothing invalid slips in while the
+webhook is down), ``Ignore`` for PodGroups and pods (written constantly by controllers and
+pykai itself: an outage of the webhook must never stall workloads; the engine ignores an
+invalid object it is given, with a log line).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from pykai.kube.api import KINDS, ApiError, KubeApi
 from pykai.model import constants as c
 from pykai.model.errors import ValidationError
 from pykai.model.meta import Obj
+from pykai.model.queue import parse_queue
 
 log = logging.getLogger("pykai.webhook")
 CONFIGURATION_NAME = "pykai-validation"
@@ -89,11 +92,26 @@ def _problem(request: Obj, stored: Lister, gpu_sharing: bool) -> str:
         if not isinstance(obj, dict):
             raise TypeError("request.object is not an object")
         obj.setdefault("kind", kind)
-        queues = stored("Queue") if kind == "Queue" else []
-        validate_objects([obj], queues)
+        validate_objects([obj], _valid_queues(stored) if kind == "Queue" else [])
     except ValidationError as exc:
-        return str(exc)
+        # only what is wrong with the reviewed object: an old broken queue elsewhere in the
+        # tree must not block unrelated writes
+        name = request.get("name") or (request.get("object") or {}).get("metadata", {}).get("name")
+        mine = [p for p in exc.problems if p.kind != "Queue" or p.name == name]
+        return str(ValidationError(mine)) if mine else ""
     return ""
+
+
+def _valid_queues(stored: Lister) -> list[Obj]:
+    """The stored queues that parse (others cannot be part of a valid tree anyway)."""
+    valid = []
+    for queue in stored("Queue"):
+        try:
+            parse_queue(queue)
+        except ValidationError:
+            continue
+        valid.append(queue)
+    return valid
 
 
 def _answer(body: Any, uid: str, allowed: bool, code: int, message: str) -> Obj:
@@ -317,7 +335,7 @@ def configuration(client_config: Obj) -> Obj:
                 "v2alpha2",
                 "podgroups",
                 ["CREATE", "UPDATE"],
-                "Fail",
+                "Ignore",
             ),
             webhook("pods", "", "v1", "pods", ["CREATE"], "Ignore"),
         ],
