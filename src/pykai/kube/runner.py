@@ -16,6 +16,7 @@ its kind, so a restarted process never acts on a half-filled cache.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import queue
 import threading
@@ -135,6 +136,7 @@ class KubeRunner:
         self.evictions: dict[str, int] = {}  # queue -> evictions counted by this process
         self._reported: dict[str, str] = {}  # job key -> reasons last reported as an event
         self._failed_requests: set[str] = set()  # uids of BindRequests the binder gave up
+        self._status_in_flight: set[tuple[str, str, str]] = set()  # status writes under way
 
     def run(
         self, stop: threading.Event, period: float = 1.0, elector: LeaderElector | None = None
@@ -260,20 +262,37 @@ class KubeRunner:
     # ---- one cycle ---------------------------------------------------------------------------
 
     def cycle(self) -> CycleResult:
-        """Run each component of this process once."""
+        """Run each component of this process once; log the phases of a cycle that decided
+        something."""
+        marks = [("start", time.perf_counter())]
         self._release_expired_holds()
         if "kuberay" in self.components:
             self.workloads.reconcile(self.objects, self._remember)
         if "podgrouper" in self.components:
             group_pods(self.api, self.pool, self.objects, self._remember)
+        marks.append(("group", time.perf_counter()))
         result = self.scheduler.run_cycle(self.state, time.time())
+        marks.append(("schedule", time.perf_counter()))
         if "scheduler" in self.components:
             self._carry_out(result)
+        marks.append(("bind+evict", time.perf_counter()))
         if "binder" in self.components:
             self._run_binder()
         if "kubelet" in self.components:
             self.run_pods()
         self.write_status(result)
+        marks.append(("status", time.perf_counter()))
+        if result.binds or result.evictions:
+            phases = ", ".join(
+                f"{name} {end - begin:.3f}s"
+                for (_, begin), (name, end) in itertools.pairwise(marks)
+            )
+            log.info(
+                "cycle: %d binds, %d evictions (%s)",
+                len(result.binds),
+                len(result.evictions),
+                phases,
+            )
         return result
 
     def _release_expired_holds(self) -> None:
@@ -381,7 +400,8 @@ class KubeRunner:
 
     def write_status(self, result: CycleResult) -> None:
         """Queue status (queuecontroller) and PodGroup status (podgroupcontroller; the
-        scheduling conditions are the scheduler's) where it changed, written in parallel."""
+        scheduling conditions are the scheduler's) where it changed, written in the
+        background."""
         writes: list[tuple[Kind, Obj, Obj]] = []
         if "queuecontroller" in self.components:
             queues = self.of_kind("Queue")
@@ -408,9 +428,11 @@ class KubeRunner:
             status |= {k: v for k, v in computed.items() if k in owned}
             if old != status:
                 writes.append((KINDS["PodGroup"], group, status))
-        for written in self.pool.map(lambda write: self._patch_status(*write), writes):
-            if written is not None:
-                self._remember(written)
+        for kind, obj, status in writes:
+            key = key_of(obj)
+            if key not in self._status_in_flight:  # one write per object at a time
+                self._status_in_flight.add(key)
+                self.pool.submit(self._patch_status, kind, obj, status)
 
     def _evictions_of(self, queue_name: str, queues: list[Obj]) -> int:
         """Evictions in a queue: the count already in its status plus this process's."""
@@ -424,15 +446,19 @@ class KubeRunner:
         )
         return stored + self.evictions.pop(queue_name, 0)
 
-    def _patch_status(self, kind: Kind, obj: Obj, status: Obj) -> Obj | None:
-        """Replace an object's status with a merge patch (keys that are gone are set to null);
-        None if the write failed (it is tried again next cycle)."""
+    def _patch_status(self, kind: Kind, obj: Obj, status: Obj) -> None:
+        """Replace an object's status with a merge patch (keys that are gone are set to null),
+        in the background: the written object comes back through the change queue, so the
+        cycle never waits for status writes (a failed one is tried again next cycle)."""
         old = obj.get("status") or {}
         patch = {key: None for key in old if key not in status} | status
         meta = obj["metadata"]
-        namespace = meta.get("namespace", "")
         try:
-            return self.api.patch(kind, meta["name"], {"status": patch}, namespace, "status")
+            written = self.api.patch(
+                kind, meta["name"], {"status": patch}, meta.get("namespace", ""), "status"
+            )
+            self.changes.put(Change(kind.kind, "MODIFIED", written))
         except API_ERRORS as exc:
             log.warning("status of %s %s not written: %s", kind.kind, meta["name"], exc)
-            return None
+        finally:
+            self._status_in_flight.discard(key_of(obj))
