@@ -111,6 +111,22 @@ def test_equal_scores_go_to_the_smallest_node_name(policy: str) -> None:
     assert cluster.names[row] == "n0"
 
 
+@pytest.mark.parametrize("policy", ["dotprod", "clustering", "packing", "bestfit", "fgd"])
+def test_equal_scores_follow_the_given_tie_ranks(policy: str) -> None:
+    nodes = [TraceNode(n, 32_000, 1000, 2, "T4") for n in ("n0", "n1", "n2")]
+    cluster = Cluster.of(nodes, TypicalPods.of([]), {"n0": 2, "n1": 0, "n2": 1})
+    assert cluster.names == ["n1", "n2", "n0"]
+    for pod in (TracePod("p", 1000, 1, 1, 500), TracePod("c", 1000, 1, 0, 0)):
+        row, _ = POLICIES[policy](cluster, pod, cluster.feasible(pod), random.Random(0))
+        assert cluster.names[row] == "n1"
+
+
+def test_tie_ranks_must_cover_the_nodes() -> None:
+    nodes = [TraceNode(n, 32_000, 1000, 2, "T4") for n in ("n0", "n1")]
+    with pytest.raises(ValueError, match="every node"):
+        Cluster.of(nodes, TypicalPods.of([]), {"n0": 0})
+
+
 def test_packing_and_bestfit_fill_the_shared_gpu_with_least_room() -> None:
     for policy in ("packing", "bestfit", "clustering"):
         cluster = two_nodes()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from pykai.sim.openb import TraceNode, TracePod, read_nodes, read_pods
-from pykai.sim.replay import MAX_ARRIVAL, arrivals, median, replay
+from pykai.sim.replay import MAX_ARRIVAL, arrivals, median, replay, tie_ranks
 from tests.sim.conftest import NODES_CSV, PODS_CSV
 
 
@@ -52,6 +52,24 @@ def test_a_seed_replays_identically(
     again = replay(nodes, pods, policy, 7)
     assert first.unallocated_gpu_pct == again.unallocated_gpu_pct
     assert first.fragmentation_pct == again.fragmentation_pct
+
+
+def test_tie_ranks_are_a_seeded_permutation(nodes: list[TraceNode]) -> None:
+    ranks = tie_ranks(nodes, 42)
+    assert set(ranks) == {n.name for n in nodes}
+    assert sorted(ranks.values()) == list(range(len(nodes)))
+    assert tie_ranks(list(reversed(nodes)), 42) == ranks  # input order does not matter
+    assert tie_ranks(nodes, 43) != ranks
+
+
+def test_ties_follow_the_seeded_node_order_unless_told_otherwise() -> None:
+    """Packing scores CPU pods 0 everywhere: in name order they all pile onto the first
+    (2-GPU) nodes of the trace, in the seeded order they land on nodes of every kind."""
+    nodes, pods = read_nodes(NODES_CSV), read_pods(PODS_CSV)
+    by_name = replay(nodes, pods, "packing", 42, max_pods=1500, shuffle_ties=False)
+    shuffled = replay(nodes, pods, "packing", 42, max_pods=1500)
+    assert shuffled.unallocated_gpu_pct == by_name.unallocated_gpu_pct  # nothing fails yet
+    assert shuffled.fragmentation_pct != by_name.fragmentation_pct
 
 
 def test_unknown_policy(nodes: list[TraceNode], pods: list[TracePod]) -> None:

@@ -43,12 +43,19 @@ def engine(
 
 @app.command("fgd")
 def fgd(
-    nodes: Annotated[Path, typer.Option(help="Node list CSV")] = Path(
-        "data/openb/openb_node_list_gpu_node.csv"
-    ),
-    pods: Annotated[Path, typer.Option(help="Pod list CSV")] = Path(
-        "data/openb/openb_pod_list_default.csv"
-    ),
+    nodes: Annotated[
+        Path | None, typer.Option(help="Node list CSV [default: DATA/openb/…gpu_node.csv]")
+    ] = None,
+    pods: Annotated[
+        Path | None, typer.Option(help="Pod list CSV [default: DATA/openb/…default.csv]")
+    ] = None,
+    data: Annotated[
+        Path | None,
+        typer.Option(
+            help="The repository's data/ folder (default: $PYKAI_DATA, else the source "
+            "checkout's); used for the default trace and the published curve of --plot"
+        ),
+    ] = None,
     policy: Annotated[
         str, typer.Option(help="random|dotprod|clustering|packing|bestfit|fgd|pykai")
     ] = "fgd",
@@ -63,10 +70,12 @@ def fgd(
     """GPU-sharing placement quality on the Alibaba openb trace (the FGD paper's protocol)."""
     from rich.progress import Progress
 
-    from pykai.sim.fgd import parse_seeds, plot, run_fgd
+    from pykai.sim.fgd import NODES_FILE, PODS_FILE, data_file, parse_seeds, plot, run_fgd
 
     try:
         seed_list = parse_seeds(seeds)
+        nodes = nodes or data_file(NODES_FILE, data)
+        pods = pods or data_file(PODS_FILE, data)
         with Progress(disable=not sys.stderr.isatty(), transient=True) as bar:
             task = bar.add_task(f"{policy}", total=len(seed_list))
             result = run_fgd(
@@ -81,7 +90,7 @@ def fgd(
     except (ValueError, OSError) as exc:
         fail(str(exc))
     if plot_file is not None:
-        plot([result], plot_file)
+        plot([result], plot_file, data)
     if output == "json":
         typer.echo(json.dumps(result))
         return

@@ -1,8 +1,10 @@
 """The simulated cluster: free CPU, memory and per-GPU milli of every node, as numpy arrays.
 
-Nodes are kept sorted by name, because the FGD simulator's scheduler breaks score ties by the
-smallest node name: among equal scores, the lowest row wins. A node's absent GPUs hold 0 free
-milli, so they never fit a GPU request and add nothing to sums.
+Rows are kept in tie-break order, because the FGD simulator's scheduler breaks score ties by
+the smallest node name: among equal scores, the lowest row wins. That order is the node names'
+unless a rank is given; the replay gives the simulator's seeded random one
+(:func:`pykai.sim.replay.tie_ranks`). A node's absent GPUs hold 0 free milli, so they never fit
+a GPU request and add nothing to sums.
 """
 
 from __future__ import annotations
@@ -46,9 +48,14 @@ class Cluster:
         self.affinity = np.zeros((len(self.names), 9), dtype=np.int64)
 
     @classmethod
-    def of(cls, nodes: list[TraceNode], typical: TypicalPods) -> Cluster:
-        """An empty cluster of ``nodes`` (sorted by name) measured with ``typical`` pods."""
-        ordered = sorted(nodes, key=lambda n: n.name)
+    def of(
+        cls, nodes: list[TraceNode], typical: TypicalPods, ranks: dict[str, int] | None = None
+    ) -> Cluster:
+        """An empty cluster of ``nodes`` measured with ``typical`` pods. Rows (and so ties) are
+        in name order, or in the order of ``ranks[name]`` when given."""
+        if ranks is not None and set(ranks) != {n.name for n in nodes}:
+            raise ValueError("ranks must name every node exactly once")
+        ordered = sorted(nodes, key=lambda n: (ranks[n.name] if ranks is not None else 0, n.name))
         model_names = sorted({n.model for n in ordered})
         width = max((n.gpus for n in ordered), default=0) or 1
         gpu = np.zeros((len(ordered), width), dtype=np.int64)
@@ -83,7 +90,7 @@ class Cluster:
         return mask
 
     def feasible(self, pod: TracePod) -> IntArray:
-        """Rows of the nodes the pod fits on, in name order."""
+        """Rows of the nodes the pod fits on, in tie-break order."""
         fits = (self.cpu >= pod.cpu_milli) & (self.memory >= pod.memory_mib)
         if pod.num_gpu:
             fits &= self.allowed(pod)
@@ -130,5 +137,5 @@ def best_fit_gpus(free: IntArray, pod: TracePod) -> list[int]:
 
 
 def first_rows(rows: IntArray, scores: npt.NDArray[np.int64] | npt.NDArray[np.float64]) -> int:
-    """The row of the best score; on ties the first (smallest name), as the simulator does."""
+    """The row of the best score; on ties the first (the simulator's smallest name)."""
     return int(rows[int(np.argmax(scores))])

@@ -1,9 +1,16 @@
 """The FGD paper's experiment on the openb trace: every seed of one policy, their median, the
-paper's published medians beside them, and a plot."""
+paper's published medians beside them, and a plot.
+
+The trace and the published results live in the repository's ``data/`` folder (see its
+README for source and terms); they are not installed with the package. :func:`data_dir` finds
+that folder: an explicit path, else ``$PYKAI_DATA``, else the ``data/`` of the source checkout
+this module runs from.
+"""
 
 from __future__ import annotations
 
 import csv
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -14,9 +21,13 @@ from pykai.sim.openb import read_nodes, read_pods
 from pykai.sim.policies import POLICIES
 from pykai.sim.replay import MAX_ARRIVAL, Curve, median, replay
 
-DATA = Path(__file__).resolve().parents[3] / "data"
-PUBLISHED_ALLOCATION = DATA / "fgd" / "analysis_allo_discrete.default.csv"
-PUBLISHED_FRAGMENTATION = DATA / "fgd" / "analysis_frag_discrete.default.csv"
+DATA_ENV = "PYKAI_DATA"
+_SRC = Path(__file__).resolve().parents[2]  # src/ of a checkout, site-packages/ if installed
+CHECKOUT_DATA: Path | None = _SRC.parent / "data" if _SRC.name == "src" else None
+NODES_FILE = Path("openb", "openb_node_list_gpu_node.csv")
+PODS_FILE = Path("openb", "openb_pod_list_default.csv")
+PUBLISHED_ALLOCATION = Path("fgd", "analysis_allo_discrete.default.csv")
+PUBLISHED_FRAGMENTATION = Path("fgd", "analysis_frag_discrete.default.csv")
 PUBLISHED_NAMES = {
     "random": "01-Random",
     "dotprod": "02-DotProd",
@@ -25,6 +36,40 @@ PUBLISHED_NAMES = {
     "bestfit": "05-BestFit",
     "fgd": "06-FGD",
 }
+
+
+class DataNotFoundError(FileNotFoundError):
+    """The data folder (openb trace, published results) cannot be found."""
+
+
+def data_dir(explicit: Path | None = None) -> Path:
+    """The data folder: ``explicit`` if given, else ``$PYKAI_DATA``, else the ``data/`` folder
+    of the source checkout pykai runs from. Raises :class:`DataNotFoundError`, saying how to
+    point at one, when the chosen folder is missing (as in an installed copy of pykai)."""
+    how = (
+        "the openb trace and the FGD paper's results are not installed with pykai: pass the "
+        f"data/ folder of a pykai checkout (--data DIR) or set {DATA_ENV}"
+    )
+    if explicit is not None:
+        folder, origin = explicit, "the given data folder"
+    elif env := os.environ.get(DATA_ENV):
+        folder, origin = Path(env), f"${DATA_ENV}"
+    elif CHECKOUT_DATA is not None:
+        folder, origin = CHECKOUT_DATA, "the source checkout's data folder"
+    else:
+        raise DataNotFoundError(f"pykai runs from an installed copy; {how}")
+    if not folder.is_dir():
+        raise DataNotFoundError(f"{origin} {folder} does not exist; {how}")
+    return folder
+
+
+def data_file(relative: Path, data: Path | None = None) -> Path:
+    """A file of the data folder (:func:`data_dir`); a clear error if it is missing."""
+    folder = data_dir(data)
+    path = folder / relative
+    if not path.is_file():
+        raise DataNotFoundError(f"{path} does not exist: {folder} is not a pykai data/ folder")
+    return path
 
 
 def run_fgd(
@@ -80,20 +125,22 @@ def _published(path: Path, policy: str, unallocated: bool) -> Curve:
     return out
 
 
-def published_medians(policy: str, allocation_csv: Path = PUBLISHED_ALLOCATION) -> Curve:
+def published_medians(policy: str, data: Path | None = None) -> Curve:
     """The paper's median unallocated GPU % (100 − allocation ratio) over seeds 42-51, per
-    arrival % 0..130, for one of the six policies of :data:`PUBLISHED_NAMES`."""
-    return _published(allocation_csv, policy, unallocated=True)
+    arrival % 0..130, for one of the six policies of :data:`PUBLISHED_NAMES`, read from the
+    data folder (:func:`data_dir`)."""
+    return _published(data_file(PUBLISHED_ALLOCATION, data), policy, unallocated=True)
 
 
-def published_fragmentation(policy: str, frag_csv: Path = PUBLISHED_FRAGMENTATION) -> Curve:
+def published_fragmentation(policy: str, data: Path | None = None) -> Curve:
     """The paper's median fragmentation (% of cluster GPUs) per arrival % 0..130."""
-    return _published(frag_csv, policy, unallocated=False)
+    return _published(data_file(PUBLISHED_FRAGMENTATION, data), policy, unallocated=False)
 
 
-def plot(results: list[dict[str, Any]], path: Path) -> None:
+def plot(results: list[dict[str, Any]], path: Path, data: Path | None = None) -> None:
     """Median unallocated GPU % against arrival % for each result of :func:`run_fgd`, as a PNG
-    (the published median, where there is one, dashed in the same colour)."""
+    (the published median, where there is one and the data folder has it, dashed in the same
+    colour)."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -103,8 +150,11 @@ def plot(results: list[dict[str, Any]], path: Path) -> None:
     for result in results:
         curve = result["median_unallocated_gpu_pct"]
         (line,) = axes.plot(*_points(curve), label=result["policy"])
-        if result["policy"] in PUBLISHED_NAMES and PUBLISHED_ALLOCATION.exists():
-            published = published_medians(result["policy"])
+        if result["policy"] in PUBLISHED_NAMES:
+            try:
+                published = published_medians(result["policy"], data)
+            except DataNotFoundError:
+                continue
             axes.plot(*_points(published), linestyle="--", color=line.get_color(), linewidth=0.8)
     axes.set_xlabel("arrived GPU demand (% of cluster GPUs)")
     axes.set_ylabel("unallocated GPU (%), median over seeds")

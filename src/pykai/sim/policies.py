@@ -1,10 +1,11 @@
 """Placement policies: the six of the FGD paper, scored as the simulator's plugins do, and
 pykai's own.
 
-A policy gets the cluster, the pod, the rows of the nodes it fits on (name order) and a seeded
-random source, and returns the chosen row and GPU indices. The six paper policies score nodes
-with integers 0..100 as kube-scheduler plugins do; the best score wins and ties go to the first
-row (smallest node name), which is what the simulator's scheduler does. Unless a policy chooses
+A policy gets the cluster, the pod, the rows of the nodes it fits on (tie-break order) and a
+seeded random source, and returns the chosen row and GPU indices. The six paper policies score
+nodes with integers 0..100 as kube-scheduler plugins do; the best score wins and ties go to the
+first row, which is what the simulator's scheduler does (its smallest node name, see
+:func:`pykai.sim.replay.tie_ranks`). Unless a policy chooses
 GPUs itself, a share goes to the fitting GPU with the least free milli and whole GPUs are the
 first fully free ones. pykai refines FGD's score with finer tie-breaks (:func:`pykai_policy`).
 """
@@ -210,7 +211,7 @@ def pykai_policy(cluster: Cluster, pod: TracePod, rows: IntArray, rng: random.Ra
        push them off the nodes that multi-GPU pods need).
     2. Equal scores go to the placement that strands least and, for a CPU pod, leaves its node
        the least free (BestFit), keeping CPU where idle GPUs will need it; then to the first
-       node by name and the first GPU, as FGD does.
+       node in the tie-break order and the first GPU, as FGD does.
     """
     found = candidates(cluster, pod, rows)
     strand = stranding(cluster, pod, rows, found)

@@ -2,8 +2,10 @@
 
 Pods are sorted by name, shuffled with the seed, and inflated by sampling with replacement until
 the requested GPU would exceed ``tune`` × the cluster's GPUs. They are then placed one by one by
-a policy, or fail for good. After each pod the arrived and allocated GPU milli and the cluster's
-fragmentation are recorded; the curves average them per integer arrival percentage 0..130.
+a policy, or fail for good. Equal scores go to the first node of a seeded random order fixed
+for the run, as in the simulator (:func:`tie_ranks`). After each pod the arrived and allocated
+GPU milli and the cluster's fragmentation are recorded; the curves average them per integer
+arrival percentage 0..130.
 """
 
 from __future__ import annotations
@@ -45,6 +47,22 @@ def arrivals(pods: list[TracePod], seed: int, tune: float, total_gpu_milli: int)
     return order
 
 
+def tie_ranks(nodes: list[TraceNode], seed: int) -> dict[str, int]:
+    """Each node's place in the order that breaks equal scores, drawn with the seed.
+
+    The FGD simulator's scheduler gives ties to the smallest node name, but before placing any
+    pod it renames every node ``f"{i:04d}-{name}"``, with ``i`` from a seeded random
+    permutation (``rand.Perm`` over the nodes sorted by name, in ``syncClusterResourceList``).
+    Ties therefore go to the first node of a random order that stays fixed for the whole run,
+    not to the trace's first node name (which stacks CPU pods on the same few 2-GPU nodes and
+    costs Packing and Clustering about 0.6-0.9 pp). Go's random sequence cannot be reproduced;
+    this draws an order of the same kind from Python's ``random.Random``."""
+    names = sorted(n.name for n in nodes)
+    places = list(range(len(names)))
+    random.Random(f"{seed}/nodes").shuffle(places)
+    return dict(zip(names, places, strict=True))
+
+
 @dataclass
 class Run:
     """One seed's curves, indexed by arrival percentage 0..130 (None where no event)."""
@@ -83,12 +101,15 @@ def replay(
     seed: int,
     tune: float = 1.3,
     max_pods: int | None = None,
+    shuffle_ties: bool = True,
 ) -> Run:
-    """Replay one seed of ``pods`` on ``nodes`` with one policy."""
+    """Replay one seed of ``pods`` on ``nodes`` with one policy. Ties go to the first node of
+    the seeded order of :func:`tie_ranks`, or with ``shuffle_ties=False`` to the first name."""
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
     started = time.perf_counter()
-    cluster = Cluster.of(nodes, TypicalPods.of(pods))
+    ranks = tie_ranks(nodes, seed) if shuffle_ties else None
+    cluster = Cluster.of(nodes, TypicalPods.of(pods), ranks)
     place = POLICIES[policy]
     rng = random.Random(f"{seed}/{policy}")
     total = cluster.total_gpu_milli

@@ -1,7 +1,8 @@
 """Regenerate ``bench/results/fgd*``: every policy on the default openb trace beside the FGD
 paper's published medians, and FGD against pykai on variants of the trace.
 
-Usage: ``python -m pykai.sim.report [--seeds 42-51] [--out bench/results]``.
+Usage: ``python -m pykai.sim.report [--seeds 42-51] [--out bench/results] [--data DIR]``
+(``--data``: the repository's ``data/`` folder, found by itself in a source checkout).
 """
 
 from __future__ import annotations
@@ -15,8 +16,13 @@ from typing import Any
 import numpy as np
 
 from pykai.sim.fgd import (
-    DATA,
+    NODES_FILE,
+    PODS_FILE,
+    PUBLISHED_ALLOCATION,
+    PUBLISHED_FRAGMENTATION,
     PUBLISHED_NAMES,
+    DataNotFoundError,
+    data_file,
     parse_seeds,
     plot,
     published_fragmentation,
@@ -28,8 +34,6 @@ from pykai.sim.policies import POLICIES
 from pykai.sim.replay import Curve, median
 from pykai.sim.variants import VARIANTS, make_variant
 
-NODES = DATA / "openb" / "openb_node_list_gpu_node.csv"
-PODS = DATA / "openb" / "openb_pod_list_default.csv"
 ARRIVALS = (80, 90, 95, 100, 110, 120, 130)
 FRAG_ARRIVALS = (0, 40, 80, 100)
 VARIANT_SEED = 7
@@ -53,8 +57,8 @@ def _seconds(result: dict[str, Any]) -> float:
     return float(np.mean([r["seconds"] for r in result["runs"]]))
 
 
-def default_table(results: list[dict[str, Any]]) -> list[str]:
-    """Markdown rows: unallocated GPU % per policy, ours and published."""
+def default_table(results: list[dict[str, Any]], data: Path | None = None) -> list[str]:
+    """Markdown rows: unallocated GPU % per policy, ours and published (from ``data``)."""
     head = " | ".join(str(k) for k in ARRIVALS)
     lines = [
         f"| policy | source | {head} | IQR at 100 | Δ at 100 | s / seed |",
@@ -62,7 +66,7 @@ def default_table(results: list[dict[str, Any]]) -> list[str]:
     ]
     for result in results:
         policy, ours = result["policy"], result["median_unallocated_gpu_pct"]
-        published = published_medians(policy) if policy in PUBLISHED_NAMES else None
+        published = published_medians(policy, data) if policy in PUBLISHED_NAMES else None
         delta = "" if published is None else f"{ours[100] - published[100]:+.2f} pp"
         lines.append(
             f"| {policy} | pykai sim | {' | '.join(_at(ours, ARRIVALS))} | {_iqr(result, 100)} "
@@ -73,7 +77,7 @@ def default_table(results: list[dict[str, Any]]) -> list[str]:
     return lines
 
 
-def frag_table(results: list[dict[str, Any]]) -> list[str]:
+def frag_table(results: list[dict[str, Any]], data: Path | None = None) -> list[str]:
     """Markdown rows: median fragmentation at a few arrivals, ours and published."""
     lines = [
         "| policy | pykai sim | published |",
@@ -83,7 +87,7 @@ def frag_table(results: list[dict[str, Any]]) -> list[str]:
         policy = result["policy"]
         ours = median([r["fragmentation_pct"] for r in result["runs"]])
         published = (
-            " / ".join(_at(published_fragmentation(policy), FRAG_ARRIVALS, 1))
+            " / ".join(_at(published_fragmentation(policy, data), FRAG_ARRIVALS, 1))
             if policy in PUBLISHED_NAMES
             else "—"
         )
@@ -104,17 +108,17 @@ def variant_rows(name: str, fgd: dict[str, Any], pykai: dict[str, Any]) -> str:
     )
 
 
-def run_variants(seeds: list[int]) -> dict[str, dict[str, Any]]:
+def run_variants(seeds: list[int], nodes_csv: Path, pods_csv: Path) -> dict[str, dict[str, Any]]:
     """FGD and pykai on the default trace and each variant (made with seed 7)."""
-    nodes, pods = read_nodes(NODES), read_pods(PODS)
+    nodes, pods = read_nodes(nodes_csv), read_pods(pods_csv)
     out: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as folder:
-        traces = {"default": PODS}
+        traces = {"default": pods_csv}
         for kind in VARIANTS:
             traces[kind] = Path(folder) / f"openb_pod_list_{kind}.csv"
             write_pods(make_variant(pods, nodes, kind, VARIANT_SEED), traces[kind])
         for name, path in traces.items():
-            out[name] = {p: run_fgd(NODES, path, p, seeds) for p in ("fgd", "pykai")}
+            out[name] = {p: run_fgd(nodes_csv, path, p, seeds) for p in ("fgd", "pykai")}
             print(f"  variant {name} done", flush=True)
     return out
 
@@ -124,23 +128,32 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--seeds", default="42-51")
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
+    parser.add_argument(
+        "--data", type=Path, default=None, help="the repository's data/ folder (default: found)"
+    )
     args = parser.parse_args(argv)
-    seeds = parse_seeds(args.seeds)
+    try:
+        seeds = parse_seeds(args.seeds)
+        nodes_csv, pods_csv = data_file(NODES_FILE, args.data), data_file(PODS_FILE, args.data)
+        for published in (PUBLISHED_ALLOCATION, PUBLISHED_FRAGMENTATION):
+            data_file(published, args.data)  # fail now, not after the runs
+    except (ValueError, DataNotFoundError) as exc:
+        parser.error(str(exc))
     args.out.mkdir(parents=True, exist_ok=True)
     results = []
     for policy in POLICIES:
-        results.append(run_fgd(NODES, PODS, policy, seeds))
+        results.append(run_fgd(nodes_csv, pods_csv, policy, seeds))
         print(f"  {policy} done in {_seconds(results[-1]):.1f} s/seed", flush=True)
     (args.out / "fgd-default.json").write_text(json.dumps(results))
-    plot(results, args.out / "fgd-default.png")
-    variants = run_variants(seeds)
+    plot(results, args.out / "fgd-default.png", args.data)
+    variants = run_variants(seeds, nodes_csv, pods_csv)
     (args.out / "fgd-variants.json").write_text(json.dumps(variants))
     tables = [
         "## Unallocated GPU % by arrival % (default trace)",
-        *default_table(results),
+        *default_table(results, args.data),
         "",
         "## Fragmentation (% of cluster GPUs, median) at arrival 0 / 40 / 80 / 100",
-        *frag_table(results),
+        *frag_table(results, args.data),
         "",
         "## FGD vs pykai, unallocated GPU % at arrival 100 (median)",
         "| trace | fgd | pykai | pykai − fgd | seeds won / tied / lost |",
