@@ -41,6 +41,40 @@ def engine(
     _print(run_engine_bench(nodes=nodes, pods=pods), output)
 
 
+@app.command("kube")
+def kube(
+    nodes: Annotated[int, typer.Option(help="Fake nodes of 8 GPUs")] = 1000,
+    pods: Annotated[int, typer.Option(help="Pending pods of 1 GPU")] = 5000,
+    gang: Annotated[int, typer.Option(help="Pods per PodGroup (pykai row)", min=1)] = 1,
+    rows: Annotated[
+        str, typer.Option(help="Comma-separated: ceiling, kube-scheduler, pykai, pykai+grouper")
+    ] = "ceiling,kube-scheduler,pykai,pykai+grouper",
+    repeat: Annotated[int, typer.Option(help="Runs per row (medians reported)", min=1)] = 1,
+    output: OutputOption = "table",
+) -> None:
+    """End to end on a real local kube-apiserver: pykai vs kube-scheduler vs the apiserver's
+    binding ceiling (a fresh control plane per run; needs scripts/kube-binaries)."""
+    from pykai.bench.kube import ROWS, run_kube_bench
+
+    chosen = tuple(r.strip() for r in rows.split(",") if r.strip())
+    unknown = [r for r in chosen if r not in ROWS]
+    if unknown or not chosen:
+        fail(f"--rows: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(ROWS)}")
+    try:
+        figures = run_kube_bench(nodes, pods, gang, chosen, repeat)
+    except ValueError as exc:
+        fail(str(exc))
+    if output == "json":
+        _print(figures, output)
+        return
+    flat: dict[str, object] = {"nodes": nodes, "pods": pods, "gang": gang}
+    for name in ("pods_per_s", "vs_kube_scheduler", "vs_ceiling"):
+        values = figures.get(name)
+        if isinstance(values, dict):
+            flat |= {f"{name} {row}": value for row, value in values.items()}
+    _print(flat, output)
+
+
 @app.command("fgd")
 def fgd(
     nodes: Annotated[

@@ -1,0 +1,213 @@
+"""End-to-end throughput on a real kube-apiserver, side by side (benchmarks.md §B): the same
+fake GPU nodes and pending pods, bound by pykai and by the real kube-scheduler v1.20 built from
+the same Debian source, and the apiserver's own ceiling (binding POSTs from a parallel client,
+no scheduler). Each run gets a fresh control plane; pods exist before the scheduler starts,
+so their creation is not measured; a watch counts binds (polling would load the apiserver).
+
+Rows: ``ceiling``; ``kube-scheduler`` (client QPS/burst raised to match pykai's 32 writes in
+flight); ``pykai`` with pods already grouped (a PodGroup each, as KAI's pod-grouper leaves
+them: the scheduler's own throughput); ``pykai+grouper`` with bare pods (two more writes per
+pod: the PodGroup and the pod's annotation). kube-scheduler does no gang or queue work.
+"""
+
+from __future__ import annotations
+
+import itertools
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from lightkube import Client, KubeConfig
+
+from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.localcluster import DEFAULT_BIN, LocalCluster
+from pykai.kube.nodes import create_ready_nodes, gpu_nodes
+from pykai.model import builders
+from pykai.model import constants as c
+from pykai.model.meta import Obj
+
+ROWS = ("ceiling", "kube-scheduler", "pykai", "pykai+grouper")
+QUEUE = "default-queue"
+
+
+@dataclass(frozen=True)
+class Run:
+    """One measured run: seconds from the scheduler's start to the first and the last bind."""
+
+    row: str
+    pods: int
+    first_bind_s: float
+    all_bound_s: float
+
+    @property
+    def pods_per_s(self) -> float:
+        """Pods bound per second, start to last bind."""
+        return self.pods / self.all_bound_s
+
+
+def workload(row: str, pods: int, gang: int) -> list[Obj]:
+    """Pending pods of 1 GPU each (and their PodGroups where the row wants them)."""
+    objects: list[Obj] = []
+    for index in range(pods):
+        group = f"job-{index // gang}"
+        if row == "pykai" and index % gang == 0:
+            objects.append(builders.podgroup(group, queue=QUEUE, min_member=gang))
+        pod = builders.pod(
+            f"pod-{index}",
+            gpus=1,
+            group=group if row == "pykai" else "",
+            labels={c.QUEUE_LABEL: QUEUE},
+        )
+        if row in ("kube-scheduler", "ceiling"):
+            pod["spec"]["schedulerName"] = (
+                "default-scheduler" if row == "kube-scheduler" else "nobody"
+            )
+        objects.append(pod)
+    return objects
+
+
+class BindCounter(threading.Thread):
+    """Watches pods and records when each one is first seen bound."""
+
+    def __init__(self, api: KubeApi, expected: int) -> None:
+        super().__init__(daemon=True)
+        self.api, self.expected = api, expected
+        self.bound: dict[str, float] = {}
+        self.done = threading.Event()
+        _, self.version = api.list(KINDS["Pod"])
+
+    def run(self) -> None:
+        while not self.done.is_set():
+            for event, pod in self.api.watch(KINDS["Pod"], self.version, timeout=30):
+                self.version = pod["metadata"].get("resourceVersion", self.version)
+                if event not in ("ADDED", "MODIFIED"):
+                    continue
+                name = pod["metadata"]["name"]
+                if pod.get("spec", {}).get("nodeName") and name not in self.bound:
+                    self.bound[name] = time.monotonic()
+                    if len(self.bound) >= self.expected:
+                        self.done.set()
+                        return
+
+
+@contextmanager
+def _cluster(nodes: int) -> Iterator[tuple[LocalCluster, KubeApi]]:
+    with tempfile.TemporaryDirectory(prefix="pykai-bench-") as directory:
+        cluster = LocalCluster(Path(directory))
+        cluster.up(controller_manager=False, stand_ins=False)
+        try:
+            api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+            client = Client(KubeConfig.from_file(str(cluster.kubeconfig)))
+            with ThreadPoolExecutor(16) as pool:
+                list(
+                    pool.map(
+                        lambda node: create_ready_nodes(client, [node], time.time()),
+                        gpu_nodes(nodes, 8),
+                    )
+                )
+            yield cluster, api
+        finally:
+            cluster.down()
+
+
+def _create(api: KubeApi, objects: list[Obj]) -> None:
+    groups = [o for o in objects if o["kind"] != "Pod"]
+    with ThreadPoolExecutor(32) as pool:
+        list(pool.map(lambda o: api.create(KINDS[o["kind"]], o), groups))
+        list(
+            pool.map(lambda o: api.create(KINDS["Pod"], o), [o for o in objects if o not in groups])
+        )
+
+
+def _scheduler(row: str, cluster: LocalCluster, api: KubeApi, pods: int) -> Callable[[], object]:
+    """Start what binds for ``row``; return how to stop it."""
+    if row == "ceiling":
+        names = [f"pod-{i}" for i in range(pods)]
+        nodes = itertools.cycle(f"gpu-node-{i}" for i in range(len(api.list(KINDS["Node"])[0])))
+        targets = list(zip(names, nodes, strict=False))
+        pool = ThreadPoolExecutor(32)
+        pool.map(lambda target: api.bind("default", *target), targets)
+        return lambda: pool.shutdown(wait=True)
+    log = open(cluster.directory / f"{row}.log", "wb")  # noqa: SIM115 - closed by stop()
+    if row == "kube-scheduler":
+        command = [
+            str(DEFAULT_BIN / "kube-scheduler"),
+            f"--kubeconfig={cluster.kubeconfig}",
+            "--leader-elect=false",
+            "--kube-api-qps=1000",
+            "--kube-api-burst=1000",
+            "--port=0",
+            "--secure-port=0",
+        ]
+    else:
+        command = [
+            sys.executable,
+            "-m",
+            "pykai",
+            "run",
+            f"--kubeconfig={cluster.kubeconfig}",
+            "--period=0.2",
+        ]
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+
+    def stop() -> None:
+        process.terminate()
+        process.wait(timeout=30)
+        log.close()
+
+    return stop
+
+
+def measure(row: str, nodes: int, pods: int, gang: int = 1, timeout: float = 600.0) -> Run:
+    """One run of ``row`` on a fresh control plane."""
+    with _cluster(nodes) as (cluster, api):
+        _create(api, workload(row, pods, gang))
+        counter = BindCounter(api, pods)
+        counter.start()
+        started = time.monotonic()
+        stop = _scheduler(row, cluster, api, pods)
+        try:
+            if not counter.done.wait(timeout):
+                raise TimeoutError(
+                    f"{row}: {len(counter.bound)} of {pods} pods bound in {timeout:g}s"
+                )
+        finally:
+            stop()
+        times = sorted(counter.bound.values())
+        return Run(row, pods, times[0] - started, times[-1] - started)
+
+
+def run_kube_bench(
+    nodes: int, pods: int, gang: int = 1, rows: tuple[str, ...] = ROWS, repeat: int = 1
+) -> dict[str, object]:
+    """Every row ``repeat`` times; medians, and ratios to kube-scheduler and to the ceiling."""
+    if pods > nodes * 8:
+        raise ValueError(f"{pods} pods of 1 GPU do not fit on {nodes} nodes of 8 GPUs")
+    if pods % gang:
+        raise ValueError(f"--pods {pods} is not a multiple of --gang {gang}")
+    runs = [measure(row, nodes, pods, gang) for _ in range(repeat) for row in rows]
+    medians = {row: statistics.median(r.pods_per_s for r in runs if r.row == row) for row in rows}
+    figures: dict[str, object] = {
+        "nodes": nodes,
+        "pods": pods,
+        "gang": gang,
+        "runs": [asdict(r) | {"pods_per_s": round(r.pods_per_s, 1)} for r in runs],
+        "pods_per_s": {row: round(value, 1) for row, value in medians.items()},
+    }
+    if "kube-scheduler" in medians:
+        figures["vs_kube_scheduler"] = {
+            row: round(value / medians["kube-scheduler"], 2) for row, value in medians.items()
+        }
+    if "ceiling" in medians:
+        figures["vs_ceiling"] = {
+            row: round(value / medians["ceiling"], 2) for row, value in medians.items()
+        }
+    return figures
