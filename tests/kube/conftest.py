@@ -74,6 +74,17 @@ def pykai_running(
         assert process.wait(timeout=30) == 0
 
 
+def pykai_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``python -m pykai ARGS`` to completion (for commands expected to fail fast)."""
+    return subprocess.run(
+        [sys.executable, "-m", "pykai", *args],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+    )
+
+
 def kubectl(cluster: LocalCluster, *args: str, check: bool = True) -> str:
     """Debian's kubectl 1.20 against the local cluster; fails the test on a non-zero exit
     unless ``check`` is false (then stdout and stderr are returned together)."""

@@ -4,8 +4,6 @@ a missing queue is explained; components run in separate processes work together
 
 from __future__ import annotations
 
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,6 +20,7 @@ from tests.kube.conftest import (
     fresh_cluster,
     get_json,
     kubectl,
+    pykai_cli,
     pykai_running,
     wait_for,
 )
@@ -87,18 +86,6 @@ def test_missing_queue_is_explained(running: LocalCluster, tmp_path: Path) -> No
 
 
 def test_unknown_component_is_a_clear_error(local_cluster: LocalCluster) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pykai",
-            "run",
-            f"--kubeconfig={local_cluster.kubeconfig}",
-            "--components=sched",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
+    result = pykai_cli("run", f"--kubeconfig={local_cluster.kubeconfig}", "--components=sched")
     assert result.returncode != 0
     assert "unknown component(s) sched" in result.stderr and "scheduler" in result.stderr

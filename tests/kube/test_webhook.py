@@ -21,7 +21,7 @@ from pykai.kube.localcluster import LocalCluster, free_port
 from pykai.kube.webhook import CONFIGURATION_NAME, generate_tls, review, unregister
 from pykai.model import builders
 from pykai.model.meta import Obj
-from tests.kube.conftest import ROOT, kubectl, wait_for
+from tests.kube.conftest import ROOT, kubectl, pykai_cli, wait_for
 
 BAD_QUEUE = builders.queue("bad-queue", gpu=(-2, -1, 1))
 
@@ -216,18 +216,8 @@ def test_tls_from_a_secret(local_cluster: LocalCluster, tmp_path: Path) -> None:
 
 
 def test_a_missing_secret_is_a_clear_error(local_cluster: LocalCluster) -> None:
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pykai",
-            "webhook",
-            f"--kubeconfig={local_cluster.kubeconfig}",
-            "--tls-secret=default/nope",
-        ],
-        capture_output=True,
-        text=True,
-        check=False,
+    result = pykai_cli(
+        "webhook", f"--kubeconfig={local_cluster.kubeconfig}", "--tls-secret=default/nope"
     )
     assert result.returncode != 0
     assert "Secret default/nope does not exist" in result.stderr

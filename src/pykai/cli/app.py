@@ -263,14 +263,15 @@ def demo(
         run_demo(step=step).close()
 
 
+KubeconfigOption = Annotated[
+    Path | None,
+    typer.Option("--kubeconfig", envvar="KUBECONFIG", help="kubeconfig file (default: in-cluster)"),
+]
+
+
 @app.command()
 def run(
-    kubeconfig: Annotated[
-        Path | None,
-        typer.Option(
-            "--kubeconfig", envvar="KUBECONFIG", help="kubeconfig file (default: in-cluster)"
-        ),
-    ] = None,
+    kubeconfig: KubeconfigOption = None,
     components: Annotated[
         str,
         typer.Option(
@@ -339,12 +340,7 @@ def run(
 
 @app.command()
 def webhook(
-    kubeconfig: Annotated[
-        Path | None,
-        typer.Option(
-            "--kubeconfig", envvar="KUBECONFIG", help="kubeconfig file (default: in-cluster)"
-        ),
-    ] = None,
+    kubeconfig: KubeconfigOption = None,
     address: Annotated[str, typer.Option(help="HOST:PORT to serve HTTPS on")] = "0.0.0.0:9443",
     tls_cert_file: Annotated[Path | None, typer.Option(help="Serving certificate (PEM)")] = None,
     tls_key_file: Annotated[Path | None, typer.Option(help="Its key (PEM)")] = None,
