@@ -17,8 +17,6 @@ from pykai.model.meta import Obj, format_time
 if TYPE_CHECKING:
     from pykai.embedded.cluster import EmbeddedCluster
 
-PORTION_ANNOTATION = "pykai.io/gpu-portion"
-DEVICES_ANNOTATION = "pykai.io/visible-devices"
 PORTION_ENV = "GPU_PORTION"
 DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
 
@@ -72,8 +70,8 @@ def _share_gpus(pod: Obj, decision: Bind) -> None:
         DEVICES_ENV: ",".join(decision.gpu_groups),
     }
     annotations = pod["metadata"].setdefault("annotations", {})
-    annotations[PORTION_ANNOTATION] = values[PORTION_ENV]
-    annotations[DEVICES_ANNOTATION] = values[DEVICES_ENV]
+    annotations[c.GPU_PORTION_ANNOTATION] = values[PORTION_ENV]
+    annotations[c.VISIBLE_DEVICES_ANNOTATION] = values[DEVICES_ENV]
     container = _gpu_container(pod)
     if container is not None:
         env: list[dict[str, Any]] = [

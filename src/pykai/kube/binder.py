@@ -26,7 +26,6 @@ from typing import Any
 
 from pykai.engine.decisions import Bind
 from pykai.kube.api import API_ERRORS, KINDS, ApiError, KubeApi
-from pykai.kube.events import EventRecorder
 from pykai.model import constants as c
 from pykai.model.meta import Obj
 
@@ -34,8 +33,6 @@ log = logging.getLogger("pykai.binder")
 
 RESERVATION_NAMESPACE = "pykai-resv"
 RESERVATION_LABEL = "pykai.io/gpu-reservation"
-PORTION_ANNOTATION = "pykai.io/gpu-portion"
-DEVICES_ANNOTATION = "pykai.io/visible-devices"
 BACKOFF_GATE = "pykai.io/bind-backoff"
 DEFAULT_BACKOFF_LIMIT = 5
 SUCCEEDED, FAILED = "Succeeded", "Failed"
@@ -153,10 +150,8 @@ def groups_in_use(pods: Iterable[Obj], requests: Iterable[Obj]) -> set[str]:
 class Binder:
     """Carries out binds: directly for whole GPUs, through BindRequests for shared ones."""
 
-    def __init__(
-        self, api: KubeApi, pool: Executor, events: EventRecorder, backoff: BindBackoff
-    ) -> None:
-        self.api, self.pool, self.events, self.backoff = api, pool, events, backoff
+    def __init__(self, api: KubeApi, pool: Executor) -> None:
+        self.api, self.pool = api, pool
         self._next_try: dict[str, float] = {}  # BindRequest uid -> earliest retry
 
     # ---- the scheduler's side ----------------------------------------------------------------
@@ -222,8 +217,8 @@ class Binder:
                     self._reserve(node, group)
             if not (pod.get("spec") or {}).get("nodeName"):
                 annotations = {
-                    PORTION_ANNOTATION: (spec.get("receivedGPU") or {}).get("portion", ""),
-                    DEVICES_ANNOTATION: ",".join(groups),
+                    c.GPU_PORTION_ANNOTATION: (spec.get("receivedGPU") or {}).get("portion", ""),
+                    c.VISIBLE_DEVICES_ANNOTATION: ",".join(groups),
                 }
                 patch = {"metadata": {"labels": group_labels(groups), "annotations": annotations}}
                 self.api.patch(KINDS["Pod"], meta["name"], patch, meta["namespace"])

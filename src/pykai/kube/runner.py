@@ -127,7 +127,7 @@ class KubeRunner:
         self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="pykai-write")
         self.events = EventRecorder(api, self.pool)
         self.backoff = BindBackoff()
-        self.binder = Binder(api, self.pool, self.events, self.backoff)
+        self.binder = Binder(api, self.pool)
         self.workloads = KubeWorkloads(api, self.events)
         self.kinds = sorted({k for name in components for k in _NEEDS[name]})
         if "podgrouper" in components:
