@@ -19,7 +19,7 @@ from pykai.engine.config import config_from_mapping
 from pykai.kube.api import KINDS, KubeApi
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
-from pykai.kube.webhook import configuration
+from pykai.kube.webhook import configuration, mutation
 from pykai.model import builders
 from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
@@ -90,6 +90,7 @@ def test_switches(rendered: list[Obj]) -> None:
     off = render("--set", "webhook.enabled=false", "--set", "priorityClasses.create=false")
     assert "pykai-webhook" not in of_kind(off, "Deployment")
     assert not of_kind(off, "ValidatingWebhookConfiguration") and not of_kind(off, "PriorityClass")
+    assert not of_kind(off, "MutatingWebhookConfiguration")
     no_sharing = render("--set", "gpuSharing.enabled=false")
     args = of_kind(no_sharing, "Deployment")["pykai-webhook"]["spec"]["template"]["spec"]
     assert "--no-gpu-sharing" in args["containers"][0]["args"]
@@ -105,6 +106,12 @@ def test_same_built_ins_and_webhook_rules_as_the_code(rendered: list[Obj]) -> No
     code = configuration({})["webhooks"]
     fields = ("name", "rules", "failurePolicy", "sideEffects", "admissionReviewVersions")
     assert [{f: w[f] for f in fields} for w in chart] == [{f: w[f] for f in fields} for w in code]
+    mutating = of_kind(rendered, "MutatingWebhookConfiguration")["pykai-mutation"]["webhooks"]
+    code_mutating = mutation({})["webhooks"]
+    fields += ("reinvocationPolicy",)
+    assert [{f: w[f] for f in fields} for w in mutating] == [
+        {f: w[f] for f in fields} for w in code_mutating
+    ]
     secret = of_kind(rendered, "Secret")["pykai-webhook-tls"]["data"]
     bundle = chart[0]["clientConfig"]["caBundle"]
     assert base64.b64decode(secret["ca.crt"]) == base64.b64decode(bundle)

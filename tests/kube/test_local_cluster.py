@@ -22,11 +22,11 @@ def test_guides_queues_with_kais_columns(local_cluster: LocalCluster) -> None:
     out = kubectl(
         local_cluster, "apply", "-f", str(ROOT / "examples/queues-department-1-team-a.yaml")
     )
-    assert "queue.scheduling.run.ai/team-a created" in out
+    assert "queue.scheduling.run.ai/team-a" in out  # created, or unchanged if a test made it
     lines = kubectl(local_cluster, "get", "queues").splitlines()
     assert lines[0].split() == ["NAME", "PRIORITY", "PARENT", "CHILDREN", "DISPLAYNAME"]
     team = next(line.split() for line in lines if line.startswith("team-a"))
-    assert team == ["team-a", "department-1"]  # kubectl leaves unset printer columns empty
+    assert team[:2] == ["team-a", "department-1"]  # CHILDREN shows [] once a controller ran
 
 
 def test_fake_gpu_nodes_are_ready_and_untainted(local_cluster: LocalCluster) -> None:

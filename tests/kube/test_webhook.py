@@ -5,6 +5,7 @@ annotations are refused with messages naming object and field, and nothing is st
 from __future__ import annotations
 
 import base64
+import json
 import signal
 import socket
 import subprocess
@@ -15,13 +16,15 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
+from lightkube import Client, KubeConfig
 
 from pykai.kube.api import KINDS, KubeApi
 from pykai.kube.localcluster import LocalCluster, free_port
-from pykai.kube.webhook import CONFIGURATION_NAME, generate_tls, review, unregister
+from pykai.kube.nodes import create_ready_nodes
+from pykai.kube.webhook import CONFIGURATION_NAME, generate_tls, mutate, review, unregister
 from pykai.model import builders
 from pykai.model.meta import Obj
-from tests.kube.conftest import ROOT, kubectl, pykai_cli, wait_for
+from tests.kube.conftest import ROOT, kubectl, pykai_cli, pykai_running, wait_for
 
 BAD_QUEUE = builders.queue("bad-queue", gpu=(-2, -1, 1))
 
@@ -90,6 +93,25 @@ def test_a_broken_stored_queue_does_not_block_unrelated_writes() -> None:
     assert review(admission(fresh), stored({"Queue": [orphan, garbage]}))["response"]["allowed"]
     again = builders.queue("orphan", parent="still-gone")
     assert not review(admission(again), stored({"Queue": [orphan]}))["response"]["allowed"]
+
+
+def test_mutation_gives_shared_gpu_pods_their_env_config_map() -> None:
+    shared = builders.pod("s", annotations={"gpu-fraction": "0.5"})
+    response = mutate(admission(shared))["response"]
+    assert response["allowed"] and response["patchType"] == "JSONPatch"
+    ops = json.loads(base64.b64decode(response["patch"]))
+    name = next(o["value"] for o in ops if o["path"].endswith("pykai.io~1gpu-config"))
+    assert name.startswith("pykai-gpu-")
+    assert {
+        "op": "add",
+        "path": "/spec/containers/0/envFrom",
+        "value": [{"configMapRef": {"name": name}}],
+    } in ops
+    shared["spec"]["containers"][0]["envFrom"] = [{"secretRef": {"name": "x"}}]
+    ops = json.loads(base64.b64decode(mutate(admission(shared))["response"]["patch"]))
+    assert any(o["path"] == "/spec/containers/0/envFrom/-" for o in ops)
+    plain = mutate(admission(builders.pod("w", gpus=1)))["response"]
+    assert plain["allowed"] and "patch" not in plain
 
 
 def test_review_refuses_deleting_a_queue_in_use() -> None:
@@ -190,6 +212,35 @@ def test_a_stalled_client_does_not_block_the_webhook(webhook: str) -> None:
     with socket.create_connection((host, int(port))):  # connects, never says a word
         answer = httpx.get(f"https://{webhook}/healthz", verify=False, timeout=5)
         assert answer.status_code == 200
+
+
+def test_shared_pods_get_their_gpu_env_on_a_real_cluster(
+    local_cluster: LocalCluster, webhook: str, tmp_path: Path
+) -> None:
+    """The mutating webhook adds the envFrom at creation; the binder writes the ConfigMap
+    (GPU_PORTION, NVIDIA_VISIBLE_DEVICES) before the bind."""
+    api = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
+    node = builders.node("env-node", gpus=1, labels={"pool": "env"})
+    create_ready_nodes(Client(KubeConfig.from_file(str(local_cluster.kubeconfig))), [node], 0.0)
+    pod = builders.pod(
+        "env-half", annotations={"gpu-fraction": "0.5"}, labels={"kai.scheduler/queue": "env-q"}
+    )
+    pod["spec"]["nodeSelector"] = {"pool": "env"}
+    assert "created" in apply_file(
+        local_cluster, [builders.queue("env-q"), pod], tmp_path / "p.yaml"
+    )
+    stored = api.get(KINDS["Pod"], "env-half", "default") or {}
+    name = stored["metadata"]["annotations"]["pykai.io/gpu-config"]
+    assert stored["spec"]["containers"][0]["envFrom"] == [{"configMapRef": {"name": name}}]
+    with pykai_running(local_cluster, "--components=podgrouper,scheduler,binder"):
+        assert wait_for(lambda: api.get(KINDS["ConfigMap"], name, "default") is not None)
+        data = (api.get(KINDS["ConfigMap"], name, "default") or {})["data"]
+        assert data["GPU_PORTION"] == "0.50" and data["NVIDIA_VISIBLE_DEVICES"]
+        assert wait_for(
+            lambda: (api.get(KINDS["Pod"], "env-half", "default") or {})["spec"].get("nodeName")
+        )
+        bound = api.get(KINDS["Pod"], "env-half", "default") or {}
+        assert data["NVIDIA_VISIBLE_DEVICES"] == bound["metadata"]["labels"]["runai-gpu-group"]
 
 
 def test_tls_from_a_secret(local_cluster: LocalCluster, tmp_path: Path) -> None:

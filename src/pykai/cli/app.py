@@ -384,7 +384,7 @@ def webhook(
     server = hook.serve((host, int(port)), tls, hook.api_lister(api), gpu_sharing)
     if register:
         url_host = "127.0.0.1" if host == "0.0.0.0" else host
-        hook.register(api, f"https://{url_host}:{server.server_address[1]}{hook.PATH}", tls.ca)
+        hook.register(api, f"https://{url_host}:{server.server_address[1]}", tls.ca)
     typer.echo(f"serving on https://{host}:{server.server_address[1]}{hook.PATH}")
     stop.wait()
     if register:

@@ -17,9 +17,6 @@ from pykai.model.meta import Obj, format_time
 if TYPE_CHECKING:
     from pykai.embedded.cluster import EmbeddedCluster
 
-PORTION_ENV = "GPU_PORTION"
-DEVICES_ENV = "NVIDIA_VISIBLE_DEVICES"
-
 
 def bind(cluster: EmbeddedCluster, result: CycleResult) -> bool:
     """Apply every Bind, and the PodGroup annotations the cycle asks for (last start time,
@@ -66,12 +63,12 @@ def _share_gpus(pod: Obj, decision: Bind) -> None:
     for group in others:
         labels[f"{c.GPU_GROUP_LABEL}/{group}"] = group
     values = {
-        PORTION_ENV: f"{decision.gpu_portion:.2f}",
-        DEVICES_ENV: ",".join(decision.gpu_groups),
+        c.GPU_PORTION_ENV: f"{decision.gpu_portion:.2f}",
+        c.VISIBLE_DEVICES_ENV: ",".join(decision.gpu_groups),
     }
     annotations = pod["metadata"].setdefault("annotations", {})
-    annotations[c.GPU_PORTION_ANNOTATION] = values[PORTION_ENV]
-    annotations[c.VISIBLE_DEVICES_ANNOTATION] = values[DEVICES_ENV]
+    annotations[c.GPU_PORTION_ANNOTATION] = values[c.GPU_PORTION_ENV]
+    annotations[c.VISIBLE_DEVICES_ANNOTATION] = values[c.VISIBLE_DEVICES_ENV]
     container = _gpu_container(pod)
     if container is not None:
         env: list[dict[str, Any]] = [

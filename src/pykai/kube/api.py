@@ -50,6 +50,14 @@ KINDS = {
             "validatingwebhookconfigurations",
             False,
         ),
+        Kind(
+            "MutatingWebhookConfiguration",
+            "admissionregistration.k8s.io",
+            "v1",
+            "mutatingwebhookconfigurations",
+            False,
+        ),
+        Kind("ConfigMap", "", "v1", "configmaps", True),
         Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
         Kind(
             "CustomResourceDefinition",

@@ -2,8 +2,9 @@
 
 - A pod on whole GPUs (or none) is bound by the scheduler itself: one POST of pods/binding.
 - A pod on shared GPUs needs more than one write (a reservation pod holding the device, the
-  pod's GPU-group labels, the bind), so the scheduler writes a BindRequest (KAI's
-  scheduling.run.ai/v1alpha2 contract, named after the pod) and the binder carries it out,
+  ConfigMap its GPU env comes from (kube/gpu_env.py), the pod's GPU-group labels, the bind),
+  so the scheduler writes a BindRequest (KAI's scheduling.run.ai/v1alpha2 contract, named
+  after the pod) and the binder carries it out,
   retrying with backoff up to ``spec.backoffLimit``. While a BindRequest is pending, the
   scheduler counts its pod as bound to the selected node, so a restart never places it twice.
 - A bind that fails puts the pod's job on hold (exponential backoff, see ``BindBackoff``), so a
@@ -26,6 +27,7 @@ from typing import Any
 
 from pykai.engine.decisions import Bind
 from pykai.kube.api import API_ERRORS, KINDS, ApiError, KubeApi
+from pykai.kube.gpu_env import config_map
 from pykai.model import constants as c
 from pykai.model.meta import Obj
 
@@ -216,8 +218,10 @@ class Binder:
                 if group not in reservations:
                     self._reserve(node, group)
             if not (pod.get("spec") or {}).get("nodeName"):
+                portion = str((spec.get("receivedGPU") or {}).get("portion", ""))
+                self._env_config(pod, portion, groups)
                 annotations = {
-                    c.GPU_PORTION_ANNOTATION: (spec.get("receivedGPU") or {}).get("portion", ""),
+                    c.GPU_PORTION_ANNOTATION: portion,
                     c.VISIBLE_DEVICES_ANNOTATION: ",".join(groups),
                 }
                 patch = {"metadata": {"labels": group_labels(groups), "annotations": annotations}}
@@ -227,6 +231,21 @@ class Binder:
             self._next_try.pop(meta["uid"], None)
         except API_ERRORS as exc:
             self._failed(request, str(exc))
+
+    def _env_config(self, pod: Obj, portion: str, groups: list[str]) -> None:
+        """The ConfigMap the pod's GPU env comes from (kube/gpu_env.py), if it has one."""
+        body = config_map(pod, portion, groups)
+        if body is None:
+            return
+        try:
+            self.api.create(KINDS["ConfigMap"], body)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            meta = body["metadata"]
+            self.api.patch(
+                KINDS["ConfigMap"], meta["name"], {"data": body["data"]}, meta["namespace"]
+            )
 
     def _failed(self, request: Obj, reason: str) -> None:
         meta, spec = request["metadata"], request.get("spec") or {}

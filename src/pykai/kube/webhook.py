@@ -38,7 +38,7 @@ from cryptography.x509.oid import NameOID
 
 from pykai.controllers.validation import check_queue_unused, validate_objects
 from pykai.kube.api import KINDS, ApiError, KubeApi
-from pykai.model import constants as c
+from pykai.kube.gpu_env import SHARING_ANNOTATIONS, env_patch
 from pykai.model.errors import ValidationError
 from pykai.model.meta import Obj
 from pykai.model.queue import parse_queue
@@ -48,7 +48,8 @@ CONFIGURATION_NAME = "pykai-validation"
 PATH = "/validate"
 
 Lister = Callable[[str], list[Obj]]  # kind -> stored objects
-SHARING_ANNOTATIONS = frozenset({c.GPU_FRACTION_ANNOTATION, c.GPU_MEMORY_ANNOTATION})
+MUTATION_NAME = "pykai-mutation"
+MUTATE_PATH = "/mutate"
 
 
 # ---- the review ---------------------------------------------------------------------------------
@@ -69,6 +70,22 @@ def review(body: Any, stored: Lister, gpu_sharing: bool = True) -> Obj:
     if problem:
         return _answer(body, request["uid"], False, 422, problem)
     return _answer(body, request["uid"], True, 200, "")
+
+
+def mutate(body: Any) -> Obj:
+    """The AdmissionReview answering a mutating review: a GPU-sharing pod gets the ConfigMap
+    its GPU env will come from (kube/gpu_env.py); everything else passes unchanged."""
+    request = body.get("request") if isinstance(body, dict) else None
+    if not isinstance(request, dict) or "uid" not in request:
+        return _answer(body, "", False, 400, "not an AdmissionReview with a request")
+    answer = _answer(body, request["uid"], True, 200, "")
+    pod = request.get("object")
+    if request.get("operation") == "CREATE" and isinstance(pod, dict) and "metadata" in pod:
+        ops = env_patch(pod)
+        if ops:
+            answer["response"]["patchType"] = "JSONPatch"
+            answer["response"]["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
+    return answer
 
 
 def _problem(request: Obj, stored: Lister, gpu_sharing: bool) -> str:
@@ -224,8 +241,9 @@ def serve(
 
     class Handler(BaseHTTPRequestHandler):
         def do_POST(self) -> None:
-            if self.path.split("?")[0] != PATH:
-                self._send(404, {"message": f"POST {PATH}"})
+            path = self.path.split("?")[0]
+            if path not in (PATH, MUTATE_PATH):
+                self._send(404, {"message": f"POST {PATH} or {MUTATE_PATH}"})
                 return
             length = int(self.headers.get("Content-Length") or 0)
             try:
@@ -233,7 +251,7 @@ def serve(
             except json.JSONDecodeError as exc:
                 self._send(400, {"message": f"body is not JSON: {exc}"})
                 return
-            answer = review(body, stored, gpu_sharing)
+            answer = review(body, stored, gpu_sharing) if path == PATH else mutate(body)
             response = answer["response"]
             if not response["allowed"]:
                 log.info("refused %s: %s", response["uid"], response["status"]["message"])
@@ -342,14 +360,57 @@ def configuration(client_config: Obj) -> Obj:
     }
 
 
-def register(api: KubeApi, url: str, ca: bytes) -> None:
-    """Create or replace the webhook configuration pointing at ``url``."""
-    kind = KINDS["ValidatingWebhookConfiguration"]
-    body = configuration({"url": url, "caBundle": base64.b64encode(ca).decode()})
-    api.delete(kind, CONFIGURATION_NAME)
-    api.create(kind, body)
+def mutation(client_config: Obj) -> Obj:
+    """The MutatingWebhookConfiguration: pods on CREATE (GPU-sharing ones get their env's
+    ConfigMap); fails open."""
+    return {
+        "apiVersion": "admissionregistration.k8s.io/v1",
+        "kind": "MutatingWebhookConfiguration",
+        "metadata": {"name": MUTATION_NAME},
+        "webhooks": [
+            {
+                "name": "gpu-env.pykai.io",
+                "clientConfig": client_config,
+                "rules": [
+                    {
+                        "apiGroups": [""],
+                        "apiVersions": ["v1"],
+                        "operations": ["CREATE"],
+                        "resources": ["pods"],
+                        "scope": "*",
+                    }
+                ],
+                "failurePolicy": "Ignore",
+                "sideEffects": "None",
+                "admissionReviewVersions": ["v1", "v1beta1"],
+                "timeoutSeconds": 5,
+                "reinvocationPolicy": "Never",
+            }
+        ],
+    }
+
+
+def register(api: KubeApi, base_url: str, ca: bytes) -> None:
+    """Create or replace both webhook configurations, served at ``base_url``
+    (``https://host:port``)."""
+    bundle = base64.b64encode(ca).decode()
+    for kind, name, body in (
+        (
+            "ValidatingWebhookConfiguration",
+            CONFIGURATION_NAME,
+            configuration({"url": base_url + PATH, "caBundle": bundle}),
+        ),
+        (
+            "MutatingWebhookConfiguration",
+            MUTATION_NAME,
+            mutation({"url": base_url + MUTATE_PATH, "caBundle": bundle}),
+        ),
+    ):
+        api.delete(KINDS[kind], name)
+        api.create(KINDS[kind], body)
 
 
 def unregister(api: KubeApi) -> None:
-    """Remove the webhook configuration."""
+    """Remove both webhook configurations."""
     api.delete(KINDS["ValidatingWebhookConfiguration"], CONFIGURATION_NAME)
+    api.delete(KINDS["MutatingWebhookConfiguration"], MUTATION_NAME)
