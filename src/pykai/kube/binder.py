@@ -107,6 +107,12 @@ def pending_request(request: Obj) -> bool:
     return (request.get("status") or {}).get("phase") not in (SUCCEEDED, FAILED)
 
 
+def requested_for(request: Obj, pod: Obj) -> bool:
+    """True if ``request`` was made for this pod (not for an earlier pod of the same name)."""
+    owner = (request["metadata"].get("ownerReferences") or [{}])[0].get("uid")
+    return not owner or owner == pod["metadata"].get("uid")
+
+
 def bound_view(pod: Obj, request: Obj) -> Obj:
     """The pod as the scheduler should count it while its BindRequest is pending: on the
     selected node, in the selected GPU groups."""
@@ -203,8 +209,7 @@ class Binder:
         for request in requests:
             meta, spec = request["metadata"], request.get("spec") or {}
             pod = pods.get((meta["namespace"], spec.get("podName", meta["name"])))
-            owner = (meta.get("ownerReferences") or [{}])[0].get("uid")
-            if pod is None or (owner and pod["metadata"].get("uid") != owner):
+            if pod is None or not requested_for(request, pod):
                 self.pool.submit(self._delete_request, request)
             elif pending_request(request) and self._next_try.get(meta["uid"], 0.0) <= now:
                 self._next_try[meta["uid"]] = float("inf")  # in flight

@@ -39,6 +39,7 @@ from pykai.kube.binder import (
     groups_in_use,
     held_view,
     pending_request,
+    requested_for,
 )
 from pykai.kube.events import WARNING, EventRecorder
 from pykai.kube.grouper import group_pods
@@ -202,7 +203,7 @@ class KubeRunner:
         if key[0] == "BindRequest":
             pod = self.objects.get(("Pod", key[1], (obj.get("spec") or {}).get("podName", "")))
             if pod is not None:
-                if self._gave_up(obj, pod):
+                if requested_for(obj, pod) and self._gave_up(obj, pod):
                     self.backoff.fail(pod["metadata"].get("uid", ""), time.time())
                 self._feed(pod)
         else:
@@ -249,7 +250,7 @@ class KubeRunner:
             self.backoff.forget(meta.get("uid", ""))
             return pod
         request = self.objects.get(("BindRequest", meta.get("namespace", ""), meta["name"]))
-        if request is not None and pending_request(request):
+        if request is not None and pending_request(request) and requested_for(request, pod):
             return bound_view(pod, request)
         if self.backoff.held(meta.get("uid", ""), time.time()):
             return held_view(pod)
