@@ -119,20 +119,22 @@ def _cluster(nodes: int) -> Iterator[tuple[LocalCluster, KubeApi]]:
 
 
 def _create(api: KubeApi, objects: list[Obj]) -> None:
-    groups = [o for o in objects if o["kind"] != "Pod"]
+    """PodGroups first, then pods, with parallel writes."""
     with ThreadPoolExecutor(32) as pool:
-        list(pool.map(lambda o: api.create(KINDS[o["kind"]], o), groups))
-        list(
-            pool.map(lambda o: api.create(KINDS["Pod"], o), [o for o in objects if o not in groups])
-        )
+        for kind in ("PodGroup", "Pod"):
+            batch = [o for o in objects if o["kind"] == kind]
+            list(pool.map(lambda o, kind=kind: api.create(KINDS[kind], o), batch))
 
 
-def _scheduler(row: str, cluster: LocalCluster, api: KubeApi, pods: int) -> Callable[[], object]:
+def _scheduler(
+    row: str, cluster: LocalCluster, api: KubeApi, nodes: int, pods: int
+) -> Callable[[], object]:
     """Start what binds for ``row``; return how to stop it."""
     if row == "ceiling":
         names = [f"pod-{i}" for i in range(pods)]
-        nodes = itertools.cycle(f"gpu-node-{i}" for i in range(len(api.list(KINDS["Node"])[0])))
-        targets = list(zip(names, nodes, strict=False))
+        targets = list(
+            zip(names, itertools.cycle(f"gpu-node-{i}" for i in range(nodes)), strict=False)
+        )
         pool = ThreadPoolExecutor(32)
         pool.map(lambda target: api.bind("default", *target), targets)
         return lambda: pool.shutdown(wait=True)
@@ -173,7 +175,7 @@ def measure(row: str, nodes: int, pods: int, gang: int = 1, timeout: float = 600
         counter = BindCounter(api, pods)
         counter.start()
         started = time.monotonic()
-        stop = _scheduler(row, cluster, api, pods)
+        stop = _scheduler(row, cluster, api, nodes, pods)
         try:
             if not counter.done.wait(timeout):
                 raise TimeoutError(

@@ -13,6 +13,7 @@ from pykai.embedded.events import record
 from pykai.engine.decisions import Bind, CycleResult
 from pykai.model import constants as c
 from pykai.model.meta import Obj, format_time
+from pykai.model.pod import gpu_container_index, gpu_group_labels
 
 if TYPE_CHECKING:
     from pykai.embedded.cluster import EmbeddedCluster
@@ -57,11 +58,7 @@ def _bind_pod(cluster: EmbeddedCluster, decision: Bind) -> bool:
 
 
 def _share_gpus(pod: Obj, decision: Bind) -> None:
-    labels = pod["metadata"].setdefault("labels", {})
-    first, *others = decision.gpu_groups
-    labels[c.GPU_GROUP_LABEL] = first
-    for group in others:
-        labels[f"{c.GPU_GROUP_LABEL}/{group}"] = group
+    pod["metadata"].setdefault("labels", {}).update(gpu_group_labels(decision.gpu_groups))
     values = {
         c.GPU_PORTION_ENV: f"{decision.gpu_portion:.2f}",
         c.VISIBLE_DEVICES_ENV: ",".join(decision.gpu_groups),
@@ -69,20 +66,13 @@ def _share_gpus(pod: Obj, decision: Bind) -> None:
     annotations = pod["metadata"].setdefault("annotations", {})
     annotations[c.GPU_PORTION_ANNOTATION] = values[c.GPU_PORTION_ENV]
     annotations[c.VISIBLE_DEVICES_ANNOTATION] = values[c.VISIBLE_DEVICES_ENV]
-    container = _gpu_container(pod)
-    if container is not None:
+    containers: list[dict[str, Any]] = pod["spec"].get("containers") or []
+    if containers:
+        container = containers[gpu_container_index(pod)]
         env: list[dict[str, Any]] = [
             e for e in container.get("env") or [] if e.get("name") not in values
         ]
         container["env"] = env + [{"name": k, "value": v} for k, v in values.items()]
-
-
-def _gpu_container(pod: Obj) -> dict[str, Any] | None:
-    """The container named by gpu-fraction-container-name, else the first one."""
-    containers: list[dict[str, Any]] = pod["spec"].get("containers") or []
-    wanted = (pod["metadata"].get("annotations") or {}).get(c.GPU_FRACTION_CONTAINER_ANNOTATION)
-    named = [container for container in containers if wanted and container.get("name") == wanted]
-    return next(iter(named or containers), None)
 
 
 def _annotate_podgroup(cluster: EmbeddedCluster, key: str, values: dict[str, str]) -> bool:

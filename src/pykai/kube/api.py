@@ -228,6 +228,15 @@ class KubeApi:
         created: Obj = self._check(self.http.post(self.path(kind, namespace), json=obj))
         return created
 
+    def create_if_absent(self, kind: Kind, obj: Obj) -> Obj | None:
+        """Create an object; None if one of that name exists already (409 Conflict)."""
+        try:
+            return self.create(kind, obj)
+        except ApiError as exc:
+            if exc.status != 409:
+                raise
+            return None
+
     def patch(self, kind: Kind, name: str, patch: Obj, namespace: str = "", sub: str = "") -> Obj:
         """A JSON merge patch of an object (or of its status with ``sub="status"``)."""
         response = self.http.patch(

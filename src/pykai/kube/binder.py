@@ -30,6 +30,7 @@ from pykai.kube.api import API_ERRORS, KINDS, ApiError, KubeApi
 from pykai.kube.gpu_env import config_map
 from pykai.model import constants as c
 from pykai.model.meta import Obj
+from pykai.model.pod import gpu_group_labels
 
 log = logging.getLogger("pykai.binder")
 
@@ -120,7 +121,7 @@ def bound_view(pod: Obj, request: Obj) -> Obj:
     groups = list(spec.get("selectedGPUGroups") or [])
     view = {**pod, "spec": {**pod.get("spec", {}), "nodeName": spec.get("selectedNode", "")}}
     view["metadata"] = {**pod["metadata"], "labels": {**pod["metadata"].get("labels", {})}}
-    view["metadata"]["labels"].update(group_labels(groups))
+    view["metadata"]["labels"].update(gpu_group_labels(groups))
     return view
 
 
@@ -128,14 +129,6 @@ def held_view(pod: Obj) -> Obj:
     """The pod as the scheduler should see it while its bind backs off: gated."""
     gates = [*(pod.get("spec", {}).get("schedulingGates") or []), {"name": BACKOFF_GATE}]
     return {**pod, "spec": {**pod.get("spec", {}), "schedulingGates": gates}}
-
-
-def group_labels(groups: list[str]) -> dict[str, str]:
-    """KAI's GPU-group labels: ``runai-gpu-group=<first>``, ``runai-gpu-group/<g>=<g>``."""
-    if not groups:
-        return {}
-    first, *others = groups
-    return {c.GPU_GROUP_LABEL: first} | {f"{c.GPU_GROUP_LABEL}/{g}": g for g in others}
 
 
 def groups_in_use(pods: Iterable[Obj], requests: Iterable[Obj]) -> set[str]:
@@ -179,11 +172,7 @@ class Binder:
     def _request(self, decision: Bind) -> None:
         body = bind_request(decision)
         kind = KINDS["BindRequest"]
-        try:
-            self.api.create(kind, body)
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
+        if self.api.create_if_absent(kind, body) is None:
             # left by an earlier pod of the same name: replace it
             self.api.delete(kind, decision.name, decision.namespace)
             self.api.create(kind, body)
@@ -194,9 +183,11 @@ class Binder:
         """Create the reservation namespace if it is missing (with the Helm chart it exists
         and the binder may not create namespaces: a 403 is fine)."""
         try:
-            self.api.create(KINDS["Namespace"], {"metadata": {"name": RESERVATION_NAMESPACE}})
+            self.api.create_if_absent(
+                KINDS["Namespace"], {"metadata": {"name": RESERVATION_NAMESPACE}}
+            )
         except ApiError as exc:
-            if exc.status not in (403, 409):
+            if exc.status != 403:
                 raise
 
     def reconcile(
@@ -229,7 +220,9 @@ class Binder:
                     c.GPU_PORTION_ANNOTATION: portion,
                     c.VISIBLE_DEVICES_ANNOTATION: ",".join(groups),
                 }
-                patch = {"metadata": {"labels": group_labels(groups), "annotations": annotations}}
+                patch = {
+                    "metadata": {"labels": gpu_group_labels(groups), "annotations": annotations}
+                }
                 self.api.patch(KINDS["Pod"], meta["name"], patch, meta["namespace"])
                 self.api.bind(meta["namespace"], meta["name"], node)
             self._status(request, {"phase": SUCCEEDED})
@@ -242,11 +235,7 @@ class Binder:
         body = config_map(pod, portion, groups)
         if body is None:
             return
-        try:
-            self.api.create(KINDS["ConfigMap"], body)
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
+        if self.api.create_if_absent(KINDS["ConfigMap"], body) is None:
             meta = body["metadata"]
             self.api.patch(
                 KINDS["ConfigMap"], meta["name"], {"data": body["data"]}, meta["namespace"]
@@ -298,11 +287,7 @@ class Binder:
                 "tolerations": [{"operator": "Exists"}],
             },
         }
-        try:
-            self.api.create(KINDS["Pod"], pod)
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
+        self.api.create_if_absent(KINDS["Pod"], pod)
 
     def _delete_request(self, request: Obj) -> None:
         meta = request["metadata"]

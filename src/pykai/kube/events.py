@@ -14,7 +14,7 @@ import time
 from concurrent.futures import Executor
 
 from pykai.controllers.events import NORMAL, WARNING, new_event
-from pykai.kube.api import API_ERRORS, KINDS, ApiError, KubeApi
+from pykai.kube.api import API_ERRORS, KINDS, KubeApi
 from pykai.model.meta import Obj, format_time
 
 __all__ = ["NORMAL", "WARNING", "EventRecorder"]
@@ -41,12 +41,9 @@ class EventRecorder:
         meta = event["metadata"]
         try:
             if event["count"] == 1:
-                try:
-                    self.api.create(KINDS["Event"], event)
+                if self.api.create_if_absent(KINDS["Event"], event) is not None:
                     return
-                except ApiError as exc:
-                    if exc.status != 409:  # written before a restart of this process: bump it
-                        raise
+                # written before a restart of this process: bump it
                 current = self.api.get(KINDS["Event"], meta["name"], meta["namespace"]) or {}
                 event["count"] = int(current.get("count", 0)) + 1
             patch = {"count": event["count"], "lastTimestamp": event["lastTimestamp"]}

@@ -14,6 +14,7 @@ from typing import Any
 
 from pykai.model import constants as c
 from pykai.model.meta import Obj
+from pykai.model.pod import gpu_container_index
 
 CONFIG_ANNOTATION = "pykai.io/gpu-config"
 SHARING_ANNOTATIONS = frozenset({c.GPU_FRACTION_ANNOTATION, c.GPU_MEMORY_ANNOTATION})
@@ -21,13 +22,6 @@ SHARING_ANNOTATIONS = frozenset({c.GPU_FRACTION_ANNOTATION, c.GPU_MEMORY_ANNOTAT
 
 def _pointer(key: str) -> str:
     return key.replace("~", "~0").replace("/", "~1")
-
-
-def gpu_container_index(pod: Obj) -> int:
-    """The container named by gpu-fraction-container-name, else the first one."""
-    containers = (pod.get("spec") or {}).get("containers") or []
-    wanted = (pod["metadata"].get("annotations") or {}).get(c.GPU_FRACTION_CONTAINER_ANNOTATION)
-    return next((i for i, ct in enumerate(containers) if wanted and ct.get("name") == wanted), 0)
 
 
 def env_patch(pod: Obj) -> list[dict[str, Any]]:

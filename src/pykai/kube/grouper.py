@@ -9,7 +9,7 @@ from concurrent.futures import Executor
 
 from pykai.grouping.podgrouper import GroupPlan, plan_for
 from pykai.grouping.ray import RayGroupingError
-from pykai.kube.api import KINDS, ApiError, KubeApi
+from pykai.kube.api import KINDS, KubeApi
 from pykai.model import constants as c
 from pykai.model.meta import Obj
 
@@ -48,20 +48,15 @@ def group_pods(
         for _, plan in plans
         if ("PodGroup", plan.namespace, plan.name) not in objects
     }
-    for created in pool.map(lambda plan: _create(api, plan), missing.values()):
+    # a PodGroup made by an earlier run is fine (None: it exists)
+    create = KINDS["PodGroup"]
+    for created in pool.map(
+        lambda plan: api.create_if_absent(create, plan.to_object()), missing.values()
+    ):
         if created is not None:
             remember(created)
     for patched in pool.map(lambda item: _annotate(api, *item), plans):
         remember(patched)
-
-
-def _create(api: KubeApi, plan: GroupPlan) -> Obj | None:
-    try:
-        return api.create(KINDS["PodGroup"], plan.to_object())
-    except ApiError as exc:
-        if exc.status != 409:  # made by an earlier run: fine
-            raise
-        return None
 
 
 def _annotate(api: KubeApi, pod: Obj, plan: GroupPlan) -> Obj:

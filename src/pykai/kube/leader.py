@@ -54,12 +54,8 @@ class LeaderElector:
                 "metadata": {"name": self.name, "namespace": self.namespace},
                 "spec": self._spec(now, 0),
             }
-            try:
-                self.api.create(LEASE, body)
-            except ApiError as exc:
-                if exc.status == 409:
-                    return False
-                raise
+            if self.api.create_if_absent(LEASE, body) is None:
+                return False  # another replica created it first
             self._last_renew = now
             return True
         spec = lease.get("spec") or {}

@@ -24,7 +24,7 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from pykai.kube.api import KINDS, ApiError, KubeApi
+from pykai.kube.api import KINDS, KubeApi
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.queue import default_queues
 
@@ -349,11 +349,7 @@ def install_basics(api: KubeApi, timeout: float = 60.0) -> None:
 
 def _create_missing(api: KubeApi, objects: list[dict[str, object]]) -> None:
     for obj in objects:
-        try:
-            api.create(KINDS[str(obj["kind"])], obj)
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
+        api.create_if_absent(KINDS[str(obj["kind"])], obj)
 
 
 def _established(api: KubeApi, name: str) -> bool:

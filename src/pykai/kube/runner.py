@@ -137,7 +137,7 @@ class KubeRunner:
         self.evictions: dict[str, int] = {}  # queue -> evictions counted by this process
         self._reported: dict[str, str] = {}  # job key -> reasons last reported as an event
         self._failed_requests: set[str] = set()  # uids of BindRequests the binder gave up
-        self._status_in_flight: set[tuple[str, str, str]] = set()  # status writes under way
+        self._in_flight: set[tuple[str, str, str, str]] = set()  # background patches under way
 
     def run(
         self, stop: threading.Event, period: float = 1.0, elector: LeaderElector | None = None
@@ -361,12 +361,12 @@ class KubeRunner:
             if all(current.get(k) == v for k, v in values.items()):
                 continue
             meta = group["metadata"]
-            self.pool.submit(
-                self.api.patch,
+            self._patch_once(
+                "annotations",
                 KINDS["PodGroup"],
                 meta["name"],
-                {"metadata": {"annotations": values}},
                 meta["namespace"],
+                {"metadata": {"annotations": values}},
             )
 
     def _run_binder(self) -> None:
@@ -390,12 +390,12 @@ class KubeRunner:
             if meta.get("deletionTimestamp"):
                 self.pool.submit(self.api.delete, KINDS["Pod"], meta["name"], meta["namespace"], 0)
             elif pod.get("status", {}).get("phase") == "Pending":
-                self.pool.submit(
-                    self.api.patch,
+                self._patch_once(
+                    "phase",
                     KINDS["Pod"],
-                    pod["metadata"]["name"],
+                    meta["name"],
+                    meta["namespace"],
                     {"status": {"phase": "Running"}},
-                    pod["metadata"]["namespace"],
                     "status",
                 )
 
@@ -430,10 +430,12 @@ class KubeRunner:
             if old != status:
                 writes.append((KINDS["PodGroup"], group, status))
         for kind, obj, status in writes:
-            key = key_of(obj)
-            if key not in self._status_in_flight:  # one write per object at a time
-                self._status_in_flight.add(key)
-                self.pool.submit(self._patch_status, kind, obj, status)
+            old = obj.get("status") or {}
+            patch = {"status": {key: None for key in old if key not in status} | status}
+            meta = obj["metadata"]
+            self._patch_once(
+                "status", kind, meta["name"], meta.get("namespace", ""), patch, "status"
+            )
 
     def _evictions_of(self, queue_name: str, queues: list[Obj]) -> int:
         """Evictions in a queue: the count already in its status plus this process's."""
@@ -447,19 +449,24 @@ class KubeRunner:
         )
         return stored + self.evictions.pop(queue_name, 0)
 
-    def _patch_status(self, kind: Kind, obj: Obj, status: Obj) -> None:
-        """Replace an object's status with a merge patch (keys that are gone are set to null),
-        in the background: the written object comes back through the change queue, so the
-        cycle never waits for status writes (a failed one is tried again next cycle)."""
-        old = obj.get("status") or {}
-        patch = {key: None for key in old if key not in status} | status
-        meta = obj["metadata"]
-        try:
-            written = self.api.patch(
-                kind, meta["name"], {"status": patch}, meta.get("namespace", ""), "status"
-            )
-            self.changes.put(Change(kind.kind, "MODIFIED", written))
-        except API_ERRORS as exc:
-            log.warning("status of %s %s not written: %s", kind.kind, meta["name"], exc)
-        finally:
-            self._status_in_flight.discard(key_of(obj))
+    def _patch_once(
+        self, purpose: str, kind: Kind, name: str, namespace: str, patch: Obj, sub: str = ""
+    ) -> None:
+        """A merge patch in the background, at most one per (purpose, object) at a time: the
+        patched object comes back through the change queue, so the cycle never waits for it
+        and the next cycle does not send it again (a failed one is tried again)."""
+        key = (purpose, kind.kind, namespace, name)
+        if key in self._in_flight:
+            return
+        self._in_flight.add(key)
+
+        def write() -> None:
+            try:
+                written = self.api.patch(kind, name, patch, namespace, sub)
+                self.changes.put(Change(kind.kind, "MODIFIED", written))
+            except API_ERRORS as exc:
+                log.warning("%s of %s %s not written: %s", purpose, kind.kind, name, exc)
+            finally:
+                self._in_flight.discard(key)
+
+        self.pool.submit(write)

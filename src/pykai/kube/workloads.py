@@ -11,7 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pykai.controllers.workloads import KUBERAY
-from pykai.kube.api import API_ERRORS, KINDS, ApiError, KubeApi
+from pykai.kube.api import API_ERRORS, KINDS, KubeApi
 from pykai.kube.events import EventRecorder
 from pykai.model.meta import Obj
 
@@ -56,12 +56,11 @@ class KubeWorkloads:
     def create(self, obj: Obj) -> Obj:
         """Create an object (one that exists already is taken as it is)."""
         kind, meta = KINDS[obj["kind"]], obj["metadata"]
-        try:
-            created = self.api.create(kind, obj)
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
-            created = self.api.get(kind, meta["name"], meta.get("namespace", "")) or obj
+        created = (
+            self.api.create_if_absent(kind, obj)
+            or self.api.get(kind, meta["name"], meta.get("namespace", ""))
+            or obj
+        )
         created.setdefault("kind", kind.kind)
         created.setdefault("apiVersion", kind.api_version)
         self.remember(created)

@@ -258,3 +258,20 @@ def _gpu_request(meta: Meta, whole: int, spec: Obj, problems: list[FieldProblem]
         else:
             devices = int(devices_text)
     return GpuRequest(whole=whole, fraction=fraction, memory_mib=memory, devices=devices)
+
+
+def gpu_group_labels(groups: tuple[str, ...] | list[str]) -> dict[str, str]:
+    """KAI's binding labels for shared GPUs: ``runai-gpu-group=<first>`` and
+    ``runai-gpu-group/<g>=<g>`` for each further device."""
+    if not groups:
+        return {}
+    first, *others = groups
+    return {c.GPU_GROUP_LABEL: first} | {f"{c.GPU_GROUP_LABEL}/{g}": g for g in others}
+
+
+def gpu_container_index(pod: Obj) -> int:
+    """Which container gets the GPU env: the one named by gpu-fraction-container-name, else
+    the first."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    wanted = (pod["metadata"].get("annotations") or {}).get(c.GPU_FRACTION_CONTAINER_ANNOTATION)
+    return next((i for i, ct in enumerate(containers) if wanted and ct.get("name") == wanted), 0)
