@@ -138,6 +138,8 @@ def run_workloads(cluster: EmbeddedCluster) -> bool:
     host = EmbeddedHost(cluster)
     changed = False
     for kind, controller in _CONTROLLERS:
+        isolation = cluster.isolation(f"the {kind} controller")
         for obj in cluster.list(kind):
-            changed |= controller(host, obj)
+            with isolation.isolated(obj):
+                changed |= controller(host, obj)
     return changed
