@@ -507,7 +507,7 @@ def _kai_problems(name: str, scenario: dict[str, Any]) -> list[str]:
     problems: list[str] = []
     source = scenario.get("source")
     if name.startswith("kai/"):
-        if not isinstance(source, dict) or not SOURCE_KEYS <= set(source):
+        if not isinstance(source, dict) or not set(source) >= SOURCE_KEYS:
             problems.append(f"source must give {', '.join(sorted(SOURCE_KEYS))}")
         elif not str(source["file"]).endswith(f"/{Path(name).parent.name}.go"):
             problems.append(f"source.file {source['file']} is not in folder {Path(name).parent}")
