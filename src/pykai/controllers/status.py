@@ -59,7 +59,11 @@ def podgroup_status(
     while the job was not looked at; cleared when nothing is pending)."""
     tasks = list(job.tasks.values())
     running = sum(1 for t in tasks if t.status in HOLDS_NODE)
-    pending = sum(1 for t in tasks if t.status == TaskStatus.PENDING)
+    pending = sum(
+        1
+        for t in tasks
+        if t.status == TaskStatus.PENDING or (t.problem and t.status == TaskStatus.GATED)
+    )
     allocated = sum((t.request for t in tasks if t.status in HOLDS_NODE), Resources.ZERO)
     requested = sum((t.request for t in tasks if t.status != TaskStatus.SUCCEEDED), Resources.ZERO)
     status: dict[str, Any] = {

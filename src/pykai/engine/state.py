@@ -78,6 +78,7 @@ class ClusterState:
         self.subtree: dict[str, QueueUsage] = {}  # per queue, its whole subtree
         self.foreign_used = Resources.ZERO  # pods of other schedulers on nodes
         self.pending_jobs: set[str] = set()  # keys of jobs with pending tasks
+        self.held_jobs: dict[str, int] = {}  # job key -> its pending pods held back as invalid
         # queue -> priority -> keys of jobs with pods holding nodes (victim candidates)
         self.running_jobs: dict[str, dict[int, set[str]]] = {}
         self.below_minimum: set[str] = set()  # running jobs whose gang is not satisfied
@@ -333,6 +334,7 @@ class ClusterState:
             self._account(task, -1.0)
         del self.jobs[key]
         self.pending_jobs.discard(key)
+        self.held_jobs.pop(key, None)
         self.stale_marked.discard(key)
         for task in job.tasks.values():
             self._account(task, 1.0)
@@ -405,6 +407,12 @@ class ClusterState:
                 group.alive += step
                 group = job.subgroups.get(group.parent)
         request = task.request.scaled(sign)
+        if task.problem and status == TaskStatus.GATED:
+            held = self.held_jobs.get(job.key, 0) + step
+            if held:
+                self.held_jobs[job.key] = held
+            else:
+                self.held_jobs.pop(job.key, None)
         if status == TaskStatus.PENDING:
             job.pending += step
             job.pending_request += request

@@ -117,14 +117,25 @@ def _container_requests(
         source, raw = (
             ("requests", requests[rname]) if rname in requests else ("limits", limits[rname])
         )
+        field = f"{path}.resources.{source}[{rname}]"
         try:
-            result[rname] = resource_amount(rname, raw)
+            amount = resource_amount(rname, raw)
         except QuantityError as exc:
-            problems.append(
-                FieldProblem(KIND, name, f"{path}.resources.{source}[{rname}]", str(exc))
-            )
+            problems.append(FieldProblem(KIND, name, field, str(exc)))
             result[rname] = saturated_amount(rname, raw)
             continue
+        if not 0 <= amount < SATURATED:  # past int64, or negative: not a request to honour
+            problems.append(
+                FieldProblem(
+                    KIND,
+                    name,
+                    field,
+                    f"{raw!r} is not a quantity a pod can request",
+                    "request a non-negative amount Kubernetes can represent",
+                )
+            )
+            amount = saturated_amount(rname, raw)
+        result[rname] = amount
         if rname not in (c.CPU_RESOURCE, c.MEMORY_RESOURCE):
             _check_extended(rname, limits, requests, path, name, problems)
     return result

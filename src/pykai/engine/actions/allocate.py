@@ -43,10 +43,12 @@ def allocate(session: Session) -> None:
 
 def schedulable_jobs(session: Session, *, note: bool = True) -> list[Job]:
     """Jobs with pending pods whose queue exists and that have enough pods to start;
-    the others get a reason when ``note``."""
+    the others (and jobs whose only waiting pods are held back as invalid) get a reason when
+    ``note``."""
+    state = session.state
     jobs = []
-    for key in sorted(session.state.pending_jobs):
-        job = session.state.jobs[key]
+    for key in sorted(state.pending_jobs.union(state.held_jobs)):
+        job = state.jobs[key]
         blocker = _blocker(session, job)
         if blocker is None:
             jobs.append(job)
