@@ -41,7 +41,9 @@ def node_of(cluster: EmbeddedCluster, name: str) -> str:
     return str(found["spec"].get("nodeName") or "")
 
 
-def invalid_events(cluster: EmbeddedCluster, kind: str, name: str, namespace: str = "") -> list[Obj]:
+def invalid_events(
+    cluster: EmbeddedCluster, kind: str, name: str, namespace: str = ""
+) -> list[Obj]:
     return [
         e
         for e in cluster.events_for(kind, name, namespace)
