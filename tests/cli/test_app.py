@@ -282,7 +282,11 @@ def test_the_cluster_option_before_the_command_and_from_the_environment(tmp_path
     env = {"PYKAI_CLUSTER": str(first)}
     assert "a" in runner.invoke(app, ["get", "pods"], env=env).stdout
     after_command = runner.invoke(app, ["get", "pods", "--cluster", str(second)], env=env)
-    assert after_command.stderr == "No resources found in default namespace.\n"
+    assert after_command.exit_code == 1
+    assert after_command.stderr == (
+        f'error: no cluster at "{second}": pykai apply makes one, --cluster names another\n'
+    )
+    assert not second.exists()  # reading never makes a cluster
 
 
 def test_a_damaged_cluster_file_is_reported(tmp_path: Path) -> None:
@@ -290,7 +294,7 @@ def test_a_damaged_cluster_file_is_reported(tmp_path: Path) -> None:
     damaged.write_bytes(b"this is not sqlite" * 100)
     result = CliRunner().invoke(app, ["get", "pods", "--cluster", str(damaged)])
     assert result.exit_code == 1
-    assert result.stderr.startswith(f'error: cannot open the cluster file "{damaged}"')
+    assert result.stderr.startswith(f'error: the cluster file "{damaged}" is not a pykai cluster')
 
 
 def test_bench_engine_is_wired_lazily(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -136,17 +136,18 @@ def test_delete_cascades_through_owner_references(tmp_path: Path) -> None:
     assert store.delete("RayCluster", "r") == []
 
 
-def test_everything_persists_across_reopen(tmp_path: Path) -> None:
+def test_everything_persists_across_reopen_and_only_a_new_file_is_seeded(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-    store = Store(path)
-    assert store.fresh
+    seeded: list[Store] = []
+    store = Store(path, seed=seeded.append)
+    assert len(seeded) == 1
     created = store.create(pod("a"))
     store.advance(90)
     store.counter("things", 3)
     clock = store.now()
     store.close()
-    again = Store(path)
-    assert not again.fresh
+    again = Store(path, seed=seeded.append)
+    assert len(seeded) == 1
     assert again.get("Pod", "a") == created
     assert again.now() == clock and again.read_counter("things") == 3
     assert again.create(pod("b"))["metadata"]["uid"] > created["metadata"]["uid"]

@@ -12,22 +12,26 @@ WARNING = "Warning"
 COMPONENT = "kai-scheduler"
 
 
-def event_name(involved: Obj, reason: str, message: str, kind: str) -> str:
-    """``<object name>.<digest of uid, type, reason, message>``."""
+def event_name(involved: Obj, reason: str, message: str, kind: str, attempt: int = 0) -> str:
+    """``<object name>.<digest of uid, type, reason, message>``; ``attempt`` > 0 gives
+    other names, for when that one is taken by another object."""
     meta = involved["metadata"]
     uid = str(meta.get("uid", ""))
-    digest = hashlib.sha256(f"{uid}\0{kind}\0{reason}\0{message}".encode()).hexdigest()
-    return f"{meta['name']}.{digest[:16]}"
+    said = f"{uid}\0{kind}\0{reason}\0{message}" + (f"\0{attempt}" if attempt else "")
+    return f"{meta['name']}.{hashlib.sha256(said.encode()).hexdigest()[:16]}"
 
 
-def new_event(involved: Obj, reason: str, message: str, kind: str, stamp: str) -> Obj:
-    """A first occurrence (count 1) at time ``stamp``, in the object's namespace."""
+def new_event(
+    involved: Obj, reason: str, message: str, kind: str, stamp: str, attempt: int = 0
+) -> Obj:
+    """A first occurrence (count 1) at time ``stamp``, in the object's namespace (named for
+    ``attempt``, see event_name)."""
     meta = involved["metadata"]
     return {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {
-            "name": event_name(involved, reason, message, kind),
+            "name": event_name(involved, reason, message, kind, attempt),
             "namespace": str(meta.get("namespace") or "default"),
         },
         "involvedObject": {
