@@ -111,6 +111,7 @@ class Store:
         if not readonly and not self.path.exists():
             self._create(self.path, seed)
         self._db = _open_cluster_file(self.path, readonly)
+        self.generation = int(self._meta(_GENERATION) or 0)
 
     def _initialize(self, seed: Callable[[Store], None] | None) -> None:
         """Tables, then the clock at the current whole second and ``seed``."""
