@@ -272,10 +272,11 @@ def test_a_transaction_waits_for_another_writer_then_says_busy_in_one_line(
 def test_an_event_whose_name_another_object_holds_gets_another_name(tmp_path: Path) -> None:
     store = Store(tmp_path / "s.db")
     target = store.create(pod("a"))
-    squatter = {
+    taken = event_name(target, "Unschedulable", "no room", "Warning")
+    squatter: Obj = {
         "apiVersion": "v1",
         "kind": "Event",
-        "metadata": {"name": event_name(target, "Unschedulable", "no room", "Warning")},
+        "metadata": {"name": taken},
         "involvedObject": {"kind": "Pod", "name": "b", "namespace": "default"},
         "reason": "Something else",
     }
@@ -285,6 +286,6 @@ def test_an_event_whose_name_another_object_holds_gets_another_name(tmp_path: Pa
     assert record(store, target, "Unschedulable", "no room", "Warning")
     [event] = events_for(store, "Pod", "a", "default")
     assert event["reason"] == "Unschedulable" and event["count"] == 2
-    assert event["metadata"]["name"] != squatter["metadata"]["name"]
-    kept = store.get("Event", squatter["metadata"]["name"], "default")
+    assert event["metadata"]["name"] != taken
+    kept = store.get("Event", taken, "default")
     assert kept is not None and kept["reason"] == "Something else"

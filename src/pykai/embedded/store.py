@@ -415,7 +415,7 @@ def explain(path: Path | None, exc: sqlite3.Error) -> ClusterFileError:
     if _busy(exc):
         return ClusterFileError(
             f'the cluster file "{path}" stayed busy with other pykai commands for '
-            f"{BUSY_TIMEOUT:.0f}s; try again when they are done"
+            f"{BUSY_TIMEOUT:g}s; try again when they are done"
         )
     if isinstance(exc, sqlite3.OperationalError):
         return ClusterFileError(f'cannot use the cluster file "{path}": {exc}')
