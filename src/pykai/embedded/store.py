@@ -93,9 +93,9 @@ class Store:
         readonly: bool = False,
         seed: Callable[[Store], None] | None = None,
     ) -> None:
-        """Open the store at ``path`` (None: in memory). A missing file is made, with
-        ``seed`` run in the transaction that makes it; ``readonly`` opens an existing file
-        for reading only. An unusable file raises ClusterFileError."""
+        """Open the store at ``path`` (None: in memory). A missing file is made, ``seed``
+        filling it before any other process can see it; ``readonly`` opens an existing file
+        for reading only. A file that is not a usable cluster raises ClusterFileError."""
         self.path = None if path is None else Path(path)
         self.readonly = readonly
         self.generation = 0
@@ -195,7 +195,8 @@ class Store:
         try:
             yield
         finally:
-            self._db.execute("COMMIT")
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")
             self._depth = 0
 
     def changes_since(self, generation: int) -> builtins.list[tuple[str, str, str]] | None:
