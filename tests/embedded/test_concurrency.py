@@ -4,9 +4,10 @@ node holds more GPUs than it has (recounted from the stored pods), every object 
 writer applied is stored, no queue cycle is stored, and every writer either succeeded or failed
 clearly (a refused cycle; never SQLite's "database is locked", never a traceback).
 
-Run twice: as ten ``pykai`` processes started together, and as ten processes on
-EmbeddedCluster that all open the file before any of them writes (a barrier), which is the
-race at its worst: each one's view of the cluster is stale when it writes."""
+Run twice: as ten ``pykai`` processes started together (and two ``pykai get`` reading
+meanwhile), and as ten processes on EmbeddedCluster that all open the file before any of them
+writes (a barrier), which is the race at its worst: each one's view of the cluster is stale
+when it writes."""
 
 from __future__ import annotations
 
@@ -154,9 +155,13 @@ def test_ten_pykai_commands_at_once(tmp_path: Path, repeat: int) -> None:
     assert first.wait(DEADLINE) == 0, first.communicate()
     args = [cli_args(step, tmp_path / f"step-{i}.yaml") for i, step in enumerate(STEPS)]
     processes = [cli(cluster_file, *a) for a in args]
+    readers = [cli(cluster_file, "get", "pods", "-A") for _ in range(2)]  # alongside the writers
     errors = [process.communicate(timeout=DEADLINE)[1] for process in processes]
     for a, process, err in zip(args, processes, errors, strict=True):
         assert process.returncode == 0 or clear_failure(err), (a, process.returncode, err)
+    for reader in readers:
+        out, err = reader.communicate(timeout=DEADLINE)
+        assert reader.returncode == 0 and "old-1" in out, err
     check(cluster_file, [process.returncode == 0 for process in processes])
 
 
@@ -164,10 +169,11 @@ def test_ten_pykai_commands_at_once(tmp_path: Path, repeat: int) -> None:
 
 
 def run_step(cluster_file: str, step: Step, opened: Any) -> str:
-    """Open the cluster, wait until every writer has, then do ``step``: "" if it succeeded,
-    else the validation error."""
+    """Open the cluster and build its engine state, wait until every writer has, then do
+    ``step``: "" if it succeeded, else the validation error."""
     cluster = EmbeddedCluster.open(cluster_file)
     try:
+        assert cluster.state.tasks  # the engine's view, built before anyone writes
         opened.wait(DEADLINE)
         if step.verb == "apply":
             cluster.apply(list(step.objects))
