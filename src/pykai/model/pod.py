@@ -87,6 +87,9 @@ def read_pod(obj: Obj) -> tuple[PodView, list[FieldProblem]]:
     except ValidationError as exc:
         problems += exc.problems
         constraints = NodeConstraints()
+    except (AttributeError, TypeError, ValueError) as exc:  # a shape only a bare store keeps
+        problems.append(FieldProblem(KIND, meta.name, "spec", f"cannot be read: {exc}"))
+        constraints = NodeConstraints()
     view = PodView(
         meta=meta,
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
