@@ -6,9 +6,9 @@ from dataclasses import dataclass
 
 from pykai.model import constants as c
 from pykai.model.constraints import Taint, parse_taints
-from pykai.model.errors import QuantityError, ValidationError
+from pykai.model.errors import FieldProblem, QuantityError, ValidationError
 from pykai.model.meta import Meta, Obj, parse_meta
-from pykai.model.quantity import resource_amount
+from pykai.model.quantity import is_extended_resource, resource_amount
 from pykai.model.resources import Resources
 
 KIND = "Node"
@@ -33,20 +33,51 @@ class NodeView:
         return self.meta.name
 
 
+# counts that Kubernetes keeps whole on a node (IsIntegerResourceName), besides extended resources
+_INTEGER_RESOURCES = {"pods"}
+
+
+def _amounts(raw: object, path: str, name: str, problems: list[FieldProblem]) -> dict[str, float]:
+    """A node's capacity or allocatable in engine units: quantities at least 0, extended
+    resources (nvidia.com/gpu) and pods whole."""
+    if raw is None:
+        return {}
+    if not isinstance(raw, dict):
+        problems.append(FieldProblem(KIND, name, path, "must be a map of resource quantities"))
+        return {}
+    values: dict[str, float] = {}
+    for rname, quantity in raw.items():
+        field = f"{path}[{rname}]"
+        try:
+            amount = resource_amount(rname, quantity)
+        except QuantityError as exc:
+            problems.append(FieldProblem(KIND, name, field, str(exc)))
+            continue
+        whole = is_extended_resource(rname) or rname in _INTEGER_RESOURCES
+        if amount < 0:
+            problems.append(
+                FieldProblem(KIND, name, field, f"must be at least 0, got {quantity!r}")
+            )
+        elif whole and amount != int(amount):
+            problems.append(
+                FieldProblem(KIND, name, field, f"must be a whole number, got {quantity!r}")
+            )
+        else:
+            values[rname] = amount
+    return values
+
+
 def parse_node(obj: Obj) -> NodeView:
     """Read and validate a node."""
     meta = parse_meta(obj, KIND)
     spec = obj.get("spec") or {}
     status = obj.get("status") or {}
-    raw = status.get("allocatable") or status.get("capacity") or {}
-    values: dict[str, float] = {}
-    for rname, quantity in raw.items():
-        try:
-            values[rname] = resource_amount(rname, quantity)
-        except QuantityError as exc:
-            raise ValidationError.single(
-                KIND, meta.name, f"status.allocatable[{rname}]", str(exc)
-            ) from exc
+    problems: list[FieldProblem] = []
+    capacity = _amounts(status.get("capacity"), "status.capacity", meta.name, problems)
+    allocatable = _amounts(status.get("allocatable"), "status.allocatable", meta.name, problems)
+    if problems:
+        raise ValidationError(problems)
+    values = dict(allocatable if status.get("allocatable") else capacity)
     gpu_memory_text = meta.labels.get(c.GPU_MEMORY_NODE_LABEL, "0")
     try:
         gpu_memory = float(gpu_memory_text)

@@ -9,11 +9,12 @@ from pykai.model import constants as c
 from pykai.model.constraints import NodeConstraints, parse_constraints
 from pykai.model.errors import FieldProblem, QuantityError, ValidationError
 from pykai.model.meta import Meta, Obj, parse_meta
-from pykai.model.quantity import count, resource_amount
+from pykai.model.names import qualified_name
+from pykai.model.quantity import is_extended_resource, resource_amount
 from pykai.model.resources import Resources
 
 KIND = "Pod"
-_IGNORED_RESOURCES = {"ephemeral-storage", "pods"}
+_IGNORED_RESOURCES = {"ephemeral-storage"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,61 +89,106 @@ def parse_pod(obj: Obj) -> PodView:
     )
 
 
+_STANDARD_RESOURCES = {c.CPU_RESOURCE, c.MEMORY_RESOURCE, "ephemeral-storage"}
+
+
+def _resource_name_problem(rname: str) -> str:
+    """Why a container may not name this resource (Kubernetes' validateContainerResourceName):
+    a name without a domain must be standard (cpu, memory, ephemeral-storage, hugepages-*)."""
+    if "/" not in rname:
+        if rname in _STANDARD_RESOURCES or rname.startswith("hugepages-"):
+            return ""
+        return (
+            "must be a standard resource for containers (cpu, memory, ephemeral-storage, "
+            "hugepages-<size>) or a domain-qualified extended resource such as nvidia.com/gpu"
+        )
+    return f"key {why}" if (why := qualified_name(rname)) else ""
+
+
+def _amounts(
+    values: object, path: str, name: str, problems: list[FieldProblem]
+) -> dict[str, float]:
+    """requests or limits of one container in engine units; refused entries are left out."""
+    amounts: dict[str, float] = {}
+    if not isinstance(values, dict):
+        return amounts
+    for rname, raw in values.items():
+        field = f"{path}[{rname}]"
+        if why := _resource_name_problem(str(rname)):
+            problems.append(FieldProblem(KIND, name, field, why))
+            continue
+        try:
+            amount = resource_amount(rname, raw)
+        except QuantityError as exc:
+            problems.append(FieldProblem(KIND, name, field, str(exc)))
+            continue
+        if amount < 0:
+            problems.append(
+                FieldProblem(
+                    KIND, name, field, f"must be at least 0, got {raw!r}", "remove the minus"
+                )
+            )
+        elif is_extended_resource(rname) and amount != int(amount):
+            fix = 'for part of a GPU use the annotation gpu-fraction: "0.5"'
+            problems.append(
+                FieldProblem(
+                    KIND,
+                    name,
+                    field,
+                    f"must be a whole number, got {raw!r}",
+                    fix if rname == c.GPU_RESOURCE else "",
+                )
+            )
+        else:
+            amounts[rname] = amount
+    return amounts
+
+
 def _container_requests(
     container: Obj, path: str, name: str, problems: list[FieldProblem]
 ) -> dict[str, float]:
     """One container's requests: requests, with limits filling in what is missing."""
     resources = container.get("resources") or {}
-    limits = resources.get("limits") or {}
-    requests = resources.get("requests") or {}
-    result: dict[str, float] = {}
-    for rname in set(limits) | set(requests):
-        if rname in _IGNORED_RESOURCES:
-            continue
-        source, raw = (
-            ("requests", requests[rname]) if rname in requests else ("limits", limits[rname])
-        )
-        try:
-            result[rname] = resource_amount(rname, raw)
-        except QuantityError as exc:
-            problems.append(
-                FieldProblem(KIND, name, f"{path}.resources.{source}[{rname}]", str(exc))
-            )
-            continue
-        if rname not in (c.CPU_RESOURCE, c.MEMORY_RESOURCE):
-            _check_extended(rname, limits, requests, path, name, problems)
-    return result
-
-
-def _check_extended(
-    rname: str, limits: Obj, requests: Obj, path: str, name: str, problems: list[FieldProblem]
-) -> None:
-    """An extended resource (nvidia.com/gpu) needs a limit equal to its request."""
-    if rname not in limits:
-        problems.append(
-            FieldProblem(
-                KIND,
-                name,
-                f"{path}.resources.limits[{rname}]",
-                f"is required: an extended resource such as {rname} needs a limit",
-                f"set limits.{rname} equal to requests.{rname}",
-            )
-        )
-    elif rname in requests:
-        try:
-            differs = count(requests[rname]) != count(limits[rname])
-        except QuantityError:
-            return
-        if differs:
+    path = f"{path}.resources"
+    limits = _amounts(resources.get("limits") or {}, f"{path}.limits", name, problems)
+    requests = _amounts(resources.get("requests") or {}, f"{path}.requests", name, problems)
+    for rname, amount in requests.items():
+        field = f"{path}.requests[{rname}]"
+        if is_extended_resource(rname) and rname not in limits:
             problems.append(
                 FieldProblem(
                     KIND,
                     name,
-                    f"{path}.resources.requests[{rname}]",
+                    f"{path}.limits[{rname}]",
+                    f"is required: an extended resource such as {rname} needs a limit",
+                    f"set limits.{rname} equal to requests.{rname}",
+                )
+            )
+        elif is_extended_resource(rname) and amount != limits[rname]:
+            problems.append(
+                FieldProblem(
+                    KIND,
+                    name,
+                    field,
                     "must equal the limit for an extended resource",
                     f"set requests.{rname} equal to limits.{rname}",
                 )
             )
+        elif rname in limits and amount > limits[rname]:
+            problems.append(
+                FieldProblem(
+                    KIND,
+                    name,
+                    field,
+                    f"must be less than or equal to the {rname} limit",
+                    f"lower requests.{rname} or raise limits.{rname}",
+                )
+            )
+    return {
+        rname: amount
+        for rname, amount in (limits | requests).items()
+        if rname not in _IGNORED_RESOURCES and not rname.startswith("hugepages-")
+    }
 
 
 def _effective_requests(
@@ -162,17 +208,6 @@ def _effective_requests(
     cpu = totals.pop(c.CPU_RESOURCE, 0.0)
     memory = totals.pop(c.MEMORY_RESOURCE, 0.0)
     gpus = totals.pop(c.GPU_RESOURCE, 0.0)
-    if gpus != int(gpus) or gpus < 0:
-        problems.append(
-            FieldProblem(
-                KIND,
-                name,
-                f"spec.containers[*].resources.limits[{c.GPU_RESOURCE}]",
-                f"must be a whole number of devices, got {gpus:g}",
-                'for part of a GPU use the annotation gpu-fraction: "0.5"',
-            )
-        )
-        gpus = math.floor(max(gpus, 0))
     return cpu, memory, int(gpus), totals
 
 

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from pykai.model.errors import QuantityError
 
@@ -29,27 +30,50 @@ _PATTERN = re.compile(
     r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$"
 )
 
+_MAX_TEXT = 64  # longer strings are no quantity a person means (and cost time to parse)
+MAX_QUANTITY = Decimal(2**63 - 1)
+"""The largest amount Kubernetes represents (int64 base units); the apiserver silently caps a
+larger one to this, so pykai refuses it instead of scheduling a different number."""
+
 Quantity = str | int | float
 
 
 def parse_quantity(value: Quantity) -> Decimal:
-    """Parse a Kubernetes quantity into an exact decimal number of base units."""
-    if isinstance(value, bool):
+    """Parse a Kubernetes quantity into an exact decimal number of base units. Non-finite
+    numbers and amounts beyond Kubernetes' int64 limit raise QuantityError."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise QuantityError(f"{value!r} is not a quantity; write a number such as 2, 500m or 15Gi")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise QuantityError(f"{value!r} is not a finite number; write a number such as 2 or 500m")
     if isinstance(value, int | float):
-        return Decimal(str(value))
-    text = str(value).strip()
-    match = _PATTERN.match(text)
+        return _bounded(Decimal(str(value)), value)
+    text = value.strip()
+    match = _PATTERN.match(text) if len(text) <= _MAX_TEXT else None
     if not match:
+        shown = value if len(value) <= _MAX_TEXT else value[:_MAX_TEXT] + "..."
         raise QuantityError(
-            f"{value!r} is not a quantity; write a number with an optional suffix "
+            f"{shown!r} is not a quantity; write a number with an optional suffix "
             "such as 2, 500m, 1.5, 15Gi or 6G"
         )
     number, suffix = match.group(1), match.group(2) or ""
     try:
-        return Decimal(number) * _SUFFIXES[suffix]
-    except InvalidOperation as exc:  # pragma: no cover - the regex admits only numbers
-        raise QuantityError(f"{value!r} is not a quantity") from exc
+        amount = Decimal(number) * _SUFFIXES[suffix]
+    except ArithmeticError as exc:  # an exponent beyond Decimal's range
+        raise _out_of_range(value) from exc
+    return _bounded(amount, value)
+
+
+def _bounded(amount: Decimal, value: Quantity) -> Decimal:
+    if not amount.is_finite() or abs(amount) > MAX_QUANTITY:
+        raise _out_of_range(value)
+    return amount
+
+
+def _out_of_range(value: Quantity) -> QuantityError:
+    return QuantityError(
+        f"{value!r} is out of range: a quantity must be at most {MAX_QUANTITY} base units "
+        "in size (Kubernetes' int64 limit)"
+    )
 
 
 def cpu_millis(value: Quantity) -> float:
@@ -65,6 +89,12 @@ def memory_bytes(value: Quantity) -> float:
 def count(value: Quantity) -> float:
     """A plain count such as a number of GPUs ("2" -> 2)."""
     return float(parse_quantity(value))
+
+
+def is_extended_resource(resource: str) -> bool:
+    """True for an extended resource (``nvidia.com/gpu``, any domain but kubernetes.io):
+    Kubernetes keeps its amounts whole and, in a container, its request equal to its limit."""
+    return "/" in resource and "kubernetes.io/" not in resource
 
 
 def resource_amount(resource: str, value: Quantity) -> float:
