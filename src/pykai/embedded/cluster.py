@@ -85,7 +85,7 @@ class EmbeddedCluster:
     ) -> builtins.list[ApplyOutcome]:
         """Create or update objects in one transaction, then settle. Invalid input raises
         ValidationError listing every problem, and nothing is written."""
-        validate_objects(objects, self.store.list("Queue"))
+        validate_objects(objects, self.store.list)
         with self._writing():
             self._ensure_namespaces(objects)
             outcomes = [self._apply_one(o) for o in objects]

@@ -9,7 +9,8 @@ one occurrence, so controllers may report on every round and the cluster still s
 from __future__ import annotations
 
 from pykai.controllers.events import NORMAL, WARNING, new_event
-from pykai.embedded.store import CLUSTER_SCOPED, Store
+from pykai.embedded.store import Store
+from pykai.model.kinds import CLUSTER_SCOPED
 from pykai.model.meta import Obj, format_time
 
 __all__ = ["NORMAL", "WARNING", "events_for", "record"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from pykai.model import constants as c
@@ -74,20 +75,22 @@ def parse_node(obj: Obj) -> NodeView:
     status = obj.get("status") or {}
     problems: list[FieldProblem] = []
     capacity = _amounts(status.get("capacity"), "status.capacity", meta.name, problems)
-    allocatable = _amounts(status.get("allocatable"), "status.allocatable", meta.name, problems)
+    given = _amounts(status.get("allocatable"), "status.allocatable", meta.name, problems)
     if problems:
         raise ValidationError(problems)
-    values = dict(allocatable if status.get("allocatable") else capacity)
+    values = dict(given if status.get("allocatable") else capacity)
     gpu_memory_text = meta.labels.get(c.GPU_MEMORY_NODE_LABEL, "0")
     try:
         gpu_memory = float(gpu_memory_text)
-    except ValueError as exc:
+    except ValueError:
+        gpu_memory = math.nan
+    if not math.isfinite(gpu_memory) or gpu_memory < 0:
         raise ValidationError.single(
             KIND,
             meta.name,
             f"metadata.labels[{c.GPU_MEMORY_NODE_LABEL}]",
             f"must be the memory of one GPU in MiB, got {gpu_memory_text!r}",
-        ) from exc
+        )
     conditions = {str(x.get("type")): str(x.get("status")) for x in status.get("conditions") or []}
     allocatable = Resources(
         values.pop(c.CPU_RESOURCE, 0.0),

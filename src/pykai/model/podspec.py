@@ -5,13 +5,16 @@ names and images, enumerations, int32 ranges. Quantities are checked by the pod 
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticError
 
-from pykai.model.errors import FieldProblem
-from pykai.model.names import dns1123_label
+from pykai.model.errors import FieldProblem, ValidationError
+from pykai.model.meta import Obj
+from pykai.model.names import dns1123_label, metadata_problems
+from pykai.model.pod import parse_pod
 from pykai.model.pydantic_errors import problems_from
 
 INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
@@ -107,6 +110,60 @@ class PodSpecShape(BaseModel):
     termination_grace_period_seconds: int | None = Field(
         None, alias="terminationGracePeriodSeconds", ge=0
     )
+
+
+def pod_problems(pod: Obj) -> list[FieldProblem]:
+    """What Kubernetes and KAI refuse in a pod's spec: its shape, then what the pod view
+    (model/pod.py) refuses (quantities, GPU requests and annotations, node constraints)."""
+    name = str((pod.get("metadata") or {}).get("name") or "")
+    return _spec_and_view(pod.get("metadata") or {}, pod.get("spec"), "Pod", name, "")
+
+
+def template_problems(
+    template: object,
+    kind: str,
+    name: str,
+    path: str,
+    restart_policies: tuple[str, ...] = (),
+) -> list[FieldProblem]:
+    """What is refused in a pod template at ``path`` of a workload (``spec.template``),
+    checked as the pods made from it will be; ``restart_policies``, if given, are the only
+    restartPolicy values the workload allows (the first is its default)."""
+    if not isinstance(template, dict):
+        return [FieldProblem(kind, name, path, "is required (a pod template: metadata and spec)")]
+    problems = metadata_problems(template, None, kind, name, f"{path}.metadata")
+    spec = template.get("spec")
+    if problems:  # the view would report the same metadata again
+        problems += pod_spec_problems(spec, kind, name, f"{path}.spec")
+    else:
+        problems = _spec_and_view(template.get("metadata") or {}, spec, kind, name, f"{path}.")
+    if restart_policies and isinstance(spec, dict):
+        policy = spec.get("restartPolicy", restart_policies[0])
+        if policy not in restart_policies:
+            problems.append(
+                FieldProblem(
+                    kind,
+                    name,
+                    f"{path}.spec.restartPolicy",
+                    f"must be {' or '.join(restart_policies)} for a {kind}, got {policy!r}",
+                )
+            )
+    return problems
+
+
+def _spec_and_view(
+    metadata: object, spec: object, kind: str, name: str, prefix: str
+) -> list[FieldProblem]:
+    """Shape problems of a pod spec (under ``prefix``); when there are none, the view's."""
+    problems = pod_spec_problems(spec, kind, name, f"{prefix}spec")
+    if problems or not isinstance(metadata, dict):
+        return problems
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {**metadata, "name": name}, "spec": spec}
+    try:
+        parse_pod(pod)
+    except ValidationError as exc:
+        return [replace(p, kind=kind, name=name, field=f"{prefix}{p.field}") for p in exc.problems]
+    return []
 
 
 def pod_spec_problems(spec: object, kind: str, name: str, path: str) -> list[FieldProblem]:
