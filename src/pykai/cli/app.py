@@ -90,7 +90,7 @@ def apply(
     with reported():
         objects = read_manifests(filename)
     if not objects:
-        fail("no objects passed to apply")
+        fail(f"no objects passed to apply: {', '.join(filename)} holds no object")
     versions = {str(o.get("kind")): str(o.get("apiVersion", "")) for o in objects}
     with connected(ctx, cluster) as store:
         outcomes = store.apply(objects, max_cycles=max_cycles)
