@@ -150,7 +150,16 @@ def _as_string(loader: _Loader, node: yaml.ScalarNode) -> str:
     return str(loader.construct_scalar(node))
 
 
+def _as_int(loader: _Loader, node: yaml.ScalarNode) -> int:
+    """An integer, or an error at its line (Python refuses to read one of over 4300 digits)."""
+    try:
+        return int(loader.construct_yaml_int(node))
+    except ValueError as exc:
+        raise yaml.MarkedYAMLError(problem=str(exc), problem_mark=node.start_mark) from exc
+
+
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _as_string)
+_Loader.add_constructor("tag:yaml.org,2002:int", _as_int)
 
 
 def _expanded_size(node: yaml.Node, sizes: dict[int, int], open_nodes: set[int]) -> int:

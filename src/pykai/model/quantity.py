@@ -32,15 +32,15 @@ _PATTERN = re.compile(
 
 _MAX_TEXT = 64  # longer strings are no quantity a person means (and cost time to parse)
 MAX_QUANTITY = Decimal(2**63 - 1)
-"""The largest amount Kubernetes represents (int64 base units); the apiserver silently caps a
-larger one to this, so pykai refuses it instead of scheduling a different number."""
+"""Kubernetes' int64 limit in base units. The apiserver silently caps a larger amount to it,
+so an amount that reaches it is refused: it was an overflow, not what anyone asked for."""
 
 Quantity = str | int | float
 
 
 def parse_quantity(value: Quantity) -> Decimal:
     """Parse a Kubernetes quantity into an exact decimal number of base units. Non-finite
-    numbers and amounts beyond Kubernetes' int64 limit raise QuantityError."""
+    numbers and amounts that reach Kubernetes' int64 limit raise QuantityError."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise QuantityError(f"{value!r} is not a quantity; write a number such as 2, 500m or 15Gi")
     if isinstance(value, float) and not math.isfinite(value):
@@ -64,15 +64,15 @@ def parse_quantity(value: Quantity) -> Decimal:
 
 
 def _bounded(amount: Decimal, value: Quantity) -> Decimal:
-    if not amount.is_finite() or abs(amount) > MAX_QUANTITY:
+    if not amount.is_finite() or abs(amount) >= MAX_QUANTITY:
         raise _out_of_range(value)
     return amount
 
 
 def _out_of_range(value: Quantity) -> QuantityError:
     return QuantityError(
-        f"{value!r} is out of range: a quantity must be at most {MAX_QUANTITY} base units "
-        "in size (Kubernetes' int64 limit)"
+        f"{value!r} is out of range: a quantity must be less than {MAX_QUANTITY} base units "
+        "(Kubernetes' int64 limit, to which the apiserver caps larger amounts)"
     )
 
 
