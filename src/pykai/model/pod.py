@@ -187,7 +187,7 @@ def _container_requests(
     return {
         rname: amount
         for rname, amount in (limits | requests).items()
-        if rname not in _IGNORED_RESOURCES and not rname.startswith("hugepages-")
+        if rname not in _IGNORED_RESOURCES
     }
 
 

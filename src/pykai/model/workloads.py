@@ -362,7 +362,7 @@ def workload_problems(obj: Obj) -> Problems:
     return check(obj, kind, str(obj["metadata"]["name"])) if check else []
 
 
-# ---- what a (valid) workload makes --------------------------------------------------------------
+# ---- what a (valid) workload makes: pod templates, pods ----------------------------------------
 
 
 def _ray_templates(spec: object, path: str) -> list[tuple[str, Obj]]:
@@ -395,9 +395,6 @@ def pod_templates(obj: Obj) -> list[tuple[str, Obj]]:
             for role, replica in (spec.get("pytorchReplicaSpecs") or {}).items()
         ]
     return [(where, t) for where, t in found if isinstance(t, dict)]
-
-
-# ---- how many pods a (valid) workload makes ------------------------------------------------------
 
 
 def _count(value: object, default: int) -> int:
