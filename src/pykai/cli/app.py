@@ -11,7 +11,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -267,6 +267,7 @@ KubeconfigOption = Annotated[
     Path | None,
     typer.Option("--kubeconfig", envvar="KUBECONFIG", help="kubeconfig file (default: in-cluster)"),
 ]
+LogLevel = Literal["debug", "info", "warning", "error"]
 
 
 @app.command()
@@ -301,6 +302,7 @@ def run(
             help="YAML: a SchedulingShard or a plain scheduler config",
         ),
     ] = None,
+    log_level: Annotated[LogLevel, typer.Option(help="Least severe log lines shown")] = "info",
 ) -> None:
     """Run pykai's components against a real Kubernetes cluster (foreground; stops cleanly on
     SIGTERM)."""
@@ -323,7 +325,9 @@ def run(
             config = config_from_mapping(documents[0], str(scheduler_config))
         api = KubeApi.connect(kubeconfig)
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.basicConfig(
+        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
+    )
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not one line per request
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -12,22 +12,26 @@ WARNING = "Warning"
 COMPONENT = "kai-scheduler"
 
 
-def event_name(involved: Obj, reason: str, message: str, kind: str) -> str:
-    """``<object name>.<digest of uid, type, reason, message>``."""
+def event_name(involved: Obj, reason: str, message: str, kind: str, salt: str = "") -> str:
+    """``<object name>.<digest of uid, type, reason, message and salt>``: ``salt`` (such as
+    the object's version) makes a repeat a new event."""
     meta = involved["metadata"]
     uid = str(meta.get("uid", ""))
-    digest = hashlib.sha256(f"{uid}\0{kind}\0{reason}\0{message}".encode()).hexdigest()
+    text = f"{uid}\0{kind}\0{reason}\0{message}" + (f"\0{salt}" if salt else "")
+    digest = hashlib.sha256(text.encode()).hexdigest()
     return f"{meta['name']}.{digest[:16]}"
 
 
-def new_event(involved: Obj, reason: str, message: str, kind: str, stamp: str) -> Obj:
+def new_event(
+    involved: Obj, reason: str, message: str, kind: str, stamp: str, salt: str = ""
+) -> Obj:
     """A first occurrence (count 1) at time ``stamp``, in the object's namespace."""
     meta = involved["metadata"]
     return {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {
-            "name": event_name(involved, reason, message, kind),
+            "name": event_name(involved, reason, message, kind, salt),
             "namespace": str(meta.get("namespace") or "default"),
         },
         "involvedObject": {

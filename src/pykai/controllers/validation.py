@@ -204,15 +204,21 @@ def _queue_tree_problems(objects: list[Obj], stored: Lister) -> Problems:
     applied = {str(o["metadata"]["name"]) for o in objects if o["kind"] == "Queue"}
     if not applied:
         return []
-    queues: dict[str, QueueView] = {}
-    for queue in stored("Queue"):
-        try:
-            view = parse_queue(queue)
-        except ValidationError:
-            continue  # cannot be part of a valid tree anyway
-        queues[view.name] = view
+    queues = {view.name: view for view in readable_queues(stored("Queue"))}
     queues |= {v.name: v for v in (parse_queue(o) for o in objects if o["kind"] == "Queue")}
     return [p for p in validate_queue_tree(queues) if p.name in applied]
+
+
+def readable_queues(stored: list[Obj]) -> list[QueueView]:
+    """The stored queues that parse: one broken elsewhere must not block unrelated writes (the
+    scheduler reports it and skips it)."""
+    views = []
+    for queue in stored:
+        try:
+            views.append(parse_queue(queue))
+        except ValidationError:
+            continue
+    return views
 
 
 def _priority_class_problems(objects: list[Obj], stored: Lister) -> Problems:

@@ -17,6 +17,7 @@ from pykai.controllers.events import WARNING
 from pykai.grouping.ray import RayGroupingError, worker_groups
 from pykai.model import constants as c
 from pykai.model.meta import Obj
+from pykai.model.names import bounded_name, generated_name
 
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' suffix alphabet (no vowels)
 
@@ -98,7 +99,9 @@ def reconcile_pods(
         for _ in range(count - len(mine)):
             pod = copy.deepcopy(prototype)
             serial = host.serial(f"pods/{owner['metadata']['uid']}")
-            pod["metadata"]["name"] += suffix(f"{owner['metadata']['uid']}/{group}/{serial}")
+            pod["metadata"]["name"] = generated_name(
+                pod["metadata"]["name"], suffix(f"{owner['metadata']['uid']}/{group}/{serial}")
+            )
             host.create(pod)
             changed = True
     return changed
@@ -230,7 +233,7 @@ def reconcile_rayjob(host: WorkloadHost, job: Obj) -> bool:
             )
             or changed
         )
-    name = f"{job['metadata']['name']}-{suffix(job['metadata']['uid'])}"
+    name = bounded_name(f"{job['metadata']['name']}-{suffix(job['metadata']['uid'])}")
     child = _child_cluster(host, job, "rayClusterSpec", name)
     ready = (child.get("status") or {}).get("state") == "ready"
     return _set_status(
@@ -246,7 +249,9 @@ def reconcile_rayjob(host: WorkloadHost, job: Obj) -> bool:
 
 def reconcile_rayservice(host: WorkloadHost, service: Obj) -> bool:
     """A RayService's RayCluster and status; True if anything changed."""
-    name = f"{service['metadata']['name']}-raycluster-{suffix(service['metadata']['uid'])}"
+    name = bounded_name(
+        f"{service['metadata']['name']}-raycluster-{suffix(service['metadata']['uid'])}"
+    )
     child = _child_cluster(host, service, "rayClusterConfig", name)
     ready = (child.get("status") or {}).get("state") == "ready"
     return _set_status(

@@ -9,12 +9,14 @@ controllers, pod-grouper, scheduler, binder, evictor, fake kubelet, status.
 from __future__ import annotations
 
 import builtins
+import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from pykai.controllers.faults import Isolation
 from pykai.controllers.validation import check_queue_unused, validate_objects
 from pykai.embedded import events
 from pykai.embedded.binder import bind
@@ -33,6 +35,7 @@ from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.queue import default_queues
 
 _LOAD_ORDER = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
+log = logging.getLogger("pykai.embedded")
 
 
 class CycleRunner(Protocol):
@@ -67,6 +70,7 @@ class EmbeddedCluster:
         self.store = store
         self._config = config
         self._scheduler = scheduler
+        self._isolations: dict[str, Isolation] = {}
         if store.fresh:
             self._seed()
         self.state = self._load_state()
@@ -148,7 +152,10 @@ class EmbeddedCluster:
         if self._config is not None:
             return self._config
         shard = self.store.get("SchedulingShard", "default")
-        return config_from_mapping(shard) if shard else SchedulerConfig()
+        if shard is not None:
+            with self.isolation("the scheduler").isolated(shard):
+                return config_from_mapping(shard)
+        return SchedulerConfig()  # none, or one that cannot be read (reported): the defaults
 
     # ---- writes, for controllers -------------------------------------------------------------
 
@@ -170,6 +177,14 @@ class EmbeddedCluster:
             if gone["kind"] in KINDS:
                 self.state.remove(gone["kind"], namespace_of(gone), gone["metadata"]["name"])
 
+    def isolation(self, component: str) -> Isolation:
+        """Per-object fault isolation for one controller (controllers/faults.py)."""
+        isolation = self._isolations.get(component)
+        if isolation is None:
+            isolation = Isolation(component, events.problem_reporter(self.store))
+            self._isolations[component] = isolation
+        return isolation
+
     # ---- internals ---------------------------------------------------------------------------
 
     def _round(self) -> bool:
@@ -177,13 +192,23 @@ class EmbeddedCluster:
         with self._writing():
             changed = run_workloads(self)
             changed |= group_pods(self)
-            scheduler = self._scheduler or Scheduler(self.config)
-            result = scheduler.run_cycle(self.state, self.now())
+            result = self._cycle()
             changed |= bind(self, result)
             changed |= evict(self, result)
             changed |= run_pods(self)
             changed |= update_status(self, result)
         return changed
+
+    def _cycle(self) -> CycleResult:
+        """One scheduling cycle. A cycle that fails (a bug: objects cannot make it fail) is
+        logged and decides nothing; the state is reloaded, since it may be half-changed."""
+        scheduler = self._scheduler or Scheduler(self.config)
+        try:
+            return scheduler.run_cycle(self.state, self.now())
+        except Exception:
+            log.exception("scheduling cycle failed; nothing decided this round")
+            self.state = self._load_state()
+            return CycleResult()
 
     @contextmanager
     def _writing(self) -> Iterator[None]:

@@ -9,11 +9,13 @@ one occurrence, so controllers may report on every round and the cluster still s
 from __future__ import annotations
 
 from pykai.controllers.events import NORMAL, WARNING, new_event
+from pykai.controllers.faults import INVALID, Report
 from pykai.embedded.store import Store
 from pykai.model.kinds import CLUSTER_SCOPED
 from pykai.model.meta import Obj, format_time
+from pykai.model.problems import ObjectProblem
 
-__all__ = ["NORMAL", "WARNING", "events_for", "record"]
+__all__ = ["NORMAL", "WARNING", "events_for", "problem_reporter", "record"]
 
 
 def record(store: Store, involved: Obj, reason: str, message: str, kind: str = NORMAL) -> bool:
@@ -31,6 +33,19 @@ def record(store: Store, involved: Obj, reason: str, message: str, kind: str = N
     found["lastTimestamp"] = stamp
     store.update(found)
     return True
+
+
+def problem_reporter(store: Store) -> Report:
+    """Reports each skipped object once per version: a Warning ``InvalidObject`` event."""
+
+    def report(involved: Obj, problem: ObjectProblem) -> None:
+        event = new_event(
+            involved, INVALID, problem.message, WARNING, format_time(store.now()), problem.version
+        )
+        if store.get("Event", event["metadata"]["name"], event["metadata"]["namespace"]) is None:
+            store.create(event)
+
+    return report
 
 
 def events_for(store: Store, kind: str, name: str, namespace: str = "") -> list[Obj]:

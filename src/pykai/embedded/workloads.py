@@ -20,6 +20,7 @@ from pykai.controllers.workloads import (
 )
 from pykai.embedded.events import record
 from pykai.model.meta import Obj
+from pykai.model.names import bounded_name
 
 if TYPE_CHECKING:
     from pykai.embedded.cluster import EmbeddedCluster
@@ -66,7 +67,7 @@ def _deployment(host: EmbeddedHost, deployment: Obj) -> bool:
     spec = deployment.get("spec") or {}
     template = spec.get("template") or {}
     template_hash = hashlib.sha256(repr(template).encode()).hexdigest()[:10]
-    name = f"{deployment['metadata']['name']}-{template_hash}"
+    name = bounded_name(f"{deployment['metadata']['name']}-{template_hash}")
     changed = False
     replicasets = host.owned(deployment, "ReplicaSet")
     for old in replicasets:
@@ -138,6 +139,8 @@ def run_workloads(cluster: EmbeddedCluster) -> bool:
     host = EmbeddedHost(cluster)
     changed = False
     for kind, controller in _CONTROLLERS:
+        isolation = cluster.isolation(f"the {kind} controller")
         for obj in cluster.list(kind):
-            changed |= controller(host, obj)
+            with isolation.isolated(obj):
+                changed |= controller(host, obj)
     return changed

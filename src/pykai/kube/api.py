@@ -37,6 +37,14 @@ class ApiError(RuntimeError):
 API_ERRORS = (ApiError, httpx.HTTPError)
 
 
+def transient(exc: Exception) -> bool:
+    """An error that says nothing about the object written: the apiserver away or busy, a
+    conflict with a newer version, an object already gone. Tried again, never reported."""
+    if isinstance(exc, ApiError):
+        return exc.status in (404, 409, 429) or exc.status >= 500
+    return isinstance(exc, httpx.HTTPError)
+
+
 def client_from_kubeconfig(path: Path) -> httpx.Client:
     """An httpx client for the current context of a kubeconfig (token or client-cert auth)."""
     config = yaml.safe_load(path.read_text())

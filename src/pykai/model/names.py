@@ -1,9 +1,18 @@
-"""Kubernetes' rules for names, label keys and values, and annotation keys (apimachinery's
+"""Object names within Kubernetes' limits.
+
+Kubernetes' rules for names, label keys and values, and annotation keys (apimachinery's
 validation functions: IsDNS1123Subdomain, IsDNS1123Label, IsDNS1035Label, IsQualifiedName,
-IsValidLabelValue, ValidateAnnotations), and the metadata checks of an object built on them."""
+IsValidLabelValue, ValidateAnnotations), and the metadata checks of an object built on them.
+
+Names pykai makes from other names (a PodGroup from its owner's name and UID, a ReplicaSet from
+its Deployment's, a RayCluster from its RayJob's) can grow past what the apiserver accepts.
+Such a name keeps a readable prefix and ends with a digest of the whole name, so two long names
+stay distinct and the same input always gives the same name.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Callable
 from typing import Any
@@ -18,15 +27,16 @@ _DNS1123_SUBDOMAIN = re.compile(rf"^{_LABEL}(\.{_LABEL})*$")
 _DNS1035_LABEL = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _QUALIFIED_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-LABEL_MAX = 63
-SUBDOMAIN_MAX = 253
+MAX_NAME = 253  # a DNS-1123 subdomain: most object names
+MAX_LABEL = 63  # a DNS-1123 label, and label values
+_DIGEST = 10
 ANNOTATIONS_MAX = 256 * 1024  # bytes of keys and values together (TotalAnnotationSizeLimitB)
 
 
 def dns1123_label(value: str) -> str:
     """Why ``value`` is not an RFC 1123 label (namespace names, container names), or ""."""
-    if len(value) > LABEL_MAX:
-        return f"must be no more than {LABEL_MAX} characters"
+    if len(value) > MAX_LABEL:
+        return f"must be no more than {MAX_LABEL} characters"
     if not _DNS1123_LABEL.match(value):
         return (
             "must consist of lower case alphanumeric characters or '-', and must start and end "
@@ -37,8 +47,8 @@ def dns1123_label(value: str) -> str:
 
 def dns1123_subdomain(value: str) -> str:
     """Why ``value`` is not an RFC 1123 subdomain (most object names), or ""."""
-    if len(value) > SUBDOMAIN_MAX:
-        return f"must be no more than {SUBDOMAIN_MAX} characters"
+    if len(value) > MAX_NAME:
+        return f"must be no more than {MAX_NAME} characters"
     if not _DNS1123_SUBDOMAIN.match(value):
         return (
             "must consist of lower case alphanumeric characters, '-' or '.', and must start "
@@ -49,8 +59,8 @@ def dns1123_subdomain(value: str) -> str:
 
 def dns1035_label(value: str) -> str:
     """Why ``value`` is not an RFC 1035 label (Service names), or ""."""
-    if len(value) > LABEL_MAX:
-        return f"must be no more than {LABEL_MAX} characters"
+    if len(value) > MAX_LABEL:
+        return f"must be no more than {MAX_LABEL} characters"
     if not _DNS1035_LABEL.match(value):
         return (
             "must consist of lower case alphanumeric characters or '-', start with a letter "
@@ -85,8 +95,8 @@ def qualified_name(key: str) -> str:
         return f"prefix part {why}"
     if not name:
         return "name part must be non-empty"
-    if len(name) > LABEL_MAX:
-        return f"name part must be no more than {LABEL_MAX} characters"
+    if len(name) > MAX_LABEL:
+        return f"name part must be no more than {MAX_LABEL} characters"
     if not _QUALIFIED_NAME.match(name):
         return (
             "name part must consist of alphanumeric characters, '-', '_' or '.', and must "
@@ -97,8 +107,8 @@ def qualified_name(key: str) -> str:
 
 def label_value(value: str) -> str:
     """Why ``value`` is not a label value, or ""."""
-    if len(value) > LABEL_MAX:
-        return f"must be no more than {LABEL_MAX} characters"
+    if len(value) > MAX_LABEL:
+        return f"must be no more than {MAX_LABEL} characters"
     if not _LABEL_VALUE.match(value):
         return (
             "must be empty or consist of alphanumeric characters, '-', '_' or '.', and must "
@@ -201,3 +211,21 @@ def _check_owners(owners: object, problem: Problem) -> None:
         for field in ("apiVersion", "kind", "name", "uid"):
             if not isinstance(owner.get(field), str) or not owner[field]:
                 problem(f"ownerReferences[{i}].{field}", "is required (a string)")
+
+
+def bounded_name(name: str, limit: int = MAX_NAME) -> str:
+    """``name`` if it fits in ``limit`` characters; else a prefix of it, a dash and a digest
+    of the whole name, ending in an alphanumeric character as DNS-1123 requires."""
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(name.encode()).hexdigest()[:_DIGEST]
+    return f"{name[: limit - _DIGEST - 1].rstrip('-.')}-{digest}"
+
+
+_GENERATED_BASE = MAX_LABEL - 5  # the apiserver's generateName: base cut to 58, 5 random
+
+
+def generated_name(base: str, random_part: str) -> str:
+    """A name made as the apiserver makes one from ``generateName``: the base cut to 58
+    characters, then the random part (5 characters)."""
+    return base[:_GENERATED_BASE] + random_part

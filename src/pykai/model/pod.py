@@ -8,9 +8,14 @@ from dataclasses import dataclass
 from pykai.model import constants as c
 from pykai.model.constraints import NodeConstraints, parse_constraints
 from pykai.model.errors import FieldProblem, QuantityError, ValidationError
-from pykai.model.meta import Meta, Obj, parse_meta
+from pykai.model.meta import Meta, Obj, mapping, objects, parse_meta
 from pykai.model.names import qualified_name
-from pykai.model.quantity import is_extended_resource, resource_amount
+from pykai.model.quantity import (
+    SATURATED,
+    is_extended_resource,
+    resource_amount,
+    saturated_amount,
+)
 from pykai.model.resources import Resources
 
 KIND = "Pod"
@@ -66,27 +71,42 @@ class PodView:
 
 def parse_pod(obj: Obj) -> PodView:
     """Read and validate a pod; raises ValidationError naming the field and the fix."""
-    meta = parse_meta(obj, KIND)
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    problems: list[FieldProblem] = []
-    cpu, memory, whole, extended = _effective_requests(spec, meta.name, problems)
-    gpu = _gpu_request(meta, whole, spec, problems)
+    view, problems = read_pod(obj)
     if problems:
         raise ValidationError(problems)
-    return PodView(
+    return view
+
+
+def read_pod(obj: Obj) -> tuple[PodView, list[FieldProblem]]:
+    """A pod read as well as it can be, and every problem found. What a stored pod holds
+    counts even when it is invalid: unreadable amounts are 0, amounts too large to take
+    literally saturate, and unreadable GPU-sharing annotations hold a whole device.
+    Raises ValidationError only for a pod that cannot even be named."""
+    meta = parse_meta(obj, KIND)
+    spec = mapping(obj.get("spec"))
+    status = mapping(obj.get("status"))
+    problems: list[FieldProblem] = []
+    cpu, memory, whole, extended = _effective_requests(spec, meta.name, problems)
+    gpu = _gpu_request(meta, whole, problems)
+    try:
+        constraints = parse_constraints(spec, KIND, meta.name)
+    except ValidationError as exc:
+        problems += exc.problems
+        constraints = NodeConstraints()
+    view = PodView(
         meta=meta,
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         node_name=str(spec.get("nodeName") or ""),
         phase=str(status.get("phase") or "Pending"),
-        deleting=bool((obj.get("metadata") or {}).get("deletionTimestamp")),
+        deleting=bool(mapping(obj.get("metadata")).get("deletionTimestamp")),
         gated=bool(spec.get("schedulingGates")),
         priority_class_name=str(spec.get("priorityClassName") or ""),
         requests=Resources(cpu, memory, float(whole)),
         gpu=gpu,
         extended=tuple(sorted(extended.items())),
-        constraints=parse_constraints(spec, KIND, meta.name),
+        constraints=constraints,
     )
+    return view, problems
 
 
 _STANDARD_RESOURCES = {c.CPU_RESOURCE, c.MEMORY_RESOURCE, "ephemeral-storage"}
@@ -105,22 +125,20 @@ def _resource_name_problem(rname: str) -> str:
     return f"key {why}" if (why := qualified_name(rname)) else ""
 
 
-def _amounts(
-    values: object, path: str, name: str, problems: list[FieldProblem]
-) -> dict[str, float]:
-    """requests or limits of one container in engine units; refused entries are left out."""
+def _amounts(values: Obj, path: str, name: str, problems: list[FieldProblem]) -> dict[str, float]:
+    """requests or limits of one container in engine units, with a problem for each amount
+    Kubernetes refuses (a name that is not a resource, no quantity, below 0, past int64, an
+    extended resource not whole); such an amount is still read as well as it can be."""
     amounts: dict[str, float] = {}
-    if not isinstance(values, dict):
-        return amounts
     for rname, raw in values.items():
         field = f"{path}[{rname}]"
         if why := _resource_name_problem(str(rname)):
             problems.append(FieldProblem(KIND, name, field, why))
-            continue
         try:
             amount = resource_amount(rname, raw)
         except QuantityError as exc:
             problems.append(FieldProblem(KIND, name, field, str(exc)))
+            amounts[rname] = saturated_amount(rname, raw)
             continue
         if amount < 0:
             problems.append(
@@ -128,6 +146,7 @@ def _amounts(
                     KIND, name, field, f"must be at least 0, got {raw!r}", "remove the minus"
                 )
             )
+            amount = 0.0
         elif is_extended_resource(rname) and amount != int(amount):
             fix = 'for part of a GPU use the annotation gpu-fraction: "0.5"'
             problems.append(
@@ -139,19 +158,20 @@ def _amounts(
                     fix if rname == c.GPU_RESOURCE else "",
                 )
             )
-        else:
-            amounts[rname] = amount
+        amounts[rname] = amount
     return amounts
 
 
 def _container_requests(
     container: Obj, path: str, name: str, problems: list[FieldProblem]
 ) -> dict[str, float]:
-    """One container's requests: requests, with limits filling in what is missing."""
-    resources = container.get("resources") or {}
+    """One container's requests: requests, with limits filling in what is missing; an
+    extended resource needs a limit equal to its request, and no request may exceed its
+    limit."""
+    resources = mapping(container.get("resources"))
     path = f"{path}.resources"
-    limits = _amounts(resources.get("limits") or {}, f"{path}.limits", name, problems)
-    requests = _amounts(resources.get("requests") or {}, f"{path}.requests", name, problems)
+    limits = _amounts(mapping(resources.get("limits")), f"{path}.limits", name, problems)
+    requests = _amounts(mapping(resources.get("requests")), f"{path}.requests", name, problems)
     for rname, amount in requests.items():
         field = f"{path}.requests[{rname}]"
         if is_extended_resource(rname) and rname not in limits:
@@ -184,11 +204,7 @@ def _container_requests(
                     f"lower requests.{rname} or raise limits.{rname}",
                 )
             )
-    return {
-        rname: amount
-        for rname, amount in (limits | requests).items()
-        if rname not in _IGNORED_RESOURCES
-    }
+    return {r: a for r, a in (limits | requests).items() if r not in _IGNORED_RESOURCES}
 
 
 def _effective_requests(
@@ -196,23 +212,47 @@ def _effective_requests(
 ) -> tuple[float, float, int, dict[str, float]]:
     """Kubernetes' rule: max(sum over containers, each init container), per resource."""
     totals: dict[str, float] = {}
-    for i, container in enumerate(spec.get("containers") or []):
+    for i, container in enumerate(objects(spec.get("containers"))):
         for rname, value in _container_requests(
             container, f"spec.containers[{i}]", name, problems
         ).items():
             totals[rname] = totals.get(rname, 0.0) + value
-    for i, container in enumerate(spec.get("initContainers") or []):
+    for i, container in enumerate(objects(spec.get("initContainers"))):
         path = f"spec.initContainers[{i}]"
         for rname, value in _container_requests(container, path, name, problems).items():
             totals[rname] = max(totals.get(rname, 0.0), value)
     cpu = totals.pop(c.CPU_RESOURCE, 0.0)
     memory = totals.pop(c.MEMORY_RESOURCE, 0.0)
-    gpus = totals.pop(c.GPU_RESOURCE, 0.0)
+    # past int64 (refused above): not a real request, but it holds whatever it is on; a count
+    # that is not whole (refused above) holds every device it touches
+    gpus = min(math.ceil(totals.pop(c.GPU_RESOURCE, 0.0)), SATURATED)
     return cpu, memory, int(gpus), totals
 
 
-def _gpu_request(meta: Meta, whole: int, spec: Obj, problems: list[FieldProblem]) -> GpuRequest:
-    """Read the GPU-sharing annotations and reject the combinations KAI rejects."""
+def _gpu_request(meta: Meta, whole: int, problems: list[FieldProblem]) -> GpuRequest:
+    """Read the GPU-sharing annotations and reject the combinations KAI rejects. Unreadable
+    annotations read as a share of a whole device, so a bound pod with them holds its device."""
+    found = len(problems)
+    request = _sharing_request(meta, whole, problems)
+    if len(problems) == found:
+        return request
+    return GpuRequest(whole=whole) if whole else GpuRequest(fraction=1.0, devices=request.devices)
+
+
+_MAX_DEVICES = 1024  # more devices than any node has
+_MAX_MEMORY_MIB = 2**31  # 2 PiB of GPU memory
+
+
+def _positive_int(text: str, limit: int) -> int | None:
+    """A positive whole number written in decimal digits, at most ``limit``; else None."""
+    if not text.isdigit() or len(text) > len(str(limit)):
+        return None
+    number = int(text)
+    return number if 0 < number <= limit else None
+
+
+def _sharing_request(meta: Meta, whole: int, problems: list[FieldProblem]) -> GpuRequest:
+    """The request the sharing annotations make, with a problem for each one unreadable."""
     ann = meta.annotations
     fraction_text = ann.get(c.GPU_FRACTION_ANNOTATION)
     memory_text = ann.get(c.GPU_MEMORY_ANNOTATION)
@@ -248,7 +288,8 @@ def _gpu_request(meta: Meta, whole: int, spec: Obj, problems: list[FieldProblem]
                 )
             )
     if memory_text is not None:
-        if not memory_text.isdigit() or int(memory_text) <= 0:
+        memory_mib = _positive_int(memory_text, _MAX_MEMORY_MIB)
+        if memory_mib is None:
             problems.append(
                 FieldProblem(
                     KIND,
@@ -259,7 +300,7 @@ def _gpu_request(meta: Meta, whole: int, spec: Obj, problems: list[FieldProblem]
                 )
             )
         else:
-            memory = int(memory_text)
+            memory = memory_mib
         if whole or fraction_text is not None:
             problems.append(
                 FieldProblem(
@@ -271,13 +312,14 @@ def _gpu_request(meta: Meta, whole: int, spec: Obj, problems: list[FieldProblem]
                 )
             )
     if devices_text is not None:
-        if not devices_text.isdigit() or int(devices_text) <= 0:
+        count_of_devices = _positive_int(devices_text, _MAX_DEVICES)
+        if count_of_devices is None:
             problems.append(
                 FieldProblem(
                     KIND,
                     meta.name,
                     f"{field}[{c.GPU_FRACTION_NUM_DEVICES_ANNOTATION}]",
-                    f"must be a positive whole number, got {devices_text!r}",
+                    f"must be a whole number from 1 to {_MAX_DEVICES}, got {devices_text!r}",
                 )
             )
         elif fraction_text is None and memory_text is None:
@@ -291,7 +333,7 @@ def _gpu_request(meta: Meta, whole: int, spec: Obj, problems: list[FieldProblem]
                 )
             )
         else:
-            devices = int(devices_text)
+            devices = count_of_devices
     return GpuRequest(whole=whole, fraction=fraction, memory_mib=memory, devices=devices)
 
 

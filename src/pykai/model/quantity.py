@@ -36,17 +36,33 @@ MAX_QUANTITY = Decimal(2**63 - 1)
 so an amount that reaches it is refused: it was an overflow, not what anyone asked for."""
 
 Quantity = str | int | float
+SATURATED = float(2**63 - 1)  # Kubernetes keeps quantities as int64: larger ones saturate
 
 
 def parse_quantity(value: Quantity) -> Decimal:
     """Parse a Kubernetes quantity into an exact decimal number of base units. Non-finite
     numbers and amounts that reach Kubernetes' int64 limit raise QuantityError."""
+    amount = _decimal(value)
+    if amount.is_nan() or (isinstance(value, float) and not math.isfinite(value)):
+        raise QuantityError(f"{value!r} is not a finite number; write a number such as 2 or 500m")
+    if not amount.is_finite() or abs(amount) >= MAX_QUANTITY:
+        raise QuantityError(
+            f"{value!r} is out of range: a quantity must be less than {MAX_QUANTITY} base "
+            "units (Kubernetes' int64 limit, to which the apiserver caps larger amounts)"
+        )
+    return amount
+
+
+def _decimal(value: object) -> Decimal:
+    """The number a quantity writes, in base units and unbounded (infinite past Decimal's
+    range); QuantityError if it writes none."""
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise QuantityError(f"{value!r} is not a quantity; write a number such as 2, 500m or 15Gi")
-    if isinstance(value, float) and not math.isfinite(value):
-        raise QuantityError(f"{value!r} is not a finite number; write a number such as 2 or 500m")
     if isinstance(value, int | float):
-        return _bounded(Decimal(str(value)), value)
+        try:
+            return Decimal(str(value))
+        except ValueError as exc:  # an int of more digits than Python prints
+            raise QuantityError(f"{exc}; write a number such as 2 or 500m") from exc
     text = value.strip()
     match = _PATTERN.match(text) if len(text) <= _MAX_TEXT else None
     if not match:
@@ -57,23 +73,9 @@ def parse_quantity(value: Quantity) -> Decimal:
         )
     number, suffix = match.group(1), match.group(2) or ""
     try:
-        amount = Decimal(number) * _SUFFIXES[suffix]
-    except ArithmeticError as exc:  # an exponent beyond Decimal's range
-        raise _out_of_range(value) from exc
-    return _bounded(amount, value)
-
-
-def _bounded(amount: Decimal, value: Quantity) -> Decimal:
-    if not amount.is_finite() or abs(amount) >= MAX_QUANTITY:
-        raise _out_of_range(value)
-    return amount
-
-
-def _out_of_range(value: Quantity) -> QuantityError:
-    return QuantityError(
-        f"{value!r} is out of range: a quantity must be less than {MAX_QUANTITY} base units "
-        "(Kubernetes' int64 limit, to which the apiserver caps larger amounts)"
-    )
+        return Decimal(number) * _SUFFIXES[suffix]
+    except ArithmeticError:  # an exponent beyond Decimal's range
+        return Decimal("-Infinity" if number.startswith("-") else "Infinity")
 
 
 def cpu_millis(value: Quantity) -> float:
@@ -105,3 +107,19 @@ def resource_amount(resource: str, value: Quantity) -> float:
     if resource == "memory":
         return memory_bytes(value)
     return count(value)
+
+
+def saturated_amount(resource: str, value: object) -> float:
+    """What a quantity means to the node it sits on when it cannot be taken literally; never
+    raises: unreadable or negative amounts are 0, amounts past int64 (``"1e400"``, ``.inf``)
+    saturate at ``SATURATED``, so a pod that holds a node with one still fills it."""
+    try:
+        number = _decimal(value)
+    except QuantityError:
+        return 0.0
+    if number.is_nan() or number <= 0:
+        return 0.0
+    if not number.is_finite() or number >= MAX_QUANTITY:
+        return SATURATED
+    amount = float(number * 1000) if resource == "cpu" else float(number)
+    return min(amount, SATURATED)
