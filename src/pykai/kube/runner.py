@@ -22,7 +22,7 @@ import queue
 import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 
 from pykai.controllers.faults import Isolation, report_problems
 from pykai.controllers.status import (
@@ -120,7 +120,9 @@ class KubeRunner:
         api: KubeApi,
         config: SchedulerConfig | None = None,
         components: frozenset[str] = DEFAULT_COMPONENTS,
+        pool: Executor | None = None,
     ) -> None:
+        """``pool`` carries out the writes (default: 32 threads)."""
         self.api = api
         self.components = components
         config = config or SchedulerConfig()
@@ -130,7 +132,7 @@ class KubeRunner:
         self.state = ClusterState()
         self.objects: dict[tuple[str, str, str], Obj] = {}
         self.changes: queue.Queue[Change] = queue.Queue()
-        self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="pykai-write")
+        self.pool = pool or ThreadPoolExecutor(max_workers=32, thread_name_prefix="pykai-write")
         self.events = EventRecorder(api, self.pool)
         self.backoff = BindBackoff()
         self.binder = Binder(api, self.pool)
