@@ -28,7 +28,7 @@ def test_list_items_are_expanded() -> None:
 
 
 def test_list_items_must_be_objects() -> None:
-    with pytest.raises(ManifestError, match=r"x\.yaml: document 1: List items must be objects"):
+    with pytest.raises(ManifestError, match=r"x\.yaml:1: document 1: List items must be objects"):
         parse_documents("kind: List\nitems: [1, 2]\n", "x.yaml")
 
 
@@ -65,7 +65,7 @@ def test_malformed_json_names_the_file_and_line(tmp_path: Path) -> None:
 
 
 def test_a_document_must_be_a_mapping() -> None:
-    with pytest.raises(ManifestError, match=r"x\.yaml: document 2 is not a mapping"):
+    with pytest.raises(ManifestError, match=r"x\.yaml:3: document 2 is not a mapping"):
         parse_documents("kind: Pod\n---\n- a\n- list\n", "x.yaml")
 
 

@@ -30,18 +30,24 @@ def test_a_fresh_cluster_looks_like_kai_installed(tmp_path: Path) -> None:
     assert [n["metadata"]["name"] for n in cluster.list("Namespace")] == ["default"]
 
 
-def test_apply_reports_outcomes_creates_namespaces_and_keeps_unknown_kinds(tmp_path: Path) -> None:
+def test_apply_reports_outcomes_creates_namespaces_and_refuses_unknown_kinds(
+    tmp_path: Path,
+) -> None:
     cluster = EmbeddedCluster.open(tmp_path / "c.db")
-    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
-    objects = [node("n1", gpus=4), pod("p", namespace="team"), widget]
+    secret = {"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}}
+    objects = [node("n1", gpus=4), pod("p", namespace="team"), secret]
     assert cluster.apply(objects) == [
         ApplyOutcome("Node", "", "n1", "created"),
         ApplyOutcome("Pod", "team", "p", "created"),
-        ApplyOutcome("Widget", "default", "w", "created"),
+        ApplyOutcome("Secret", "default", "s", "created"),
     ]
     assert cluster.get("Namespace", "team") is not None
-    assert cluster.get("Widget", "w") is not None
+    assert cluster.get("Secret", "s") is not None
     assert [o.action for o in cluster.apply(objects)] == ["unchanged"] * 3
+    widget = {"apiVersion": "example.com/v1", "kind": "Widget", "metadata": {"name": "w"}}
+    with pytest.raises(ValidationError, match='no matches for kind "Widget"'):
+        cluster.apply([widget])  # as the apiserver, which has no such kind
+    assert cluster.get("Widget", "w") is None
     assert [o.action for o in cluster.apply([node("n1", gpus=8)])] == ["configured"]
     assert [p["metadata"]["name"] for p in cluster.list("Pod", "team")] == ["p"]
     assert cluster.list("Pod", "default") == []
@@ -142,7 +148,7 @@ def test_deleting_a_queue_in_use_is_rejected_until_its_users_are_gone(tmp_path: 
     )
     with pytest.raises(ValidationError, match='still used by queue "team"'):
         cluster.delete("Queue", "dept")
-    with pytest.raises(ValidationError, match=r'still used by podgroup "default/pg-p-.*delete'):
+    with pytest.raises(ValidationError, match=r"still used by 1 PodGroup .*delete"):
         cluster.delete("Queue", "team")
     assert cluster.delete("Pod", "p", "default")
     assert cluster.list("PodGroup") == []

@@ -26,7 +26,10 @@ def job(name: str, parallelism: int) -> Obj:
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {"name": name},
-        "spec": {"parallelism": parallelism, "template": TEMPLATE},
+        "spec": {
+            "parallelism": parallelism,
+            "template": {**TEMPLATE, "spec": {**TEMPLATE["spec"], "restartPolicy": "Never"}},
+        },
     }
 
 
@@ -55,7 +58,9 @@ def rayservice(name: str) -> Obj:
 
 def squatter(kind: str, name: str, api_version: str = "v1") -> Obj:
     """An object nobody owns, holding a name a controller would generate."""
-    spec: dict[str, Any] = {"replicas": 0, "template": TEMPLATE} if kind == "ReplicaSet" else {}
+    spec: dict[str, Any] = {"containers": TEMPLATE["spec"]["containers"]}
+    if kind == "ReplicaSet":
+        spec = {"replicas": 0, "selector": {"matchLabels": {"app": "web"}}, "template": TEMPLATE}
     if kind == "RayCluster":
         spec = {"headGroupSpec": {"template": TEMPLATE}, "workerGroupSpecs": []}
     return {"apiVersion": api_version, "kind": kind, "metadata": {"name": name}, "spec": spec}

@@ -51,7 +51,7 @@ def test_queue_comes_from_the_queue_label_then_project(
     [
         ("inference", "build", "inference"),  # the label first
         ("no-such-class", "build", "build"),  # a class that does not exist is skipped
-        ("", "no-such-class", "train"),  # nothing usable: train
+        ("", "", "train"),  # nothing usable: train (apply refuses a spec naming no class)
     ],
 )
 def test_priority_class_comes_from_the_label_then_the_spec_if_it_exists(

@@ -13,10 +13,13 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
-from pykai.kube.localcluster import DEFAULT_BIN, LocalCluster
+from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.localcluster import DEFAULT_BIN, LocalCluster, free_port
+from pykai.kube.webhook import CONFIGURATION_NAME, unregister
 from pykai.model.meta import Obj
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,6 +112,48 @@ def pykai_running(
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=60) == 0, process.logged()[-3000:]
+
+
+@contextmanager
+def webhook_running(cluster: LocalCluster, *flags: str) -> Iterator[str]:
+    """`pykai webhook --register` on a free loopback port for the duration of the block (a
+    generated certificate unless ``flags`` say otherwise); its address. It must stop cleanly
+    on SIGTERM and remove its configurations."""
+    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    address = f"127.0.0.1:{free_port()}"
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "pykai",
+            "webhook",
+            f"--kubeconfig={cluster.kubeconfig}",
+            f"--address={address}",
+            "--register",
+            *flags,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+    def healthy() -> bool:
+        try:
+            return httpx.get(f"https://{address}/healthz", verify=False).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    try:
+        assert wait_for(healthy), "webhook did not start"
+        assert wait_for(
+            lambda: api.get(KINDS["ValidatingWebhookConfiguration"], CONFIGURATION_NAME)
+        )
+        yield address
+    finally:
+        process.send_signal(signal.SIGTERM)
+        code = process.wait(timeout=20)
+        gone = api.get(KINDS["ValidatingWebhookConfiguration"], CONFIGURATION_NAME) is None
+        unregister(api)  # never leave it behind for the other tests of the session
+        assert code == 0 and gone
 
 
 def pykai_cli(*args: str) -> subprocess.CompletedProcess[str]:

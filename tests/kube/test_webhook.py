@@ -6,10 +6,7 @@ from __future__ import annotations
 
 import base64
 import json
-import signal
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -19,12 +16,19 @@ import yaml
 from lightkube import Client, KubeConfig
 
 from pykai.kube.api import KINDS, KubeApi
-from pykai.kube.localcluster import LocalCluster, free_port
+from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
-from pykai.kube.webhook import CONFIGURATION_NAME, generate_tls, mutate, review, unregister
+from pykai.kube.webhook import generate_tls, mutate, review
 from pykai.model import builders
 from pykai.model.meta import Obj
-from tests.kube.conftest import ROOT, kubectl, pykai_cli, pykai_running, wait_for
+from tests.kube.conftest import (
+    ROOT,
+    kubectl,
+    pykai_cli,
+    pykai_running,
+    wait_for,
+    webhook_running,
+)
 
 BAD_QUEUE = builders.queue("bad-queue", gpu=(-2, -1, 1))
 
@@ -136,45 +140,8 @@ def test_malformed_reviews_are_answered_not_crashed_on() -> None:
 @pytest.fixture
 def webhook(local_cluster: LocalCluster) -> Iterator[str]:
     """`pykai webhook --register` with a generated certificate; its address."""
-    address = f"127.0.0.1:{free_port()}"
-    yield from _running(local_cluster, address)
-
-
-def _running(cluster: LocalCluster, address: str, *flags: str) -> Iterator[str]:
-    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
-    process = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "pykai",
-            "webhook",
-            f"--kubeconfig={cluster.kubeconfig}",
-            f"--address={address}",
-            "--register",
-            *flags,
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-    )
-
-    def healthy() -> bool:
-        try:
-            return httpx.get(f"https://{address}/healthz", verify=False).status_code == 200
-        except httpx.HTTPError:
-            return False
-
-    try:
-        assert wait_for(healthy), "webhook did not start"
-        assert wait_for(
-            lambda: api.get(KINDS["ValidatingWebhookConfiguration"], CONFIGURATION_NAME)
-        )
+    with webhook_running(local_cluster) as address:
         yield address
-    finally:
-        process.send_signal(signal.SIGTERM)
-        code = process.wait(timeout=20)
-        gone = api.get(KINDS["ValidatingWebhookConfiguration"], CONFIGURATION_NAME) is None
-        unregister(api)  # never leave it behind for the other tests of the session
-        assert code == 0 and gone
 
 
 def apply_file(cluster: LocalCluster, objects: list[Obj], path: Path) -> str:
@@ -258,8 +225,7 @@ def test_tls_from_a_secret(local_cluster: LocalCluster, tmp_path: Path) -> None:
     api = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
     api.delete(KINDS["Secret"], "pykai-webhook-tls", "default")
     api.create(KINDS["Secret"], secret)
-    address = f"127.0.0.1:{free_port()}"
-    for _ in _running(local_cluster, address, "--tls-secret=default/pykai-webhook-tls"):
+    with webhook_running(local_cluster, "--tls-secret=default/pykai-webhook-tls") as address:
         served = httpx.get(f"https://{address}/healthz", verify=False)
         assert served.status_code == 200
         out = apply_file(local_cluster, [BAD_QUEUE], tmp_path / "bad.yaml")

@@ -95,7 +95,7 @@ def apply(
     with reported():
         objects = read_manifests(filename)
     if not objects:
-        fail("no objects passed to apply")
+        fail(f"no objects passed to apply: {', '.join(filename)} holds no object")
     versions = {str(o.get("kind")): str(o.get("apiVersion", "")) for o in objects}
     with connected(ctx, cluster) as store:
         outcomes = store.apply(objects, max_cycles=max_cycles)
@@ -350,7 +350,9 @@ def run(
 @app.command()
 def webhook(
     kubeconfig: KubeconfigOption = None,
-    address: Annotated[str, typer.Option(help="HOST:PORT to serve HTTPS on")] = "0.0.0.0:9443",
+    address: Annotated[
+        str, typer.Option(help="HOST:PORT to serve HTTPS on (0.0.0.0:PORT for every interface)")
+    ] = "127.0.0.1:9443",
     tls_cert_file: Annotated[Path | None, typer.Option(help="Serving certificate (PEM)")] = None,
     tls_key_file: Annotated[Path | None, typer.Option(help="Its key (PEM)")] = None,
     tls_secret: Annotated[
@@ -367,9 +369,9 @@ def webhook(
         bool, typer.Option(help="Admit gpu-fraction / gpu-memory pods (off: refuse them)")
     ] = True,
 ) -> None:
-    """The admission webhook: refuses invalid Queues, PodGroups and GPU-sharing annotations
-    (foreground; stops cleanly on SIGTERM). Without TLS options a self-signed certificate is
-    made for local use."""
+    """The admission webhook: refuses what `pykai apply` refuses in Queues, PodGroups, pods and
+    workloads (foreground; stops cleanly on SIGTERM). Listens on 127.0.0.1 unless --address
+    says otherwise. Without TLS options a self-signed certificate is made for local use."""
     from pykai.kube import webhook as hook
     from pykai.kube.api import KubeApi
 

@@ -2,63 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from pykai.model.kinds import KINDS, KindSpec
 
-from pykai.embedded.store import CLUSTER_SCOPED
+KindInfo = KindSpec  # the CLI's view of a kind: the table of model/kinds.py
 
-
-@dataclass(frozen=True, slots=True)
-class KindInfo:
-    """A kind: its canonical name, API group, plural and short names."""
-
-    kind: str
-    group: str
-    plural: str
-    short: tuple[str, ...] = ()
-
-    @property
-    def namespaced(self) -> bool:
-        """True unless the store keeps the kind cluster-scoped."""
-        return self.kind not in CLUSTER_SCOPED
-
-    @property
-    def display(self) -> str:
-        """``queue.scheduling.run.ai`` or ``pod``: how kubectl names the kind in apply and
-        delete output."""
-        return f"{self.kind.lower()}.{self.group}" if self.group else self.kind.lower()
-
-    @property
-    def resource(self) -> str:
-        """``pods`` or ``queues.scheduling.run.ai``: how kubectl names it in errors."""
-        return f"{self.plural}.{self.group}" if self.group else self.plural
-
-
-KINDS = (
-    KindInfo("Pod", "", "pods", ("po",)),
-    KindInfo("Node", "", "nodes", ("no",)),
-    KindInfo("Namespace", "", "namespaces", ("ns",)),
-    KindInfo("Event", "", "events", ("ev",)),
-    KindInfo("Secret", "", "secrets"),
-    KindInfo("ConfigMap", "", "configmaps", ("cm",)),
-    KindInfo("Service", "", "services", ("svc",)),
-    KindInfo("ServiceAccount", "", "serviceaccounts", ("sa",)),
-    KindInfo("PersistentVolumeClaim", "", "persistentvolumeclaims", ("pvc",)),
-    KindInfo("PersistentVolume", "", "persistentvolumes", ("pv",)),
-    KindInfo("Queue", "scheduling.run.ai", "queues", ("q",)),
-    KindInfo("PodGroup", "scheduling.run.ai", "podgroups", ("pg",)),
-    KindInfo("BindRequest", "scheduling.run.ai", "bindrequests"),
-    KindInfo("PriorityClass", "scheduling.k8s.io", "priorityclasses", ("pc",)),
-    KindInfo("SchedulingShard", "kai.scheduler", "schedulingshards"),
-    KindInfo("Deployment", "apps", "deployments", ("deploy",)),
-    KindInfo("ReplicaSet", "apps", "replicasets", ("rs",)),
-    KindInfo("StatefulSet", "apps", "statefulsets", ("sts",)),
-    KindInfo("DaemonSet", "apps", "daemonsets", ("ds",)),
-    KindInfo("Job", "batch", "jobs"),
-    KindInfo("RayCluster", "ray.io", "rayclusters"),
-    KindInfo("RayJob", "ray.io", "rayjobs"),
-    KindInfo("RayService", "ray.io", "rayservices"),
-    KindInfo("PyTorchJob", "kubeflow.org", "pytorchjobs"),
-)
 _BY_NAME = {
     alias: info for info in KINDS for alias in (info.kind.lower(), info.plural, *info.short)
 }
@@ -90,8 +37,8 @@ def info_for(kind: str, api_version: str = "") -> KindInfo:
     for info in KINDS:
         if info.kind == kind:
             return info
-    group = api_version.rsplit("/", 1)[0] if "/" in api_version else ""
-    return KindInfo(kind, group, kind.lower() + "s")
+    group, _, version = api_version.rpartition("/")
+    return KindInfo(kind, group, (version or "v1",), kind.lower() + "s", True)
 
 
 def display_name(kind: str, api_version: str = "") -> str:

@@ -1,54 +1,212 @@
-"""Checks made before anything is written: every applied object parses with the model's views,
-the queues form a valid tree, and a deleted queue is no longer used."""
+"""Checks made before anything is written, by `pykai apply` and by the admission webhook: what
+Kubernetes, KAI, KubeRay and Kubeflow refuse. Every applied object must be of a known kind and
+apiVersion, with valid metadata, within the apiserver's size limit, and parse with the model's
+views (the engine reads objects with the same functions); then the objects are checked against
+each other and the stored ones: the queue tree, the priority classes pods name, one global
+default class. Nothing is written unless everything is valid."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import math
+from collections.abc import Callable, Iterator
 
 from pykai.engine.config import config_from_mapping
+from pykai.model import kinds
 from pykai.model.errors import FieldProblem, ValidationError
 from pykai.model.meta import Obj
+from pykai.model.names import metadata_problems
 from pykai.model.node import parse_node
-from pykai.model.pod import parse_pod
 from pykai.model.podgroup import parse_podgroup
-from pykai.model.priorityclass import parse_priority_class
+from pykai.model.podspec import pod_problems
+from pykai.model.priorityclass import priority_class_problems
 from pykai.model.queue import QueueView, parse_queue, validate_queue_tree
+from pykai.model.workloads import CHECKS as WORKLOAD_CHECKS
+from pykai.model.workloads import (
+    MAX_EMBEDDED_PODS,
+    pod_templates,
+    pods_wanted,
+    workload_problems,
+)
 
-_PARSERS: dict[str, Callable[[Obj], object]] = {
-    "Pod": parse_pod,
-    "Node": parse_node,
-    "PodGroup": parse_podgroup,
-    "PriorityClass": parse_priority_class,
-    "Queue": parse_queue,
-    "SchedulingShard": config_from_mapping,
+Lister = Callable[[str], list[Obj]]  # kind -> the stored objects of that kind
+Problems = list[FieldProblem]
+
+MAX_OBJECT_BYTES = 3 * 1024 * 1024 // 2
+"""The largest object, as JSON (etcd's default request limit, 1.5 MiB: the apiserver cannot
+store a larger one)."""
+
+
+def _parsed(parse: Callable[[Obj], object]) -> Callable[[Obj], Problems]:
+    """A check made of a view's parser: its ValidationError's problems, or none."""
+
+    def check(obj: Obj) -> Problems:
+        try:
+            parse(obj)
+        except ValidationError as exc:
+            return exc.problems
+        return []
+
+    return check
+
+
+_CHECKS: dict[str, Callable[[Obj], Problems]] = {
+    "Pod": pod_problems,
+    "Node": _parsed(parse_node),
+    "PodGroup": _parsed(parse_podgroup),
+    "PriorityClass": priority_class_problems,
+    "Queue": _parsed(parse_queue),
+    "SchedulingShard": _parsed(config_from_mapping),
+    **dict.fromkeys(WORKLOAD_CHECKS, workload_problems),
 }
 
 
-def validate_objects(objects: list[Obj], stored_queues: list[Obj]) -> None:
-    """Raise ValidationError listing every problem in ``objects`` and in the queue tree they
-    make with the stored queues (an applied queue replaces the stored one of its name).
-    Kinds pykai does not model are only checked for apiVersion, kind and metadata.name."""
-    problems: list[FieldProblem] = []
-    queues = {queue.name: queue for queue in readable_queues(stored_queues)}
+def validate_objects(
+    objects: list[Obj], stored: Lister, *, max_pods: int | None = MAX_EMBEDDED_PODS
+) -> None:
+    """Raise ValidationError listing every problem of ``objects``, alone and together with
+    the stored objects (``stored(kind)``; an applied object replaces the stored one of its
+    name). ``max_pods`` caps the pods one workload makes (None: only Kubernetes' int32
+    bounds, as on a real cluster)."""
+    problems: Problems = []
+    valid: list[Obj] = []
     for index, obj in enumerate(objects):
-        problem = _identity_problem(obj, index)
-        if problem is not None:
-            problems.append(problem)
-            continue
-        parser = _PARSERS.get(str(obj["kind"]))
-        if parser is None:
-            continue
-        try:
-            parsed = parser(obj)
-        except ValidationError as exc:
-            problems.extend(exc.problems)
-            continue
-        if isinstance(parsed, QueueView):
-            queues[parsed.name] = parsed
-    if any(o.get("kind") == "Queue" for o in objects):
-        problems.extend(validate_queue_tree(queues))
+        found = object_problems(obj, index, max_pods)
+        problems += found
+        if not found:
+            valid.append(obj)
+    problems += _queue_tree_problems(valid, stored)
+    problems += _priority_class_problems(valid, stored)
     if problems:
         raise ValidationError(problems)
+
+
+def object_problems(obj: object, index: int, max_pods: int | None = None) -> Problems:
+    """What is wrong with one object on its own (``index`` names an object without a name)."""
+    identity = _identity_problem(obj, index)
+    if identity is not None or not isinstance(obj, dict):
+        return [identity] if identity else []
+    kind, name = str(obj["kind"]), str(obj["metadata"]["name"])
+    try:
+        size = len(json.dumps(obj, default=repr))
+        if size > MAX_OBJECT_BYTES:
+            return [
+                FieldProblem(
+                    kind,
+                    name,
+                    "",
+                    f"is {size} bytes as JSON; the apiserver stores at most {MAX_OBJECT_BYTES}",
+                    "move large data out of the object (e.g. into a volume)",
+                )
+            ]
+        problems = metadata_problems(obj, kinds.known(kind), kind, name)
+        if problems:
+            return problems
+        check = _CHECKS.get(kind)
+        problems = check(obj) if check else []
+        if not problems:
+            problems = list(_json_problems(obj, kind, name))
+        if not problems and max_pods is not None:
+            problems = _pod_cap_problems(obj, kind, name, max_pods)
+    except (
+        ValueError,
+        TypeError,
+        LookupError,
+        AttributeError,
+        ArithmeticError,
+        RecursionError,
+    ) as exc:
+        # a shape no check foresaw: still a refusal naming the object, never a crash
+        problems = [FieldProblem(kind, name, "", f"cannot be read: {exc!r}")]
+    return problems
+
+
+def _identity_problem(obj: object, index: int) -> FieldProblem | None:
+    """What is wrong with an object's apiVersion, kind or metadata.name, if anything."""
+    where = f"#{index + 1}"
+    if not isinstance(obj, dict):
+        return FieldProblem("object", where, "", "is not a mapping", "write a YAML mapping")
+    kind, api_version, meta = obj.get("kind"), obj.get("apiVersion"), obj.get("metadata")
+    raw_name = meta.get("name") if isinstance(meta, dict) else None
+    name = str(raw_name) if raw_name not in (None, "") else where
+    if not kind or not api_version or not isinstance(kind, str) or not isinstance(api_version, str):
+        return FieldProblem(
+            str(kind or "object"),
+            name,
+            "apiVersion/kind",
+            "are required (strings)",
+            "start the document with apiVersion and kind",
+        )
+    spec = kinds.known(kind)
+    if spec is None:
+        close = kinds.suggestion(kind)
+        return FieldProblem(
+            kind,
+            name,
+            "kind",
+            f'no matches for kind "{kind}" in version "{api_version}"',
+            f'did you mean "{close}"?' if close else "pykai knows the kinds `pykai get` lists",
+        )
+    if api_version not in spec.api_versions:
+        return FieldProblem(
+            kind,
+            name,
+            "apiVersion",
+            f'no matches for kind "{kind}" in version "{api_version}"',
+            f"use apiVersion {' or '.join(spec.api_versions)}",
+        )
+    if not isinstance(meta, dict):
+        return FieldProblem(kind, name, "metadata", "is required (a map)", "give it a name")
+    if raw_name in (None, ""):
+        return FieldProblem(kind, where, "metadata.name", "is required", "give it a name")
+    if not isinstance(raw_name, str):
+        return FieldProblem(kind, name, "metadata.name", "must be a string", "quote the name")
+    return None
+
+
+def _json_problems(obj: Obj, kind: str, name: str) -> Iterator[FieldProblem]:
+    """Values JSON (and so the apiserver) cannot carry: non-finite numbers, keys that are
+    not strings, values of other types."""
+    stack: list[tuple[str, object]] = [("", obj)]
+    while stack:
+        path, value = stack.pop()
+        if isinstance(value, dict):
+            for key, item in value.items():
+                if not isinstance(key, str):
+                    yield FieldProblem(kind, name, path, f"key {key!r} must be a string")
+                stack.append((f"{path}.{key}" if path else str(key), item))
+        elif isinstance(value, list):
+            stack.extend((f"{path}[{i}]", item) for i, item in enumerate(value))
+        elif isinstance(value, float) and not math.isfinite(value):
+            yield FieldProblem(kind, name, path, f"must be a finite number, got {value!r}")
+        elif value is not None and not isinstance(value, str | int | float | bool):
+            yield FieldProblem(kind, name, path, f"{type(value).__name__} is not a JSON value")
+
+
+def _pod_cap_problems(obj: Obj, kind: str, name: str, max_pods: int) -> Problems:
+    field, pods = pods_wanted(obj)
+    if pods <= max_pods:
+        return []
+    return [
+        FieldProblem(
+            kind,
+            name,
+            field,
+            f"makes {pods} pods; the embedded cluster runs at most {max_pods} per workload",
+            "make it smaller, or split it into several workloads",
+        )
+    ]
+
+
+def _queue_tree_problems(objects: list[Obj], stored: Lister) -> Problems:
+    """Problems of the tree the applied queues make with the stored ones (parents that do not
+    exist, cycles), for the applied queues only: a stored queue broken before is not theirs."""
+    applied = {str(o["metadata"]["name"]) for o in objects if o["kind"] == "Queue"}
+    if not applied:
+        return []
+    queues = {view.name: view for view in readable_queues(stored("Queue"))}
+    queues |= {v.name: v for v in (parse_queue(o) for o in objects if o["kind"] == "Queue")}
+    return [p for p in validate_queue_tree(queues) if p.name in applied]
 
 
 def readable_queues(stored: list[Obj]) -> list[QueueView]:
@@ -63,40 +221,68 @@ def readable_queues(stored: list[Obj]) -> list[QueueView]:
     return views
 
 
+def _priority_class_problems(objects: list[Obj], stored: Lister) -> Problems:
+    """Pods (and pod templates) naming a PriorityClass that does not exist, as Kubernetes'
+    Priority admission refuses them; more than one global default class."""
+    applied = {str(o["metadata"]["name"]): o for o in objects if o["kind"] == "PriorityClass"}
+    named = [
+        (o, path, template)
+        for o in objects
+        for path, template in ([("", o)] if o["kind"] == "Pod" else pod_templates(o))
+    ]
+    wanted = {_class_of(t) for _, _, t in named} - {""} - set(applied)
+    defaults = [n for n, o in applied.items() if o.get("globalDefault") is True]
+    if not wanted and not defaults:
+        return []
+    classes = {str(o["metadata"]["name"]): o for o in stored("PriorityClass")} | applied
+    problems = [
+        FieldProblem(
+            str(o["kind"]),
+            str(o["metadata"]["name"]),
+            f"{path}.spec.priorityClassName" if path else "spec.priorityClassName",
+            f'no PriorityClass with name "{_class_of(t)}" was found',
+            f"create it, or use one of: {', '.join(sorted(classes))}",
+        )
+        for o, path, t in named
+        if _class_of(t) and _class_of(t) not in classes
+    ]
+    every_default = sorted(n for n, o in classes.items() if o.get("globalDefault") is True)
+    if len(every_default) > 1:
+        problems += [
+            FieldProblem(
+                "PriorityClass",
+                name,
+                "globalDefault",
+                f"only one PriorityClass may be the global default: {', '.join(every_default)}",
+                "set globalDefault: false on all but one",
+            )
+            for name in defaults
+        ]
+    return problems
+
+
+def _class_of(pod_or_template: Obj) -> str:
+    spec = pod_or_template.get("spec")
+    return str(spec.get("priorityClassName") or "") if isinstance(spec, dict) else ""
+
+
 def check_queue_unused(name: str, queues: list[Obj], podgroups: list[Obj]) -> None:
-    """Raise ValidationError if child queues or PodGroups still use queue ``name``."""
+    """Raise ValidationError if child queues or PodGroups still use queue ``name``. Child
+    queues are named (queues are cluster-scoped); PodGroups, which live in namespaces the
+    requester may not see, are only counted."""
     users = [
         f'queue "{q["metadata"]["name"]}"'
         for q in queues
         if (q.get("spec") or {}).get("parentQueue") == name
     ]
-    users += [
-        f'podgroup "{g["metadata"]["namespace"]}/{g["metadata"]["name"]}"'
-        for g in podgroups
-        if (g.get("spec") or {}).get("queue") == name
-    ]
+    groups = sum(1 for g in podgroups if (g.get("spec") or {}).get("queue") == name)
+    if groups:
+        users.append(f"{groups} PodGroup{'s' if groups > 1 else ''}")
     if users:
         raise ValidationError.single(
-            "Queue", name, "", f"is still used by {', '.join(users)}", "delete those first"
+            "Queue",
+            name,
+            "",
+            f"is still used by {', '.join(users)}",
+            "delete those first (get podgroups --all-namespaces lists the PodGroups)",
         )
-
-
-def _identity_problem(obj: object, index: int) -> FieldProblem | None:
-    """What is wrong with an object's apiVersion, kind or metadata.name, if anything."""
-    where = f"#{index + 1}"
-    if not isinstance(obj, dict):
-        return FieldProblem("object", where, "", "is not a mapping", "write a YAML mapping")
-    kind = obj.get("kind")
-    meta = obj.get("metadata")
-    name = meta.get("name") if isinstance(meta, dict) else None
-    if not kind or not obj.get("apiVersion"):
-        return FieldProblem(
-            str(kind or "object"),
-            str(name or where),
-            "apiVersion/kind",
-            "are required",
-            "start the document with apiVersion and kind",
-        )
-    if not isinstance(meta, dict) or not name:
-        return FieldProblem(str(kind), where, "metadata.name", "is required", "give it a name")
-    return None

@@ -103,7 +103,7 @@ class EmbeddedCluster:
     ) -> builtins.list[ApplyOutcome]:
         """Create or update objects in one transaction, then settle. Invalid input raises
         ValidationError listing every problem, and nothing is written."""
-        with self._writing(check=lambda: validate_objects(objects, self.store.list("Queue"))):
+        with self._writing(check=lambda: validate_objects(objects, self.store.list)):
             self._ensure_namespaces(objects)
             outcomes = [self._apply_one(o) for o in objects]
         self.settle(max_cycles)

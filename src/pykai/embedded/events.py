@@ -12,8 +12,9 @@ from __future__ import annotations
 from pykai.controllers.events import NORMAL, WARNING, new_event
 from pykai.controllers.faults import INVALID, Report
 from pykai.controllers.workloads import NAME_ATTEMPTS
-from pykai.embedded.store import CLUSTER_SCOPED, Store
+from pykai.embedded.store import Store
 from pykai.model.errors import AlreadyExists
+from pykai.model.kinds import CLUSTER_SCOPED
 from pykai.model.meta import Obj, format_time
 from pykai.model.problems import ObjectProblem
 

@@ -30,11 +30,9 @@ from typing import Literal
 
 from pykai.embedded.merge import three_way_merge, user_fields
 from pykai.model.errors import AlreadyExists
+from pykai.model.kinds import CLUSTER_SCOPED
 from pykai.model.meta import Obj, format_time
 
-CLUSTER_SCOPED = frozenset(
-    {"Node", "Namespace", "Queue", "PriorityClass", "SchedulingShard", "PersistentVolume"}
-)
 Action = Literal["created", "configured", "unchanged"]
 
 _CHANGES = """CREATE TABLE IF NOT EXISTS changes (

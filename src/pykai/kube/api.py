@@ -9,79 +9,18 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Generator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import yaml
 
+from pykai.model.kinds import BY_KIND, KindSpec
 from pykai.model.meta import Obj
 
-
-@dataclass(frozen=True, slots=True)
-class Kind:
-    """Where a kind lives in the API."""
-
-    kind: str
-    group: str
-    version: str
-    plural: str
-    namespaced: bool
-
-    @property
-    def api_version(self) -> str:
-        """``group/version``, or ``v1`` for the core group."""
-        return f"{self.group}/{self.version}" if self.group else self.version
-
-
-KINDS = {
-    k.kind: k
-    for k in (
-        Kind("Namespace", "", "v1", "namespaces", False),
-        Kind("Node", "", "v1", "nodes", False),
-        Kind("Pod", "", "v1", "pods", True),
-        Kind("Event", "", "v1", "events", True),
-        Kind("Secret", "", "v1", "secrets", True),
-        Kind(
-            "ValidatingWebhookConfiguration",
-            "admissionregistration.k8s.io",
-            "v1",
-            "validatingwebhookconfigurations",
-            False,
-        ),
-        Kind(
-            "MutatingWebhookConfiguration",
-            "admissionregistration.k8s.io",
-            "v1",
-            "mutatingwebhookconfigurations",
-            False,
-        ),
-        Kind("ConfigMap", "", "v1", "configmaps", True),
-        Kind("PriorityClass", "scheduling.k8s.io", "v1", "priorityclasses", False),
-        Kind(
-            "CustomResourceDefinition",
-            "apiextensions.k8s.io",
-            "v1",
-            "customresourcedefinitions",
-            False,
-        ),
-        Kind("Queue", "scheduling.run.ai", "v2", "queues", False),
-        Kind("PodGroup", "scheduling.run.ai", "v2alpha2", "podgroups", True),
-        Kind("BindRequest", "scheduling.run.ai", "v1alpha2", "bindrequests", True),
-        Kind("Lease", "coordination.k8s.io", "v1", "leases", True),
-        # the owners the pod-grouper reads and the KubeRay emulator manages
-        Kind("ReplicaSet", "apps", "v1", "replicasets", True),
-        Kind("Deployment", "apps", "v1", "deployments", True),
-        Kind("StatefulSet", "apps", "v1", "statefulsets", True),
-        Kind("Job", "batch", "v1", "jobs", True),
-        Kind("CronJob", "batch", "v1beta1", "cronjobs", True),
-        Kind("RayCluster", "ray.io", "v1", "rayclusters", True),
-        Kind("RayJob", "ray.io", "v1", "rayjobs", True),
-        Kind("RayService", "ray.io", "v1", "rayservices", True),
-        Kind("PyTorchJob", "kubeflow.org", "v1", "pytorchjobs", True),
-    )
-}
+# where each kind lives in the API: the table of model/kinds.py
+Kind = KindSpec
+KINDS = BY_KIND
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 

@@ -16,11 +16,16 @@ class FieldProblem:
     fix: str = ""
 
     def __str__(self) -> str:
-        where = f'{self.kind} "{self.name}"'
+        where = f'{self.kind} "{shown(self.name)}"'
         text = (
             f"{where}: {self.field}: {self.message}" if self.field else f"{where}: {self.message}"
         )
         return f"{text} ({self.fix})" if self.fix else text
+
+
+def shown(text: str, limit: int = 100) -> str:
+    """``text``, cut to ``limit`` characters (a huge name stays readable in a message)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
 class ValidationError(ValueError):

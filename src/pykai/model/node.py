@@ -9,7 +9,7 @@ from pykai.model import constants as c
 from pykai.model.constraints import Taint, parse_taints
 from pykai.model.errors import FieldProblem, QuantityError, ValidationError
 from pykai.model.meta import Meta, Obj, mapping, objects, parse_meta
-from pykai.model.quantity import resource_amount, saturated_amount
+from pykai.model.quantity import is_extended_resource, resource_amount, saturated_amount
 from pykai.model.resources import Resources
 
 KIND = "Node"
@@ -34,6 +34,39 @@ class NodeView:
         return self.meta.name
 
 
+# counts that Kubernetes keeps whole on a node (IsIntegerResourceName), besides extended resources
+_INTEGER_RESOURCES = {"pods"}
+
+
+def _amounts(raw: object, path: str, name: str, problems: list[FieldProblem]) -> dict[str, float]:
+    """A node's capacity or allocatable in engine units, and what Kubernetes refuses in it:
+    amounts below 0, and extended resources (nvidia.com/gpu) or pods that are not whole. A
+    refused amount is still read as well as it can be, so what the node holds counts."""
+    if raw is not None and not isinstance(raw, dict):
+        problems.append(FieldProblem(KIND, name, path, "must be a map of resource quantities"))
+    values: dict[str, float] = {}
+    for rname, quantity in mapping(raw).items():
+        field = f"{path}[{rname}]"
+        try:
+            amount = resource_amount(rname, quantity)
+        except QuantityError as exc:
+            problems.append(FieldProblem(KIND, name, field, str(exc)))
+            values[rname] = saturated_amount(rname, quantity)
+            continue
+        whole = is_extended_resource(rname) or rname in _INTEGER_RESOURCES
+        if amount < 0:
+            problems.append(
+                FieldProblem(KIND, name, field, f"must be at least 0, got {quantity!r}")
+            )
+            amount = 0.0
+        elif whole and amount != int(amount):
+            problems.append(
+                FieldProblem(KIND, name, field, f"must be a whole number, got {quantity!r}")
+            )
+        values[rname] = amount
+    return values
+
+
 def parse_node(obj: Obj) -> NodeView:
     """Read and validate a node."""
     view, problems = read_node(obj)
@@ -50,13 +83,9 @@ def read_node(obj: Obj) -> tuple[NodeView, list[FieldProblem]]:
     spec = mapping(obj.get("spec"))
     status = mapping(obj.get("status"))
     problems: list[FieldProblem] = []
-    values: dict[str, float] = {}
-    for rname, quantity in mapping(status.get("allocatable") or status.get("capacity")).items():
-        try:
-            values[rname] = resource_amount(rname, quantity)
-        except QuantityError as exc:
-            problems.append(FieldProblem(KIND, meta.name, f"status.allocatable[{rname}]", str(exc)))
-            values[rname] = saturated_amount(rname, quantity)
+    capacity = _amounts(status.get("capacity"), "status.capacity", meta.name, problems)
+    given = _amounts(status.get("allocatable"), "status.allocatable", meta.name, problems)
+    values = dict(given if mapping(status.get("allocatable")) else capacity)
     gpu_memory_text = meta.labels.get(c.GPU_MEMORY_NODE_LABEL, "0")
     try:
         gpu_memory = float(gpu_memory_text)

@@ -9,11 +9,17 @@ from pykai.model import constants as c
 from pykai.model.constraints import NodeConstraints, parse_constraints
 from pykai.model.errors import FieldProblem, QuantityError, ValidationError
 from pykai.model.meta import Meta, Obj, mapping, objects, parse_meta
-from pykai.model.quantity import SATURATED, count, resource_amount, saturated_amount
+from pykai.model.names import qualified_name
+from pykai.model.quantity import (
+    SATURATED,
+    is_extended_resource,
+    resource_amount,
+    saturated_amount,
+)
 from pykai.model.resources import Resources
 
 KIND = "Pod"
-_IGNORED_RESOURCES = {"ephemeral-storage", "pods"}
+_IGNORED_RESOURCES = {"ephemeral-storage"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,73 +112,102 @@ def read_pod(obj: Obj) -> tuple[PodView, list[FieldProblem]]:
     return view, problems
 
 
-def _container_requests(
-    container: Obj, path: str, name: str, problems: list[FieldProblem]
-) -> dict[str, float]:
-    """One container's requests: requests, with limits filling in what is missing."""
-    resources = mapping(container.get("resources"))
-    limits = mapping(resources.get("limits"))
-    requests = mapping(resources.get("requests"))
-    result: dict[str, float] = {}
-    for rname in set(limits) | set(requests):
-        if rname in _IGNORED_RESOURCES:
-            continue
-        source, raw = (
-            ("requests", requests[rname]) if rname in requests else ("limits", limits[rname])
+_STANDARD_RESOURCES = {c.CPU_RESOURCE, c.MEMORY_RESOURCE, "ephemeral-storage"}
+
+
+def _resource_name_problem(rname: str) -> str:
+    """Why a container may not name this resource (Kubernetes' validateContainerResourceName):
+    a name without a domain must be standard (cpu, memory, ephemeral-storage, hugepages-*)."""
+    if "/" not in rname:
+        if rname in _STANDARD_RESOURCES or rname.startswith("hugepages-"):
+            return ""
+        return (
+            "must be a standard resource for containers (cpu, memory, ephemeral-storage, "
+            "hugepages-<size>) or a domain-qualified extended resource such as nvidia.com/gpu"
         )
-        field = f"{path}.resources.{source}[{rname}]"
+    return f"key {why}" if (why := qualified_name(rname)) else ""
+
+
+def _amounts(values: Obj, path: str, name: str, problems: list[FieldProblem]) -> dict[str, float]:
+    """requests or limits of one container in engine units, with a problem for each amount
+    Kubernetes refuses (a name that is not a resource, no quantity, below 0, past int64, an
+    extended resource not whole); such an amount is still read as well as it can be."""
+    amounts: dict[str, float] = {}
+    for rname, raw in values.items():
+        field = f"{path}[{rname}]"
+        if why := _resource_name_problem(str(rname)):
+            problems.append(FieldProblem(KIND, name, field, why))
         try:
             amount = resource_amount(rname, raw)
         except QuantityError as exc:
             problems.append(FieldProblem(KIND, name, field, str(exc)))
-            result[rname] = saturated_amount(rname, raw)
+            amounts[rname] = saturated_amount(rname, raw)
             continue
-        if not 0 <= amount < SATURATED:  # past int64, or negative: not a request to honour
+        if amount < 0:
+            problems.append(
+                FieldProblem(
+                    KIND, name, field, f"must be at least 0, got {raw!r}", "remove the minus"
+                )
+            )
+            amount = 0.0
+        elif is_extended_resource(rname) and amount != int(amount):
+            fix = 'for part of a GPU use the annotation gpu-fraction: "0.5"'
             problems.append(
                 FieldProblem(
                     KIND,
                     name,
                     field,
-                    f"{raw!r} is not a quantity a pod can request",
-                    "request a non-negative amount Kubernetes can represent",
+                    f"must be a whole number, got {raw!r}",
+                    fix if rname == c.GPU_RESOURCE else "",
                 )
             )
-            amount = saturated_amount(rname, raw)
-        result[rname] = amount
-        if rname not in (c.CPU_RESOURCE, c.MEMORY_RESOURCE):
-            _check_extended(rname, limits, requests, path, name, problems)
-    return result
+        amounts[rname] = amount
+    return amounts
 
 
-def _check_extended(
-    rname: str, limits: Obj, requests: Obj, path: str, name: str, problems: list[FieldProblem]
-) -> None:
-    """An extended resource (nvidia.com/gpu) needs a limit equal to its request."""
-    if rname not in limits:
-        problems.append(
-            FieldProblem(
-                KIND,
-                name,
-                f"{path}.resources.limits[{rname}]",
-                f"is required: an extended resource such as {rname} needs a limit",
-                f"set limits.{rname} equal to requests.{rname}",
-            )
-        )
-    elif rname in requests:
-        try:
-            differs = count(requests[rname]) != count(limits[rname])
-        except QuantityError:
-            return
-        if differs:
+def _container_requests(
+    container: Obj, path: str, name: str, problems: list[FieldProblem]
+) -> dict[str, float]:
+    """One container's requests: requests, with limits filling in what is missing; an
+    extended resource needs a limit equal to its request, and no request may exceed its
+    limit."""
+    resources = mapping(container.get("resources"))
+    path = f"{path}.resources"
+    limits = _amounts(mapping(resources.get("limits")), f"{path}.limits", name, problems)
+    requests = _amounts(mapping(resources.get("requests")), f"{path}.requests", name, problems)
+    for rname, amount in requests.items():
+        field = f"{path}.requests[{rname}]"
+        if is_extended_resource(rname) and rname not in limits:
             problems.append(
                 FieldProblem(
                     KIND,
                     name,
-                    f"{path}.resources.requests[{rname}]",
+                    f"{path}.limits[{rname}]",
+                    f"is required: an extended resource such as {rname} needs a limit",
+                    f"set limits.{rname} equal to requests.{rname}",
+                )
+            )
+        elif is_extended_resource(rname) and amount != limits[rname]:
+            problems.append(
+                FieldProblem(
+                    KIND,
+                    name,
+                    field,
                     "must equal the limit for an extended resource",
                     f"set requests.{rname} equal to limits.{rname}",
                 )
             )
+        elif rname in limits and amount > limits[rname]:
+            problems.append(
+                FieldProblem(
+                    KIND,
+                    name,
+                    field,
+                    f"must be less than or equal to the {rname} limit",
+                    f"lower requests.{rname} or raise limits.{rname}",
+                )
+            )
+    return {r: a for r, a in (limits | requests).items() if r not in _IGNORED_RESOURCES}
 
 
 def _effective_requests(
@@ -191,20 +226,9 @@ def _effective_requests(
             totals[rname] = max(totals.get(rname, 0.0), value)
     cpu = totals.pop(c.CPU_RESOURCE, 0.0)
     memory = totals.pop(c.MEMORY_RESOURCE, 0.0)
-    gpus = totals.pop(c.GPU_RESOURCE, 0.0)
-    if gpus >= SATURATED:  # past int64: not a real request, but it holds whatever it is on
-        gpus = SATURATED
-    elif gpus != int(gpus) or gpus < 0:
-        problems.append(
-            FieldProblem(
-                KIND,
-                name,
-                f"spec.containers[*].resources.limits[{c.GPU_RESOURCE}]",
-                f"must be a whole number of devices, got {gpus:g}",
-                'for part of a GPU use the annotation gpu-fraction: "0.5"',
-            )
-        )
-        gpus = math.ceil(max(gpus, 0))  # an unreadable count holds every device it touches
+    # past int64 (refused above): not a real request, but it holds whatever it is on; a count
+    # that is not whole (refused above) holds every device it touches
+    gpus = min(math.ceil(totals.pop(c.GPU_RESOURCE, 0.0)), SATURATED)
     return cpu, memory, int(gpus), totals
 
 

@@ -18,19 +18,19 @@ KIND = "PodGroup"
 class SubGroupSpec(BaseModel):
     """One entry of spec.subGroups: a named part of the gang with its own minimum."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, strict=True)
 
     name: str
-    min_member: int = Field(1, alias="minMember", ge=1)
+    min_member: int = Field(1, alias="minMember", ge=1, le=2**31 - 1)
     parent: str | None = None
 
 
 class PodGroupSpec(BaseModel):
     """spec of a PodGroup (fields the scheduler uses; others are kept in the stored object)."""
 
-    model_config = ConfigDict(extra="ignore", populate_by_name=True)
+    model_config = ConfigDict(extra="ignore", populate_by_name=True, strict=True)
 
-    min_member: int = Field(1, alias="minMember", ge=1)
+    min_member: int = Field(1, alias="minMember", ge=1, le=2**31 - 1)
     queue: str = ""
     priority_class_name: str = Field("", alias="priorityClassName")
     preemptibility: Literal["", "preemptible", "non-preemptible"] = ""

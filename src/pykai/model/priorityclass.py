@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pykai.model import constants as c
-from pykai.model.errors import ValidationError
+from pykai.model.errors import FieldProblem, ValidationError
 from pykai.model.meta import Meta, Obj, parse_meta
 
 KIND = "PriorityClass"
@@ -25,13 +25,70 @@ class PriorityClassView:
         return self.meta.name
 
 
+# Kubernetes' limits (pkg/apis/scheduling): user classes up to a billion; the system- prefix is
+# kept for the two classes Kubernetes creates itself, with exactly these values
+HIGHEST_USER_PRIORITY = 1_000_000_000
+SYSTEM_PREFIX = "system-"
+SYSTEM_CLASSES = {"system-cluster-critical": 2_000_000_000, "system-node-critical": 2_000_001_000}
+_PREEMPTION_POLICIES = ("PreemptLowerPriority", "Never")
+
+
 def parse_priority_class(obj: Obj) -> PriorityClassView:
     """Read and validate a PriorityClass."""
     meta = parse_meta(obj, KIND)
     value = obj.get("value")
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise ValidationError.single(KIND, meta.name, "value", f"must be an integer, got {value!r}")
+    if isinstance(value, bool) or not isinstance(value, int) or not -(2**31) <= value < 2**31:
+        raise ValidationError.single(
+            KIND, meta.name, "value", f"must be a 32-bit integer, got {value!r}"
+        )
     return PriorityClassView(meta=meta, value=value, global_default=bool(obj.get("globalDefault")))
+
+
+def priority_class_problems(obj: Obj) -> list[FieldProblem]:
+    """What Kubernetes refuses in a PriorityClass written by a user: a value above a billion,
+    a reserved ``system-`` name, a non-boolean globalDefault, an unknown preemptionPolicy."""
+    try:
+        view = parse_priority_class(obj)
+    except ValidationError as exc:
+        return exc.problems
+    name, problems = view.name, []
+    if name.startswith(SYSTEM_PREFIX):
+        if SYSTEM_CLASSES.get(name) != view.value or view.global_default:
+            problems.append(
+                FieldProblem(
+                    KIND,
+                    name,
+                    "metadata.name",
+                    f"names with the '{SYSTEM_PREFIX}' prefix are reserved for Kubernetes",
+                    "choose another name",
+                )
+            )
+    elif view.value > HIGHEST_USER_PRIORITY:
+        problems.append(
+            FieldProblem(
+                KIND,
+                name,
+                "value",
+                f"must be at most {HIGHEST_USER_PRIORITY} for a user-defined class, "
+                f"got {view.value}",
+            )
+        )
+    default = obj.get("globalDefault")
+    if default is not None and not isinstance(default, bool):
+        problems.append(
+            FieldProblem(KIND, name, "globalDefault", f"must be true or false, got {default!r}")
+        )
+    policy = obj.get("preemptionPolicy")
+    if policy is not None and policy not in _PREEMPTION_POLICIES:
+        problems.append(
+            FieldProblem(
+                KIND,
+                name,
+                "preemptionPolicy",
+                f"must be {' or '.join(_PREEMPTION_POLICIES)}, got {policy!r}",
+            )
+        )
+    return problems
 
 
 def builtin_priority_classes() -> list[Obj]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 
 from pykai.model.errors import QuantityError
 
@@ -30,28 +30,52 @@ _PATTERN = re.compile(
     r"^([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)(Ki|Mi|Gi|Ti|Pi|Ei|[numkMGTPE])?$"
 )
 
+_MAX_TEXT = 64  # longer strings are no quantity a person means (and cost time to parse)
+MAX_QUANTITY = Decimal(2**63 - 1)
+"""Kubernetes' int64 limit in base units. The apiserver silently caps a larger amount to it,
+so an amount that reaches it is refused: it was an overflow, not what anyone asked for."""
+
 Quantity = str | int | float
 SATURATED = float(2**63 - 1)  # Kubernetes keeps quantities as int64: larger ones saturate
 
 
 def parse_quantity(value: Quantity) -> Decimal:
-    """Parse a Kubernetes quantity into an exact decimal number of base units."""
-    if isinstance(value, bool):
+    """Parse a Kubernetes quantity into an exact decimal number of base units. Non-finite
+    numbers and amounts that reach Kubernetes' int64 limit raise QuantityError."""
+    amount = _decimal(value)
+    if amount.is_nan() or (isinstance(value, float) and not math.isfinite(value)):
+        raise QuantityError(f"{value!r} is not a finite number; write a number such as 2 or 500m")
+    if not amount.is_finite() or abs(amount) >= MAX_QUANTITY:
+        raise QuantityError(
+            f"{value!r} is out of range: a quantity must be less than {MAX_QUANTITY} base "
+            "units (Kubernetes' int64 limit, to which the apiserver caps larger amounts)"
+        )
+    return amount
+
+
+def _decimal(value: object) -> Decimal:
+    """The number a quantity writes, in base units and unbounded (infinite past Decimal's
+    range); QuantityError if it writes none."""
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise QuantityError(f"{value!r} is not a quantity; write a number such as 2, 500m or 15Gi")
     if isinstance(value, int | float):
-        return Decimal(str(value))
-    text = str(value).strip()
-    match = _PATTERN.match(text)
+        try:
+            return Decimal(str(value))
+        except ValueError as exc:  # an int of more digits than Python prints
+            raise QuantityError(f"{exc}; write a number such as 2 or 500m") from exc
+    text = value.strip()
+    match = _PATTERN.match(text) if len(text) <= _MAX_TEXT else None
     if not match:
+        shown = value if len(value) <= _MAX_TEXT else value[:_MAX_TEXT] + "..."
         raise QuantityError(
-            f"{value!r} is not a quantity; write a number with an optional suffix "
+            f"{shown!r} is not a quantity; write a number with an optional suffix "
             "such as 2, 500m, 1.5, 15Gi or 6G"
         )
     number, suffix = match.group(1), match.group(2) or ""
     try:
         return Decimal(number) * _SUFFIXES[suffix]
-    except InvalidOperation as exc:  # pragma: no cover - the regex admits only numbers
-        raise QuantityError(f"{value!r} is not a quantity") from exc
+    except ArithmeticError:  # an exponent beyond Decimal's range
+        return Decimal("-Infinity" if number.startswith("-") else "Infinity")
 
 
 def cpu_millis(value: Quantity) -> float:
@@ -69,6 +93,12 @@ def count(value: Quantity) -> float:
     return float(parse_quantity(value))
 
 
+def is_extended_resource(resource: str) -> bool:
+    """True for an extended resource (``nvidia.com/gpu``, any domain but kubernetes.io):
+    Kubernetes keeps its amounts whole and, in a container, its request equal to its limit."""
+    return "/" in resource and "kubernetes.io/" not in resource
+
+
 def resource_amount(resource: str, value: Quantity) -> float:
     """A quantity in engine units for its resource: cpu in millicores, memory in bytes,
     anything else (nvidia.com/gpu, pods, ...) as a count."""
@@ -84,10 +114,12 @@ def saturated_amount(resource: str, value: object) -> float:
     raises: unreadable or negative amounts are 0, amounts past int64 (``"1e400"``, ``.inf``)
     saturate at ``SATURATED``, so a pod that holds a node with one still fills it."""
     try:
-        number = parse_quantity(value)  # type: ignore[arg-type]
-    except (QuantityError, ValueError, TypeError, ArithmeticError):
+        number = _decimal(value)
+    except QuantityError:
         return 0.0
     if number.is_nan() or number <= 0:
         return 0.0
+    if not number.is_finite() or number >= MAX_QUANTITY:
+        return SATURATED
     amount = float(number * 1000) if resource == "cpu" else float(number)
-    return SATURATED if not math.isfinite(amount) else min(amount, SATURATED)
+    return min(amount, SATURATED)

@@ -21,7 +21,9 @@ KIND = "Queue"
 class ResourceSpec(BaseModel):
     """quota / limit / overQuotaWeight of one resource. Missing fields take KAI's Helm defaults."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, strict=True, allow_inf_nan=False
+    )
 
     quota: float = 0.0
     limit: float = -1.0
@@ -45,7 +47,7 @@ class ResourceSpec(BaseModel):
 class QueueResources(BaseModel):
     """spec.resources: only cpu, gpu and memory are known."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", strict=True)
 
     cpu: ResourceSpec = ResourceSpec()
     gpu: ResourceSpec = ResourceSpec()
@@ -55,11 +57,11 @@ class QueueResources(BaseModel):
 class QueueSpec(BaseModel):
     """spec of a Queue."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
 
     display_name: str = Field("", alias="displayName")
     parent_queue: str = Field("", alias="parentQueue")
-    priority: int = c.DEFAULT_QUEUE_PRIORITY
+    priority: int = Field(c.DEFAULT_QUEUE_PRIORITY, ge=-(2**31), le=2**31 - 1)
     preempt_min_runtime: str | None = Field(None, alias="preemptMinRuntime")
     reclaim_min_runtime: str | None = Field(None, alias="reclaimMinRuntime")
     resources: QueueResources

@@ -1,0 +1,141 @@
+"""The kinds pykai knows: API group, served versions, plural, scope, short names and the name
+rule Kubernetes applies to their objects. One table, read by the store (scope), the REST client
+(paths), the CLI (aliases) and validation (known kinds and apiVersions)."""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from typing import Literal
+
+# how Kubernetes checks metadata.name of a kind (apimachinery's validation functions)
+NameRule = Literal["subdomain", "label", "dns1035", "path"]
+
+
+@dataclass(frozen=True, slots=True)
+class KindSpec:
+    """Where a kind lives in the API and how its objects are named."""
+
+    kind: str
+    group: str
+    versions: tuple[str, ...]  # accepted versions, the preferred one (what pykai writes) first
+    plural: str
+    namespaced: bool
+    short: tuple[str, ...] = ()
+    names: NameRule = "subdomain"
+    max_name: int = 0  # a tighter name length than the rule's, when Kubernetes has one
+
+    @property
+    def version(self) -> str:
+        """The preferred version (the one pykai reads and writes)."""
+        return self.versions[0]
+
+    @property
+    def api_version(self) -> str:
+        """``group/version`` of the preferred version, or ``v1`` for the core group."""
+        return self.api_versions[0]
+
+    @property
+    def api_versions(self) -> tuple[str, ...]:
+        """Every accepted apiVersion, preferred first."""
+        return tuple(f"{self.group}/{v}" if self.group else v for v in self.versions)
+
+    @property
+    def display(self) -> str:
+        """``queue.scheduling.run.ai`` or ``pod``: how kubectl names the kind in apply and
+        delete output."""
+        return f"{self.kind.lower()}.{self.group}" if self.group else self.kind.lower()
+
+    @property
+    def resource(self) -> str:
+        """``pods`` or ``queues.scheduling.run.ai``: how kubectl names it in errors."""
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+def _core(
+    kind: str, plural: str, namespaced: bool = True, short: str = "", names: NameRule = "subdomain"
+) -> KindSpec:
+    """A kind of the core group (``v1``)."""
+    return KindSpec(kind, "", ("v1",), plural, namespaced, (short,) if short else (), names)
+
+
+_RBAC = "rbac.authorization.k8s.io"
+_ADMISSION = "admissionregistration.k8s.io"
+
+# Kubernetes v1.20's built-in kinds a manifest for pykai may carry, and the custom kinds of KAI,
+# KubeRay and Kubeflow that pykai reads.
+KINDS: tuple[KindSpec, ...] = (
+    _core("Pod", "pods", True, "po"),
+    _core("Node", "nodes", False, "no"),
+    _core("Namespace", "namespaces", False, "ns", names="label"),
+    _core("Event", "events", True, "ev"),
+    _core("Secret", "secrets"),
+    _core("ConfigMap", "configmaps", True, "cm"),
+    _core("Service", "services", True, "svc", names="dns1035"),
+    _core("ServiceAccount", "serviceaccounts", True, "sa"),
+    _core("Endpoints", "endpoints", True, "ep"),
+    _core("LimitRange", "limitranges", True, "limits"),
+    _core("ResourceQuota", "resourcequotas", True, "quota"),
+    _core("PersistentVolumeClaim", "persistentvolumeclaims", True, "pvc"),
+    _core("PersistentVolume", "persistentvolumes", False, "pv"),
+    KindSpec("Queue", "scheduling.run.ai", ("v2",), "queues", False, ("q",)),
+    KindSpec("PodGroup", "scheduling.run.ai", ("v2alpha2",), "podgroups", True, ("pg",)),
+    KindSpec("BindRequest", "scheduling.run.ai", ("v1alpha2",), "bindrequests", True),
+    KindSpec("SchedulingShard", "kai.scheduler", ("v1",), "schedulingshards", False),
+    KindSpec(
+        "PriorityClass", "scheduling.k8s.io", ("v1", "v1beta1"), "priorityclasses", False, ("pc",)
+    ),
+    KindSpec("Deployment", "apps", ("v1",), "deployments", True, ("deploy",)),
+    KindSpec("ReplicaSet", "apps", ("v1",), "replicasets", True, ("rs",)),
+    KindSpec("StatefulSet", "apps", ("v1",), "statefulsets", True, ("sts",)),
+    KindSpec("DaemonSet", "apps", ("v1",), "daemonsets", True, ("ds",)),
+    KindSpec("Job", "batch", ("v1",), "jobs", True),
+    KindSpec("CronJob", "batch", ("v1beta1",), "cronjobs", True, ("cj",), max_name=52),
+    KindSpec("RayCluster", "ray.io", ("v1",), "rayclusters", True),
+    KindSpec("RayJob", "ray.io", ("v1",), "rayjobs", True),
+    KindSpec("RayService", "ray.io", ("v1",), "rayservices", True),
+    KindSpec("PyTorchJob", "kubeflow.org", ("v1",), "pytorchjobs", True),
+    KindSpec("Lease", "coordination.k8s.io", ("v1",), "leases", True),
+    KindSpec("PodDisruptionBudget", "policy", ("v1beta1",), "poddisruptionbudgets", True, ("pdb",)),
+    KindSpec("NetworkPolicy", "networking.k8s.io", ("v1",), "networkpolicies", True, ("netpol",)),
+    KindSpec("Ingress", "networking.k8s.io", ("v1",), "ingresses", True, ("ing",)),
+    KindSpec("StorageClass", "storage.k8s.io", ("v1",), "storageclasses", False, ("sc",)),
+    KindSpec("Role", _RBAC, ("v1",), "roles", True, names="path"),
+    KindSpec("RoleBinding", _RBAC, ("v1",), "rolebindings", True, names="path"),
+    KindSpec("ClusterRole", _RBAC, ("v1",), "clusterroles", False, names="path"),
+    KindSpec("ClusterRoleBinding", _RBAC, ("v1",), "clusterrolebindings", False, names="path"),
+    KindSpec(
+        "ValidatingWebhookConfiguration",
+        _ADMISSION,
+        ("v1",),
+        "validatingwebhookconfigurations",
+        False,
+    ),
+    KindSpec(
+        "MutatingWebhookConfiguration", _ADMISSION, ("v1",), "mutatingwebhookconfigurations", False
+    ),
+    KindSpec(
+        "CustomResourceDefinition",
+        "apiextensions.k8s.io",
+        ("v1",),
+        "customresourcedefinitions",
+        False,
+        ("crd", "crds"),
+    ),
+)
+BY_KIND: dict[str, KindSpec] = {k.kind: k for k in KINDS}
+CLUSTER_SCOPED = frozenset(k.kind for k in KINDS if not k.namespaced)
+
+
+def known(kind: str) -> KindSpec | None:
+    """The kind's spec, or None if pykai does not know it."""
+    return BY_KIND.get(kind)
+
+
+def suggestion(kind: str) -> str | None:
+    """The known kind a mistyped ``kind`` most likely means (``Queu`` → ``Queue``)."""
+    lowered = {k.lower(): k for k in BY_KIND}
+    if kind.lower() in lowered:
+        return lowered[kind.lower()]
+    close = difflib.get_close_matches(kind.lower(), list(lowered), n=1, cutoff=0.75)
+    return lowered[close[0]] if close else None
