@@ -11,7 +11,9 @@ embedded cluster. One process runs any subset of them (all by default):
   KubeRay emulator turns RayCluster/RayJob/RayService into pods).
 
 Status is written only where it changed. Nothing is decided before every informer has listed
-its kind, so a restarted process never acts on a half-filled cache.
+its kind, so a restarted process never acts on a half-filled cache. If the apiserver refuses
+those first lists (or the first lease request) with 401/403, ``run`` raises RefusedAtStart:
+the credentials or their RBAC are wrong, and retrying would only hide it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from pykai.controllers.status import podgroup_status, queue_statuses, reason_text
@@ -128,7 +129,7 @@ class KubeRunner:
         self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="pykai-write")
         self.events = EventRecorder(api, self.pool)
         self.backoff = BindBackoff()
-        self.binder = Binder(api, self.pool)
+        self.binder = Binder(api, self.pool, self.events)
         self.workloads = KubeWorkloads(api, self.events)
         self.kinds = sorted({k for name in components for k in _NEEDS[name]})
         if "podgrouper" in components:
@@ -143,30 +144,22 @@ class KubeRunner:
         self, stop: threading.Event, period: float = 1.0, elector: LeaderElector | None = None
     ) -> None:
         """Run cycles every ``period`` seconds until ``stop`` is set; with an elector, only
-        while this replica holds the lease (the caches stay warm for a fast failover)."""
+        while this replica holds the lease (the caches stay warm for a fast failover). Raises
+        RefusedAtStart (and sets ``stop``) if the apiserver refuses the credentials at start."""
         for kind in self.kinds:
             Informer(self.api, KINDS[kind], self.changes, stop).start()
-        if "binder" in self.components:
-            self._until_done(stop, self.binder.ensure_namespace)
-        while not stop.is_set():
-            self.drain()
-            try:
-                if self.ready() and (elector is None or elector.step()):
-                    self.cycle()
-            except API_ERRORS as exc:  # the apiserver may be restarting
-                log.warning("cycle failed: %s", exc)
-            stop.wait(period)
-        self.pool.shutdown(wait=True)
-
-    @staticmethod
-    def _until_done(stop: threading.Event, step: Callable[[], None]) -> None:
-        while not stop.is_set():
-            try:
-                step()
-                return
-            except API_ERRORS as exc:
-                log.warning("waiting for the apiserver: %s", exc)
-                stop.wait(1.0)
+        try:
+            while not stop.is_set():
+                self.drain()
+                try:
+                    if self.ready() and (elector is None or elector.step()):
+                        self.cycle()
+                except API_ERRORS as exc:  # the apiserver may be restarting
+                    log.warning("cycle failed: %s", exc)
+                stop.wait(period)
+        finally:
+            stop.set()  # ends the informers too
+            self.pool.shutdown(wait=True)
 
     def ready(self) -> bool:
         """True once every required kind has been listed."""
@@ -185,6 +178,8 @@ class KubeRunner:
 
     def apply(self, change: Change) -> None:
         """One informer change into the object cache and the engine's state."""
+        if change.error is not None:
+            raise change.error
         if change.type == "SYNC":
             self.synced.add(change.kind)
             fresh = {key_of(o) for o in change.objects}
