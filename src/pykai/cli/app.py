@@ -30,6 +30,7 @@ from pykai.engine.config import config_from_mapping
 from pykai.model.duration import parse_duration
 
 DEFAULT_CLUSTER = Path(".pykai/cluster.db")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"  # of run and webhook
 
 app = typer.Typer(
     help="pykai: the KAI scheduler in Python. kubectl-like commands over an embedded cluster.",
@@ -323,7 +324,7 @@ def run(
             config = config_from_mapping(documents[0], str(scheduler_config))
         api = KubeApi.connect(kubeconfig)
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not one line per request
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -378,7 +379,7 @@ def webhook(
             tls = hook.tls_from_secret(api, tls_secret)
         else:
             tls = hook.generate_tls(sorted({host, "127.0.0.1", "localhost"} - {"0.0.0.0"}))
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

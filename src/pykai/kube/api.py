@@ -109,12 +109,11 @@ class AuthError(ApiError):
     def advice(self) -> str:
         """One line: what was refused, with which credentials, and what to check."""
         if self.status == 401:
-            what, check = (
-                "401 Unauthorized",
-                "the token or certificate (expired, revoked, mistyped?)",
-            )
+            what = "401 Unauthorized"
+            check = "the token or certificate: expired, revoked, or not this cluster's?"
         else:
-            what, check = "403 Forbidden", "RBAC (a Role or ClusterRole and its binding to them)"
+            what = "403 Forbidden"
+            check = "RBAC: a Role or ClusterRole granting this, bound to that identity"
         return (
             f"the apiserver refused {self.request} ({what}: {self.detail}); "
             f"credentials: {self.credentials}; check {check}"

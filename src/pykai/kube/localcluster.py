@@ -128,6 +128,8 @@ class LocalCluster:
         except LocalClusterError:
             self.down()
             raise
+        for written in (self.directory / "certs").iterdir():  # its serving certificate and key
+            written.chmod(0o600)
         if controller_manager and (self.binaries / "kube-controller-manager").exists():
             pids["kube-controller-manager"] = self._start(
                 str(self.binaries / "kube-controller-manager"),
