@@ -205,7 +205,8 @@ class KubeRunner:
             self._feed(obj)
 
     def _gave_up(self, request: Obj, pod: Obj) -> bool:
-        """True the first time this process sees the binder give up on ``request``."""
+        """True the first time this process sees the binder give up on ``request`` (the
+        scheduler reports it on the pod: the controllers may not write events)."""
         status = request.get("status") or {}
         uid = request["metadata"].get("uid", "")
         if status.get("phase") != FAILED or uid in self._failed_requests:
@@ -214,7 +215,8 @@ class KubeRunner:
         message = f"binder gave up after {status.get('failedAttempts')} attempts: " + str(
             status.get("reason", "")
         )
-        self.events.record(pod, "FailedBinding", message, WARNING)
+        if "scheduler" in self.components:
+            self.events.record(pod, "FailedBinding", message, WARNING)
         return True
 
     def _forget(self, key: tuple[str, str, str]) -> None:
