@@ -10,6 +10,7 @@ import yaml
 from typer.testing import CliRunner
 
 from pykai.cli.app import app
+from pykai.embedded.cluster import EmbeddedCluster
 from pykai.model.meta import Obj
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
@@ -47,7 +48,10 @@ class Cli:
 
 @pytest.fixture
 def cli(tmp_path: Path) -> Cli:
-    return Cli(tmp_path / "cluster.db")
+    """A runner on a new cluster (as the first ``pykai apply`` makes it)."""
+    path = tmp_path / "cluster.db"
+    EmbeddedCluster.open(path).close()
+    return Cli(path)
 
 
 def write(directory: Path, name: str, objects: list[Obj]) -> str:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sqlite3
 import sys
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import yaml
 from typer.testing import CliRunner
 
 from pykai.cli.app import app
+from pykai.embedded.cluster import EmbeddedCluster
 from pykai.model.builders import node, pod, podgroup
 from pykai.model.meta import Obj
 from tests.cli.conftest import EXAMPLES, QUEUES, Cli, write
@@ -282,15 +284,60 @@ def test_the_cluster_option_before_the_command_and_from_the_environment(tmp_path
     env = {"PYKAI_CLUSTER": str(first)}
     assert "a" in runner.invoke(app, ["get", "pods"], env=env).stdout
     after_command = runner.invoke(app, ["get", "pods", "--cluster", str(second)], env=env)
-    assert after_command.stderr == "No resources found in default namespace.\n"
+    assert after_command.exit_code == 1
+    assert after_command.stderr == (
+        f'error: no cluster at "{second}": pykai apply makes one, --cluster names another\n'
+    )
+    assert not second.exists()  # reading never makes a cluster
 
 
-def test_a_damaged_cluster_file_is_reported(tmp_path: Path) -> None:
+@pytest.mark.parametrize("content", [b"", b"this is not sqlite" * 100], ids=["empty", "garbage"])
+@pytest.mark.parametrize(
+    "command", [["get", "pods"], ["apply", "-f", QUEUES]], ids=["get", "apply"]
+)
+def test_a_damaged_cluster_file_is_one_line_and_left_alone(
+    tmp_path: Path, content: bytes, command: list[str]
+) -> None:
     damaged = tmp_path / "cluster.db"
-    damaged.write_bytes(b"this is not sqlite" * 100)
-    result = CliRunner().invoke(app, ["get", "pods", "--cluster", str(damaged)])
-    assert result.exit_code == 1
-    assert result.stderr.startswith(f'error: cannot open the cluster file "{damaged}"')
+    damaged.write_bytes(content)
+    result = CliRunner().invoke(app, [*command, "--cluster", str(damaged)])
+    assert result.exit_code == 1 and result.stdout == ""
+    assert result.stderr.startswith(f'error: the cluster file "{damaged}" is not a pykai cluster')
+    assert result.stderr.count("\n") == 1 and "move it aside" in result.stderr
+    assert damaged.read_bytes() == content
+
+
+def test_reading_commands_never_build_the_engine_state(
+    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cli("apply", "-f", write(tmp_path, "x.yaml", shared_gpu_pair()))
+
+    def refuse(self: EmbeddedCluster) -> None:
+        raise AssertionError("a reading command built the engine state")
+
+    monkeypatch.setattr(EmbeddedCluster, "_load_state", refuse)
+    assert len(cli.lines("get", "pods")) == 3
+    assert "half-0" in cli("describe", "pod", "half-0").out
+    assert "default-queue" in cli("get", "queues").out
+    assert cli("describe", "queue", "default-queue").code == 0
+
+
+def test_a_command_that_waits_too_long_for_another_says_busy_in_one_line(
+    cli: Cli, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("pykai.embedded.store.BUSY_TIMEOUT", 0.2)
+    holder = sqlite3.connect(cli.path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    try:
+        result = cli("apply", "-f", QUEUES)
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    assert result.code == 1
+    assert result.err == (
+        f'error: the cluster file "{cli.path}" stayed busy with other pykai commands for 0.2s; '
+        "try again when they are done\n"
+    )
 
 
 def test_bench_engine_is_wired_lazily(monkeypatch: pytest.MonkeyPatch) -> None:

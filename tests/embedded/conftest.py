@@ -7,11 +7,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pykai.embedded.cluster import EmbeddedCluster
-from pykai.embedded.store import Store
 from pykai.engine.decisions import CycleResult
 from pykai.engine.state import ClusterState
 
-TABLES = ("objects", "applied", "owners", "meta")
+TABLES = ("objects", "applied", "owners", "meta", "changes")
 
 
 def dump(path: Path) -> dict[str, list[tuple[str, ...]]]:
@@ -35,4 +34,4 @@ class ScriptedScheduler:
 
 def scripted(path: Path, scheduler: ScriptedScheduler) -> EmbeddedCluster:
     """A cluster on a SQLite file whose cycles come from ``scheduler``."""
-    return EmbeddedCluster(Store(path), scheduler=scheduler)
+    return EmbeddedCluster.open(path, scheduler=scheduler)

@@ -202,21 +202,40 @@ def test_preemption_is_recorded_on_pods_podgroup_and_queue(tmp_path: Path) -> No
 
 
 class Failing:
-    """A scheduler that fails: the round's writes roll back."""
+    """A scheduler that fails (a bug: objects cannot make a cycle fail)."""
 
     def run_cycle(self, state: ClusterState, now: float) -> CycleResult:
         raise RuntimeError("scheduler crashed")
 
 
-def test_a_failed_round_leaves_store_and_engine_state_as_they_were(tmp_path: Path) -> None:
+def test_a_failed_cycle_decides_nothing_and_the_round_goes_on(tmp_path: Path) -> None:
     path = tmp_path / "c.db"
     cluster = EmbeddedCluster(Store(path), scheduler=Failing())
-    with pytest.raises(RuntimeError, match="scheduler crashed"):
+    cluster.apply([node("n1"), pod("p")])
+    assert len(cluster.list("PodGroup")) == 1  # the grouper's write is kept
+    stored = cluster.get("Pod", "p", "default")
+    assert stored is not None and not stored["spec"].get("nodeName")
+    reloaded = EmbeddedCluster(Store(path), scheduler=Failing()).state
+    assert set(cluster.state.jobs) == set(reloaded.jobs)
+    assert set(cluster.state.tasks) == set(reloaded.tasks)
+
+
+def test_a_failed_round_leaves_store_and_engine_state_as_they_were(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def crash(*_: object) -> bool:
+        raise RuntimeError("store crashed")
+
+    path = tmp_path / "c.db"
+    cluster = EmbeddedCluster(Store(path), scheduler=ScriptedScheduler())
+    monkeypatch.setattr("pykai.embedded.cluster.bind", crash)
+    with pytest.raises(RuntimeError, match="store crashed"):
         cluster.apply([pod("p")])
     assert cluster.get("Pod", "p", "default") is not None  # the apply itself committed
     assert cluster.list("PodGroup") == []  # the grouper's write rolled back with the round
     assert cluster.state.jobs == {} and cluster.state.task_by_key("default", "p") is not None
     before = dump(path)
+    monkeypatch.undo()
     healthy = EmbeddedCluster(Store(path), scheduler=ScriptedScheduler())
     assert dump(path) == before
     healthy.settle()

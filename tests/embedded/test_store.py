@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from pykai.controllers.events import event_name
 from pykai.embedded.events import events_for, record
-from pykai.embedded.store import Store
+from pykai.embedded.store import ClusterFileError, Store
 from pykai.model.builders import node, pod, podgroup
 from pykai.model.meta import Obj, format_time
 
@@ -136,17 +137,18 @@ def test_delete_cascades_through_owner_references(tmp_path: Path) -> None:
     assert store.delete("RayCluster", "r") == []
 
 
-def test_everything_persists_across_reopen(tmp_path: Path) -> None:
+def test_everything_persists_across_reopen_and_only_a_new_file_is_seeded(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-    store = Store(path)
-    assert store.fresh
+    seeded: list[Store] = []
+    store = Store(path, seed=seeded.append)
+    assert len(seeded) == 1
     created = store.create(pod("a"))
     store.advance(90)
     store.counter("things", 3)
     clock = store.now()
     store.close()
-    again = Store(path)
-    assert not again.fresh
+    again = Store(path, seed=seeded.append)
+    assert len(seeded) == 1
     assert again.get("Pod", "a") == created
     assert again.now() == clock and again.read_counter("things") == 3
     assert again.create(pod("b"))["metadata"]["uid"] > created["metadata"]["uid"]
@@ -195,3 +197,95 @@ def test_identical_events_are_counted_not_repeated(tmp_path: Path) -> None:
     }
     assert first["firstTimestamp"] < first["lastTimestamp"] == format_time(store.now())
     assert events_for(store, "Pod", "a", "other") == []
+
+
+def test_each_committed_change_bumps_the_generation_once(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    start = store.generation
+    with store.transaction():
+        store.create(pod("a"))
+        store.create(pod("b"))
+    assert store.generation == start + 1
+    with store.transaction():
+        store.get("Pod", "a")  # reads only
+    store.apply(pod("c"))
+    store.apply(pod("c"))  # unchanged: nothing written
+    assert store.generation == start + 2
+    with pytest.raises(RuntimeError), store.transaction():
+        store.create(pod("d"))
+        raise RuntimeError("crash")
+    other = Store(tmp_path / "s.db")
+    with other.snapshot():
+        assert other.generation == start + 2  # what the file holds, seen from another open
+    other.advance(5)
+    with store.snapshot():
+        assert store.generation == start + 3
+
+
+def test_the_change_log_names_what_each_generation_wrote(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    store.create(pod("a"))
+    seen = store.generation
+    store.create(pod("b"))
+    store.update({**pod("a"), "status": {"phase": "Running"}})
+    store.delete("Pod", "b")
+    store.counter("things")  # no object written
+    with store.snapshot():
+        assert store.changes_since(seen) == [("Pod", "default", "a"), ("Pod", "default", "b")]
+        assert store.changes_since(store.generation) == []
+
+
+def test_a_reader_too_far_behind_the_change_log_is_told_to_reload(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("pykai.embedded.store.CHANGE_LOG_GENERATIONS", 3)
+    store = Store(tmp_path / "s.db")
+    seen = store.generation
+    for name in "abc":
+        store.create(pod(name))
+    with store.snapshot():
+        assert store.changes_since(seen) is not None
+    store.create(pod("d"))
+    with store.snapshot():
+        assert store.changes_since(seen) is None
+        assert store.changes_since(seen + 1) == [
+            ("Pod", "default", name) for name in ("b", "c", "d")
+        ]
+
+
+def test_a_transaction_waits_for_another_writer_then_says_busy_in_one_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    path = tmp_path / "s.db"
+    Store(path).close()
+    monkeypatch.setattr("pykai.embedded.store.BUSY_TIMEOUT", 0.2)
+    holder, waiter = Store(path), Store(path)
+    with holder.transaction():
+        holder.create(pod("a"))
+        with pytest.raises(ClusterFileError, match="busy") as busy:
+            waiter.create(pod("b"))
+    assert str(busy.value).count("\n") == 0 and str(path) in str(busy.value)
+    assert "locked" not in str(busy.value)
+    assert waiter.create(pod("b"))["metadata"]["name"] == "b"  # free again
+
+
+def test_an_event_whose_name_another_object_holds_gets_another_name(tmp_path: Path) -> None:
+    store = Store(tmp_path / "s.db")
+    target = store.create(pod("a"))
+    taken = event_name(target, "Unschedulable", "no room", "Warning")
+    squatter: Obj = {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": taken},
+        "involvedObject": {"kind": "Pod", "name": "b", "namespace": "default"},
+        "reason": "Something else",
+    }
+    store.create(squatter)
+    assert record(store, target, "Unschedulable", "no room", "Warning")
+    store.advance(30)
+    assert record(store, target, "Unschedulable", "no room", "Warning")
+    [event] = events_for(store, "Pod", "a", "default")
+    assert event["reason"] == "Unschedulable" and event["count"] == 2
+    assert event["metadata"]["name"] != taken
+    kept = store.get("Event", taken, "default")
+    assert kept is not None and kept["reason"] == "Something else"

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import re
 import signal
 import subprocess
 import sys
@@ -42,13 +43,43 @@ def fresh_cluster(directory: Path) -> Iterator[LocalCluster]:
         cluster.down()
 
 
-def start_pykai(
-    cluster: LocalCluster, *args: str, kubeconfig: Path | None = None
-) -> subprocess.Popen[bytes]:
+class PykaiProcess(subprocess.Popen[bytes]):
+    """``pykai run`` with its own part of the cluster's ``pykai-run.log``: what it logged
+    since it started, so tests wait for its cycles, never for time."""
+
+    log_path: Path
+    log_start: int
+
+    def logged(self) -> str:
+        """What this process has logged so far."""
+        with open(self.log_path, "rb") as log:
+            log.seek(self.log_start)
+            return log.read().decode(errors="replace")
+
+    def cycles(self) -> int:
+        """Cycles this process has finished."""
+        return len(re.findall(r"pykai\.run cycle \d+ done", self.logged()))
+
+    def wait_ready(self, timeout: float = 120.0) -> None:
+        """Until its first cycle is done (a loaded machine may take long to start it)."""
+        if not wait_for(lambda: "ready:" in self.logged() or self.poll() is not None, timeout):
+            raise AssertionError(f"pykai run not ready after {timeout}s:\n{self.logged()[-3000:]}")
+        if self.poll() is not None:
+            raise AssertionError(f"pykai run exited {self.returncode}:\n{self.logged()[-3000:]}")
+
+    def wait_cycles(self, count: int, timeout: float = 120.0) -> bool:
+        """Until ``count`` more cycles are done; False if they are not within ``timeout``."""
+        target = self.cycles() + count
+        return wait_for(lambda: self.cycles() >= target or self.poll() is not None, timeout)
+
+
+def start_pykai(cluster: LocalCluster, *args: str, kubeconfig: Path | None = None) -> PykaiProcess:
     """``pykai run`` against the cluster (cycle every 0.3 s, as admin unless ``kubeconfig``
-    says otherwise), its log beside the cluster's."""
-    log = open(cluster.directory / "pykai-run.log", "ab")  # noqa: SIM115 - kept by the child
-    return subprocess.Popen(
+    says otherwise, debug log: one line per cycle), its log beside the cluster's."""
+    path = cluster.directory / "pykai-run.log"
+    log = open(path, "ab")  # noqa: SIM115 - kept by the child
+    start = log.tell()
+    process = PykaiProcess(
         [
             sys.executable,
             "-m",
@@ -56,24 +87,30 @@ def start_pykai(
             "run",
             f"--kubeconfig={kubeconfig or cluster.kubeconfig}",
             "--period=0.3",
+            "--log-level=debug",
             *args,
         ],
         stdout=log,
         stderr=subprocess.STDOUT,
     )
+    process.log_path, process.log_start = path, start
+    return process
 
 
 @contextmanager
 def pykai_running(
-    cluster: LocalCluster, *args: str, kubeconfig: Path | None = None
-) -> Iterator[subprocess.Popen[bytes]]:
-    """``pykai run`` for the duration of the block; it must stop cleanly on SIGTERM."""
+    cluster: LocalCluster, *args: str, kubeconfig: Path | None = None, ready: bool = True
+) -> Iterator[PykaiProcess]:
+    """``pykai run`` for the duration of the block (once ``ready``: its first cycle done); it
+    must stop cleanly on SIGTERM."""
     process = start_pykai(cluster, *args, kubeconfig=kubeconfig)
     try:
+        if ready:
+            process.wait_ready()
         yield process
     finally:
         process.send_signal(signal.SIGTERM)
-        assert process.wait(timeout=30) == 0
+        assert process.wait(timeout=60) == 0, process.logged()[-3000:]
 
 
 def pykai_cli(*args: str) -> subprocess.CompletedProcess[str]:

@@ -22,7 +22,7 @@ from pykai.kube.binder import RESERVATION_NAMESPACE
 from pykai.kube.localcluster import LocalCluster, install_basics
 from pykai.kube.nodes import create_ready_nodes
 from pykai.model.meta import Obj
-from tests.kube.conftest import fresh_cluster, pykai_running, wait_for
+from tests.kube.conftest import PykaiProcess, fresh_cluster, pykai_running, wait_for
 from tests.test_scenarios import check, load, namespace_of, read_objects
 
 SUBSET = [
@@ -76,17 +76,17 @@ class KubeScenarioCluster:
                 )
         return hashlib.sha256(json.dumps(sorted(parts, key=str), default=str).encode()).hexdigest()
 
-    def settle(self, quiet: float = 1.5, timeout: float = 40.0) -> None:
-        """Wait until nothing pykai writes has changed for ``quiet`` seconds."""
+    def settle(self, process: PykaiProcess, quiet: int = 3, timeout: float = 180.0) -> None:
+        """Wait until nothing pykai writes has changed over ``quiet`` of its cycles."""
         deadline = time.monotonic() + timeout
-        last, since = "", time.monotonic()
+        last, since = self.digest(), process.cycles()
         while time.monotonic() < deadline:
+            assert process.wait_cycles(1, deadline - time.monotonic()), "pykai stopped cycling"
             now = self.digest()
             if now != last:
-                last, since = now, time.monotonic()
-            elif time.monotonic() - since >= quiet:
+                last, since = now, process.cycles()
+            elif process.cycles() - since >= quiet:
                 return
-            time.sleep(0.2)
         raise AssertionError("the cluster did not settle")
 
 
@@ -142,7 +142,7 @@ def test_scenario_on_apiserver(name: str, cluster: LocalCluster, tmp_path: Path)
         for target in step.get("delete") or []:
             kind = target["kind"]
             api.delete(KINDS[kind], target["name"], namespace_of(kind, target.get("namespace")))
-        with pykai_running(cluster, *args):
-            view.settle()
+        with pykai_running(cluster, *args) as process:
+            view.settle(process)
             if step.get("expect") is not None:
                 check(view, step["expect"], where)  # type: ignore[arg-type]

@@ -9,9 +9,9 @@ import socket
 import sqlite3
 import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 import typer
 
@@ -26,6 +26,7 @@ from pykai.cli.manifests import ManifestError, read_manifests
 from pykai.cli.printers import render
 from pykai.cli.selectors import select
 from pykai.embedded.cluster import EmbeddedCluster
+from pykai.embedded.store import explain
 from pykai.engine.config import config_from_mapping
 from pykai.model.duration import parse_duration
 
@@ -65,19 +66,23 @@ def root(
 
 
 @contextmanager
-def connected(ctx: typer.Context, path: Path | None) -> Iterator[EmbeddedCluster]:
+def connected(
+    ctx: typer.Context, path: Path | None, *, readonly: bool = False
+) -> Iterator[EmbeddedCluster]:
     """The cluster named after the command, else before it or in PYKAI_CLUSTER, else the
-    default; closed afterwards, with errors reported as one line each."""
+    default; closed afterwards, with errors reported as one line each. ``readonly`` opens an
+    existing file for reading only, and all reads see one moment of it."""
     target = path or ctx.obj or DEFAULT_CLUSTER
     with reported():
         try:
-            cluster = EmbeddedCluster.open(target)
+            cluster = EmbeddedCluster.open(target, readonly=readonly)
+            try:
+                with cluster.store.snapshot() if readonly else nullcontext():
+                    yield cluster
+            finally:
+                cluster.close()
         except sqlite3.Error as exc:
-            fail(f'cannot open the cluster file "{target}": {exc}')
-        try:
-            yield cluster
-        finally:
-            cluster.close()
+            raise explain(target, exc) from None
 
 
 @app.command()
@@ -172,7 +177,7 @@ def get(
     if name is not None and selector:
         fail("name cannot be provided when a selector is specified")
     scope = None if all_namespaces or not info.namespaced else namespace
-    with connected(ctx, cluster) as store:
+    with connected(ctx, cluster, readonly=True) as store:
         if name is None:
             objects = select(store.list(info.kind, scope), selector)
         else:
@@ -211,7 +216,7 @@ def describe(
     """
     with reported():
         info, name = resolve_target(kind, name)
-    with connected(ctx, cluster) as store:
+    with connected(ctx, cluster, readonly=True) as store:
         found = store.get(info.kind, name, namespace) if name is not None else None
         objects = [found] if found else store.list(info.kind, namespace)
         if name is not None and found is None:
@@ -268,6 +273,7 @@ KubeconfigOption = Annotated[
     Path | None,
     typer.Option("--kubeconfig", envvar="KUBECONFIG", help="kubeconfig file (default: in-cluster)"),
 ]
+LogLevel = Literal["debug", "info", "warning", "error"]
 
 
 @app.command()
@@ -302,6 +308,7 @@ def run(
             help="YAML: a SchedulingShard or a plain scheduler config",
         ),
     ] = None,
+    log_level: Annotated[LogLevel, typer.Option(help="Least severe log lines shown")] = "info",
 ) -> None:
     """Run pykai's components against a real Kubernetes cluster (foreground; stops cleanly on
     SIGTERM)."""
@@ -324,7 +331,7 @@ def run(
             config = config_from_mapping(documents[0], str(scheduler_config))
         api = KubeApi.connect(kubeconfig)
 
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not one line per request
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())

@@ -293,5 +293,17 @@ def render_table(
     columns = columns_for(kind, wide=wide)
     if namespace_column:
         columns = [("NAMESPACE", _field("metadata", "namespace", missing="")), *columns]
-    rows = [[cell(obj, ctx) for _, cell in columns] for obj in objects]
+    rows = [[shown(cell, obj, ctx) for _, cell in columns] for obj in objects]
     return table([header for header, _ in columns], rows, no_headers=no_headers)
+
+
+INVALID = "<invalid>"
+
+
+def shown(cell: Cell, obj: Obj, ctx: Context) -> str:
+    """A cell's text; a field that cannot be read shows as ``<invalid>`` (the object is
+    listed whatever is stored in it)."""
+    try:
+        return cell(obj, ctx)
+    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError):
+        return INVALID

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import yaml
 
-from pykai.cli.columns import NONE, Context, columns_for, pod_status
+from pykai.cli.columns import NONE, Context, columns_for, pod_status, shown
 from pykai.cli.related import Reader, descendant_pods, podgroup_pods, pods_by_node, usage
 from pykai.cli.tables import age, table
 from pykai.model import constants as c
@@ -92,7 +92,7 @@ def _pods_table(reader: Reader, title: str, pods: list[Obj]) -> Lines:
     """Pods, where they run and the GPU share they hold (cells as ``get pods -o wide``)."""
     ctx = Context(reader)
     cells = [cell for header, cell in columns_for("Pod", wide=True) if header in _POD_HEADERS]
-    rows = [[cell(p, ctx) for cell in cells] for p in pods]
+    rows = [[shown(cell, p, ctx) for cell in cells] for p in pods]
     return _table(title, list(_POD_HEADERS), rows)
 
 

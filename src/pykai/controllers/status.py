@@ -7,9 +7,11 @@ import hashlib
 from collections.abc import Callable
 from typing import Any
 
+from pykai.controllers.faults import INVALID
 from pykai.engine.decisions import CycleResult, Reason
 from pykai.engine.jobs import HOLDS_NODE, Job, TaskStatus
-from pykai.model.meta import Obj, format_time
+from pykai.model.meta import Obj, format_time, mapping
+from pykai.model.problems import ObjectProblem
 from pykai.model.resources import Resources, resource_list
 
 
@@ -20,8 +22,8 @@ def queue_statuses(
     and pykai's fairShare, deserved and eviction total."""
     children: dict[str, list[str]] = {}
     for queue in queues:
-        parent = (queue.get("spec") or {}).get("parentQueue")
-        if parent:
+        parent = mapping(queue.get("spec")).get("parentQueue")
+        if parent and isinstance(parent, str):
             children.setdefault(parent, []).append(queue["metadata"]["name"])
     statuses = {}
     for queue in queues:
@@ -57,7 +59,11 @@ def podgroup_status(
     while the job was not looked at; cleared when nothing is pending)."""
     tasks = list(job.tasks.values())
     running = sum(1 for t in tasks if t.status in HOLDS_NODE)
-    pending = sum(1 for t in tasks if t.status == TaskStatus.PENDING)
+    pending = sum(
+        1
+        for t in tasks
+        if t.status == TaskStatus.PENDING or (t.problem and t.status == TaskStatus.GATED)
+    )
     allocated = sum((t.request for t in tasks if t.status in HOLDS_NODE), Resources.ZERO)
     requested = sum((t.request for t in tasks if t.status != TaskStatus.SUCCEEDED), Resources.ZERO)
     status: dict[str, Any] = {
@@ -74,6 +80,17 @@ def podgroup_status(
     elif pending and old.get("schedulingConditions"):
         status["schedulingConditions"] = old["schedulingConditions"]
     return status
+
+
+def invalid_podgroup_status(
+    problem: ObjectProblem, old: dict[str, Any], now: float
+) -> dict[str, Any]:
+    """The status of a PodGroup the scheduler cannot read: what it had, with a condition that
+    says why it is skipped."""
+    return {
+        **old,
+        "schedulingConditions": [_condition([Reason(INVALID, problem.message)], old, now)],
+    }
 
 
 def _condition(reasons: list[Reason], old: dict[str, Any], now: float) -> dict[str, Any]:

@@ -29,7 +29,7 @@ def validate_objects(objects: list[Obj], stored_queues: list[Obj]) -> None:
     make with the stored queues (an applied queue replaces the stored one of its name).
     Kinds pykai does not model are only checked for apiVersion, kind and metadata.name."""
     problems: list[FieldProblem] = []
-    queues = {queue.name: queue for queue in map(parse_queue, stored_queues)}
+    queues = {queue.name: queue for queue in readable_queues(stored_queues)}
     for index, obj in enumerate(objects):
         problem = _identity_problem(obj, index)
         if problem is not None:
@@ -49,6 +49,18 @@ def validate_objects(objects: list[Obj], stored_queues: list[Obj]) -> None:
         problems.extend(validate_queue_tree(queues))
     if problems:
         raise ValidationError(problems)
+
+
+def readable_queues(stored: list[Obj]) -> list[QueueView]:
+    """The stored queues that parse: one broken elsewhere must not block unrelated writes (the
+    scheduler reports it and skips it)."""
+    views = []
+    for queue in stored:
+        try:
+            views.append(parse_queue(queue))
+        except ValidationError:
+            continue
+    return views
 
 
 def check_queue_unused(name: str, queues: list[Obj], podgroups: list[Obj]) -> None:

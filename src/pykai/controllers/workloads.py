@@ -5,20 +5,30 @@
   RayJob and RayService → a RayCluster. Missing pods are recreated, as KubeRay does after an
   eviction.
 - ``reconcile_pods``, which the embedded cluster's Deployment/ReplicaSet/Job controllers use too.
+
+Generated names (pods, a RayJob's or RayService's RayCluster) are tried again with another
+suffix while the name is taken, as the API server's ``generateName`` does: the first try
+gives the name it always gave, so names stay reproducible.
 """
 
 from __future__ import annotations
 
 import copy
 import hashlib
+from collections.abc import Callable
+from functools import partial
 from typing import Any, Protocol
 
 from pykai.controllers.events import WARNING
 from pykai.grouping.ray import RayGroupingError, worker_groups
 from pykai.model import constants as c
+from pykai.model.errors import AlreadyExists
 from pykai.model.meta import Obj
+from pykai.model.names import generated_name
 
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' suffix alphabet (no vowels)
+NAME_ATTEMPTS = 8
+"""Names tried for one generated object before giving up."""
 
 
 class WorkloadHost(Protocol):
@@ -28,7 +38,8 @@ class WorkloadHost(Protocol):
         """Objects of ``kind`` whose controlling owner is ``owner``."""
 
     def create(self, obj: Obj) -> Obj:
-        """Create an object; return it as stored."""
+        """Create an object; return it as stored. May raise AlreadyExists when the name is
+        taken (the caller then tries another)."""
 
     def remove(self, kind: str, name: str, namespace: str) -> None:
         """Delete an object."""
@@ -47,6 +58,24 @@ def suffix(seed: str, length: int = 5) -> str:
     """A Kubernetes-style random-looking suffix, reproducible from ``seed``."""
     digest = hashlib.sha256(seed.encode()).digest()
     return "".join(_ALPHABET[b % len(_ALPHABET)] for b in digest[:length])
+
+
+def create_named(host: WorkloadHost, make: Callable[[str], Obj], seed: str) -> Obj:
+    """Create ``make(seed)``; while its name is taken, ``make(seed/1)``, ``make(seed/2)``,
+    ... (at most NAME_ATTEMPTS names)."""
+    for attempt in range(NAME_ATTEMPTS):
+        try:
+            return host.create(make(f"{seed}/{attempt}" if attempt else seed))
+        except AlreadyExists:
+            continue
+    raise AlreadyExists(f"every name generated from {seed!r} is taken")
+
+
+def with_suffix(obj: Obj, prefix: str, token: str) -> Obj:
+    """``obj``, named ``prefix`` and the suffix made from ``token`` (the prefix cut as the
+    apiserver cuts a generateName)."""
+    obj["metadata"]["name"] = generated_name(prefix, suffix(token))
+    return obj
 
 
 def owner_ref(owner: Obj) -> dict[str, Any]:
@@ -98,8 +127,8 @@ def reconcile_pods(
         for _ in range(count - len(mine)):
             pod = copy.deepcopy(prototype)
             serial = host.serial(f"pods/{owner['metadata']['uid']}")
-            pod["metadata"]["name"] += suffix(f"{owner['metadata']['uid']}/{group}/{serial}")
-            host.create(pod)
+            make = partial(with_suffix, pod, pod["metadata"]["name"])
+            create_named(host, make, f"{owner['metadata']['uid']}/{group}/{serial}")
             changed = True
     return changed
 
@@ -190,25 +219,25 @@ def _ray_status(host: WorkloadHost, raycluster: Obj, wanted: dict[str, tuple[int
     )
 
 
-def _child_cluster(host: WorkloadHost, parent: Obj, spec_key: str, name: str) -> Obj:
-    """The RayCluster a RayJob or RayService runs on, created if missing."""
+def _child_cluster(host: WorkloadHost, parent: Obj, spec_key: str, prefix: str) -> Obj:
+    """The RayCluster a RayJob or RayService runs on, created if missing (named ``prefix``
+    and a suffix from the parent's uid)."""
     existing = host.owned(parent, "RayCluster")
     if existing:
         return existing[0]
     labels = {k: v for k, v in (parent["metadata"].get("labels") or {}).items()}
-    return host.create(
-        {
-            "apiVersion": "ray.io/v1",
-            "kind": "RayCluster",
-            "metadata": {
-                "name": name,
-                "namespace": parent["metadata"].get("namespace", "default"),
-                "labels": labels,
-                "ownerReferences": [owner_ref(parent)],
-            },
-            "spec": copy.deepcopy((parent.get("spec") or {}).get(spec_key) or {}),
-        }
-    )
+    child = {
+        "apiVersion": "ray.io/v1",
+        "kind": "RayCluster",
+        "metadata": {
+            "name": prefix,
+            "namespace": parent["metadata"].get("namespace", "default"),
+            "labels": labels,
+            "ownerReferences": [owner_ref(parent)],
+        },
+        "spec": copy.deepcopy((parent.get("spec") or {}).get(spec_key) or {}),
+    }
+    return create_named(host, partial(with_suffix, child, prefix), parent["metadata"]["uid"])
 
 
 def reconcile_rayjob(host: WorkloadHost, job: Obj) -> bool:
@@ -230,8 +259,7 @@ def reconcile_rayjob(host: WorkloadHost, job: Obj) -> bool:
             )
             or changed
         )
-    name = f"{job['metadata']['name']}-{suffix(job['metadata']['uid'])}"
-    child = _child_cluster(host, job, "rayClusterSpec", name)
+    child = _child_cluster(host, job, "rayClusterSpec", f"{job['metadata']['name']}-")
     ready = (child.get("status") or {}).get("state") == "ready"
     return _set_status(
         host,
@@ -246,8 +274,8 @@ def reconcile_rayjob(host: WorkloadHost, job: Obj) -> bool:
 
 def reconcile_rayservice(host: WorkloadHost, service: Obj) -> bool:
     """A RayService's RayCluster and status; True if anything changed."""
-    name = f"{service['metadata']['name']}-raycluster-{suffix(service['metadata']['uid'])}"
-    child = _child_cluster(host, service, "rayClusterConfig", name)
+    prefix = f"{service['metadata']['name']}-raycluster-"
+    child = _child_cluster(host, service, "rayClusterConfig", prefix)
     ready = (child.get("status") or {}).get("state") == "ready"
     return _set_status(
         host,

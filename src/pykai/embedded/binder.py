@@ -22,9 +22,15 @@ if TYPE_CHECKING:
 def bind(cluster: EmbeddedCluster, result: CycleResult) -> bool:
     """Apply every Bind, and the PodGroup annotations the cycle asks for (last start time,
     stale-since time); True if anything was written."""
+    isolation = cluster.isolation("the binder")
     changed = False
     for decision in result.binds:
-        changed |= _bind_pod(cluster, decision)
+        pod = cluster.store.get("Pod", decision.name, decision.namespace)
+        if pod is None:
+            cluster.state.forget_assumed(decision.namespace, decision.name)
+            continue
+        with isolation.isolated(pod):
+            changed |= _bind_pod(cluster, decision, pod)
     annotations = {
         key: {c.LAST_START_ANNOTATION: format_time(t)} for key, t in result.started.items()
     }
@@ -33,19 +39,18 @@ def bind(cluster: EmbeddedCluster, result: CycleResult) -> bool:
             "" if since is None else format_time(since)
         )
     for key, values in sorted(annotations.items()):
-        changed |= _annotate_podgroup(cluster, key, values)
+        namespace, _, name = key.partition("/")
+        group = cluster.store.get("PodGroup", name, namespace)
+        if group is not None:
+            with isolation.isolated(group):
+                changed |= _annotate_podgroup(cluster, group, values)
     return changed
 
 
-def _bind_pod(cluster: EmbeddedCluster, decision: Bind) -> bool:
-    """Bind one pod; a pod that is gone, was replaced or is already bound is left alone (and
-    the engine stops assuming the bind)."""
-    pod = cluster.store.get("Pod", decision.name, decision.namespace)
-    if (
-        pod is None
-        or pod["metadata"].get("uid") != decision.uid
-        or (pod.get("spec") or {}).get("nodeName")
-    ):
+def _bind_pod(cluster: EmbeddedCluster, decision: Bind, pod: Obj) -> bool:
+    """Bind one pod; a pod that was replaced or is already bound is left alone (and the engine
+    stops assuming the bind)."""
+    if pod["metadata"].get("uid") != decision.uid or (pod.get("spec") or {}).get("nodeName"):
         cluster.state.forget_assumed(decision.namespace, decision.name)
         return False
     pod.setdefault("spec", {})["nodeName"] = decision.node
@@ -75,13 +80,9 @@ def _share_gpus(pod: Obj, decision: Bind) -> None:
         container["env"] = env + [{"name": k, "value": v} for k, v in values.items()]
 
 
-def _annotate_podgroup(cluster: EmbeddedCluster, key: str, values: dict[str, str]) -> bool:
+def _annotate_podgroup(cluster: EmbeddedCluster, group: Obj, values: dict[str, str]) -> bool:
     """Set the non-empty values and remove the empty ones; True if the PodGroup changed."""
-    namespace, _, name = key.partition("/")
-    podgroup = cluster.store.get("PodGroup", name, namespace)
-    if podgroup is None:
-        return False
-    annotations = podgroup["metadata"].setdefault("annotations", {})
+    annotations = group["metadata"].setdefault("annotations", {})
     wanted = {k: v for k, v in values.items() if v}
     gone = [k for k, v in values.items() if not v and k in annotations]
     if all(annotations.get(k) == v for k, v in wanted.items()) and not gone:
@@ -89,5 +90,5 @@ def _annotate_podgroup(cluster: EmbeddedCluster, key: str, values: dict[str, str
     annotations.update(wanted)
     for k in gone:
         del annotations[k]
-    cluster.update(podgroup)
+    cluster.update(group)
     return True

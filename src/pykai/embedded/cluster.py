@@ -1,20 +1,25 @@
 """The embedded cluster: pykai's default backend.
 
-Objects live in a SQLite store; a ClusterState mirrors the kinds the engine reads and is fed
-every write, never rebuilt (except after a failed transaction, to match the store again).
-After each change the controllers run in rounds until a round changes nothing: workload
-controllers, pod-grouper, scheduler, binder, evictor, fake kubelet, status.
+Objects live in a SQLite store; a ClusterState mirrors the kinds the engine reads. It is built
+on first use (commands that only read never build it) and fed every write. Other processes may
+write the same file: every write transaction first brings the state up to the store's
+generation by replaying the objects the change log names (or, far behind, by loading it anew),
+and checks its input against the stored objects of that moment. After each change the
+controllers run in rounds until a round changes nothing: workload controllers, pod-grouper,
+scheduler, binder, evictor, fake kubelet, status.
 """
 
 from __future__ import annotations
 
 import builtins
-from collections.abc import Iterator
+import logging
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
+from pykai.controllers.faults import Isolation
 from pykai.controllers.validation import check_queue_unused, validate_objects
 from pykai.embedded import events
 from pykai.embedded.binder import bind
@@ -33,6 +38,7 @@ from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.queue import default_queues
 
 _LOAD_ORDER = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
+log = logging.getLogger("pykai.embedded")
 
 
 class CycleRunner(Protocol):
@@ -62,21 +68,33 @@ class EmbeddedCluster:
         config: SchedulerConfig | None = None,
         scheduler: CycleRunner | None = None,
     ) -> None:
-        """Use ``store`` (seeding it if fresh). ``scheduler`` replaces the engine's Scheduler,
-        for tests that want fixed decisions."""
+        """Use ``store``. ``scheduler`` replaces the engine's Scheduler, for tests that want
+        fixed decisions."""
         self.store = store
         self._config = config
         self._scheduler = scheduler
-        if store.fresh:
-            self._seed()
-        self.state = self._load_state()
+        self._isolations: dict[str, Isolation] = {}
+        self._state: ClusterState | None = None
+        self._state_generation = 0
 
     @classmethod
     def open(
-        cls, path: str | Path | None = None, *, config: SchedulerConfig | None = None
+        cls,
+        path: str | Path | None = None,
+        *,
+        config: SchedulerConfig | None = None,
+        scheduler: CycleRunner | None = None,
+        readonly: bool = False,
     ) -> EmbeddedCluster:
-        """Open (or create) a cluster at ``path``; None keeps it in memory."""
-        return cls(Store(path), config)
+        """Open a cluster at ``path`` (made, with KAI installed, if missing; None keeps it in
+        memory); ``readonly`` opens an existing one for reading only."""
+        return cls(Store(path, readonly=readonly, seed=_seed), config, scheduler)
+
+    @property
+    def state(self) -> ClusterState:
+        """The engine's view of the store, brought up to date first."""
+        with self.store.snapshot():
+            return self._catch_up()
 
     # ---- what users do -----------------------------------------------------------------------
 
@@ -85,8 +103,7 @@ class EmbeddedCluster:
     ) -> builtins.list[ApplyOutcome]:
         """Create or update objects in one transaction, then settle. Invalid input raises
         ValidationError listing every problem, and nothing is written."""
-        validate_objects(objects, self.store.list("Queue"))
-        with self._writing():
+        with self._writing(check=lambda: validate_objects(objects, self.store.list("Queue"))):
             self._ensure_namespaces(objects)
             outcomes = [self._apply_one(o) for o in objects]
         self.settle(max_cycles)
@@ -95,14 +112,11 @@ class EmbeddedCluster:
     def delete(self, kind: str, name: str, namespace: str = "", *, max_cycles: int = 100) -> bool:
         """Delete an object and what it owns, then settle; False if it did not exist. A queue
         still used by child queues or PodGroups is not deleted (ValidationError)."""
-        if self.store.get(kind, name, namespace) is None:
-            return False
-        if kind == "Queue":
-            check_queue_unused(name, self.store.list("Queue"), self.store.list("PodGroup"))
-        with self._writing():
-            self.remove(kind, name, namespace)
-        self.settle(max_cycles)
-        return True
+        with self._writing(check=lambda: self._check_deletable(kind, name)):
+            removed = self.remove(kind, name, namespace)
+        if removed:
+            self.settle(max_cycles)
+        return removed
 
     def settle(self, max_cycles: int = 100) -> int:
         """Run rounds until one changes nothing (at most ``max_cycles``); the rounds run."""
@@ -118,7 +132,8 @@ class EmbeddedCluster:
 
     def advance(self, seconds: float, *, max_cycles: int = 100) -> None:
         """Move the virtual clock forward, then settle."""
-        self.store.advance(seconds)
+        with self._writing():
+            self.store.advance(seconds)
         self.settle(max_cycles)
 
     def now(self) -> float:
@@ -148,27 +163,45 @@ class EmbeddedCluster:
         if self._config is not None:
             return self._config
         shard = self.store.get("SchedulingShard", "default")
-        return config_from_mapping(shard) if shard else SchedulerConfig()
+        if shard is not None:
+            with self.isolation("the scheduler").isolated(shard):
+                return config_from_mapping(shard)
+        return SchedulerConfig()  # none, or one that cannot be read (reported): the defaults
 
     # ---- writes, for controllers -------------------------------------------------------------
 
     def create(self, obj: Obj) -> Obj:
-        """Store a new object and show it to the engine."""
-        stored = self.store.create(obj)
-        self._observe(stored)
+        """Store a new object and show it to the engine (AlreadyExists if its name is
+        taken)."""
+        with self._writing():
+            stored = self.store.create(obj)
+            self._observe(stored)
         return stored
 
     def update(self, obj: Obj) -> Obj:
         """Replace an object and show it to the engine."""
-        stored = self.store.update(obj)
-        self._observe(stored)
+        with self._writing():
+            stored = self.store.update(obj)
+            self._observe(stored)
         return stored
 
-    def remove(self, kind: str, name: str, namespace: str = "") -> None:
-        """Delete an object and, in cascade, everything it owns; the engine forgets them."""
-        for gone in self.store.delete(kind, name, namespace):
-            if gone["kind"] in KINDS:
-                self.state.remove(gone["kind"], namespace_of(gone), gone["metadata"]["name"])
+    def remove(self, kind: str, name: str, namespace: str = "") -> bool:
+        """Delete an object and, in cascade, everything it owns; the engine forgets them.
+        False if it did not exist."""
+        with self._writing():
+            removed = self.store.delete(kind, name, namespace)
+            for gone in removed:
+                if gone["kind"] in KINDS:
+                    self.state.remove(gone["kind"], namespace_of(gone), gone["metadata"]["name"])
+        return bool(removed)
+
+    def isolation(self, component: str) -> Isolation:
+        """Per-object fault isolation for one controller (controllers/faults.py)."""
+        isolation = self._isolations.get(component)
+        if isolation is None:
+            isolation = Isolation(component, events.problem_reporter(self.store))
+            self._isolations[component] = isolation
+        return isolation
 
     # ---- internals ---------------------------------------------------------------------------
 
@@ -177,24 +210,54 @@ class EmbeddedCluster:
         with self._writing():
             changed = run_workloads(self)
             changed |= group_pods(self)
-            scheduler = self._scheduler or Scheduler(self.config)
-            result = scheduler.run_cycle(self.state, self.now())
+            result = self._cycle()
             changed |= bind(self, result)
             changed |= evict(self, result)
             changed |= run_pods(self)
             changed |= update_status(self, result)
         return changed
 
-    @contextmanager
-    def _writing(self) -> Iterator[None]:
-        """A store transaction; if it fails, the engine's state is reloaded to match the
-        store, which rolled back."""
+    def _cycle(self) -> CycleResult:
+        """One scheduling cycle. A cycle that fails (a bug: objects cannot make it fail) is
+        logged and decides nothing; the state is reloaded, since it may be half-changed."""
+        scheduler = self._scheduler or Scheduler(self.config)
         try:
-            with self.store.transaction():
-                yield
-        except BaseException:
-            self.state = self._load_state()
-            raise
+            return scheduler.run_cycle(self.state, self.now())
+        except Exception:
+            log.exception("scheduling cycle failed; nothing decided this round")
+            self._state = self._load_state()
+            return CycleResult()
+
+    @contextmanager
+    def _writing(self, check: Callable[[], None] = lambda: None) -> Iterator[None]:
+        """A store transaction (or the one under way): ``check`` first, reading the store as
+        it is now (if it raises, nothing was written); then the engine's state is brought up
+        to date and the body runs. If the transaction rolls back, the state is built anew
+        when next used."""
+        with self.store.transaction():
+            check()
+            self._catch_up()
+            self.store.on_rollback(self._forget_state)
+            yield
+        self._state_generation = self.store.generation
+
+    def _forget_state(self) -> None:
+        self._state = None
+
+    def _catch_up(self) -> ClusterState:
+        """The state, as of the generation the current transaction sees: what other
+        transactions wrote since the state was last current is replayed from the change log;
+        without a state, or too far behind for the log, it is loaded anew."""
+        generation = self.store.generation
+        if self._state is not None and self._state_generation == generation:
+            return self._state
+        changed = None if self._state is None else self.store.changes_since(self._state_generation)
+        if self._state is None or changed is None:
+            self._state = self._load_state()
+        else:
+            self._replay(self._state, changed)
+        self._state_generation = generation
+        return self._state
 
     def _load_state(self) -> ClusterState:
         state = ClusterState()
@@ -202,6 +265,24 @@ class EmbeddedCluster:
             for obj in self.store.list(kind):
                 state.upsert(obj)
         return state
+
+    def _replay(self, state: ClusterState, changed: builtins.list[tuple[str, str, str]]) -> None:
+        """Show the engine the objects now stored under the changed keys (kinds it reads, in
+        load order); keys with no object any more are forgotten."""
+        for kind in _LOAD_ORDER:
+            for changed_kind, namespace, name in changed:
+                if changed_kind != kind:
+                    continue
+                obj = self.store.get(kind, name, namespace)
+                if obj is None:
+                    state.remove(kind, namespace, name)
+                else:
+                    state.upsert(obj)
+
+    def _check_deletable(self, kind: str, name: str) -> None:
+        """A stored queue still used by child queues or PodGroups may not be deleted."""
+        if kind == "Queue" and self.store.get("Queue", name) is not None:
+            check_queue_unused(name, self.store.list("Queue"), self.store.list("PodGroup"))
 
     def _observe(self, obj: Obj) -> None:
         if obj.get("kind") in KINDS:
@@ -221,15 +302,12 @@ class EmbeddedCluster:
             if self.store.get("Namespace", namespace) is None:
                 self.create(_namespace(namespace))
 
-    def _seed(self) -> None:
-        """A fresh cluster looks like one with KAI installed: its priority classes, the Helm
-        chart's default queues, and namespace ``default``."""
-        with self.store.transaction():
-            for obj in builtin_priority_classes():
-                self.store.create(obj)
-            for queue in default_queues():
-                self.store.create(queue)
-            self.store.create(_namespace("default"))
+
+def _seed(store: Store) -> None:
+    """A new cluster looks like one with KAI installed: its priority classes, the Helm
+    chart's default queues, and namespace ``default``."""
+    for obj in [*builtin_priority_classes(), *default_queues(), _namespace("default")]:
+        store.create(obj)
 
 
 def _namespace(name: str) -> Obj:

@@ -1,35 +1,74 @@
 """v1 Events: one per distinct (object, type, reason, message), counted as it recurs.
 
 An event is named after its object and a digest of what it says, so finding an earlier
-identical one is a key lookup. A repeat at a later virtual time bumps ``count`` and
-``lastTimestamp`` (``kubectl describe`` shows "x3 over 2m"); repeats at the same instant are
-one occurrence, so controllers may report on every round and the cluster still settles.
+identical one is a key lookup (if another object holds that name, the next of a few other
+names is used). A repeat at a later virtual time bumps ``count`` and ``lastTimestamp``
+(``kubectl describe`` shows "x3 over 2m"); repeats at the same instant are one occurrence,
+so controllers may report on every round and the cluster still settles.
 """
 
 from __future__ import annotations
 
 from pykai.controllers.events import NORMAL, WARNING, new_event
+from pykai.controllers.faults import INVALID, Report
+from pykai.controllers.workloads import NAME_ATTEMPTS
 from pykai.embedded.store import CLUSTER_SCOPED, Store
+from pykai.model.errors import AlreadyExists
 from pykai.model.meta import Obj, format_time
+from pykai.model.problems import ObjectProblem
 
-__all__ = ["NORMAL", "WARNING", "events_for", "record"]
+__all__ = ["NORMAL", "WARNING", "events_for", "problem_reporter", "record"]
+
+_IDENTITY = ("involvedObject", "type", "reason", "message")
+"""What makes two events the same one, recurring."""
 
 
 def record(store: Store, involved: Obj, reason: str, message: str, kind: str = NORMAL) -> bool:
     """Record that ``reason``/``message`` happened to ``involved`` now; True if written (a new
     event, or a repeat at a later time), False if already recorded at this instant."""
-    stamp = format_time(store.now())
-    event = new_event(involved, reason, message, kind, stamp)
-    found = store.get("Event", event["metadata"]["name"], event["metadata"]["namespace"])
-    if found is None:
-        store.create(event)
-        return True
-    if found["lastTimestamp"] == stamp:
-        return False
-    found["count"] += 1
-    found["lastTimestamp"] = stamp
-    store.update(found)
-    return True
+    with store.transaction():
+        stamp = format_time(store.now())
+        for attempt in range(NAME_ATTEMPTS):
+            event = new_event(involved, reason, message, kind, stamp, _retry(attempt))
+            found = store.get("Event", event["metadata"]["name"], event["metadata"]["namespace"])
+            if found is None:
+                store.create(event)
+                return True
+            if any(found.get(field) != event[field] for field in _IDENTITY):
+                continue  # another object holds this name
+            if found["lastTimestamp"] == stamp:
+                return False
+            found["count"] += 1
+            found["lastTimestamp"] = stamp
+            store.update(found)
+            return True
+    raise AlreadyExists(
+        f"every name for event {reason!r} of {involved['metadata']['name']} is taken"
+    )
+
+
+def problem_reporter(store: Store) -> Report:
+    """Reports each skipped object once per version: a Warning ``InvalidObject`` event."""
+
+    def report(involved: Obj, problem: ObjectProblem) -> None:
+        stamp = format_time(store.now())
+        for attempt in range(NAME_ATTEMPTS):
+            salt = problem.version + _retry(attempt)
+            event = new_event(involved, INVALID, problem.message, WARNING, stamp, salt)
+            found = store.get("Event", event["metadata"]["name"], event["metadata"]["namespace"])
+            if found is None:
+                store.create(event)
+                return
+            if all(found.get(field) == event[field] for field in _IDENTITY):
+                return  # reported already
+        raise AlreadyExists(f"every name for the report on {involved['metadata']['name']} is taken")
+
+    return report
+
+
+def _retry(attempt: int) -> str:
+    """The salt of a retried event name (none the first time: names stay as they were)."""
+    return f"/{attempt}" if attempt else ""
 
 
 def events_for(store: Store, kind: str, name: str, namespace: str = "") -> list[Obj]:

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from pykai.grouping.podgrouper import plan_for
 from pykai.grouping.ray import RayGroupingError
 from pykai.model import constants as c
+from pykai.model.meta import Obj
 
 if TYPE_CHECKING:
     from pykai.embedded.cluster import EmbeddedCluster
@@ -27,20 +28,27 @@ def group_pods(cluster: EmbeddedCluster) -> bool:
         key=lambda view: (view.meta.creation, view.meta.uid),
     )
     classes = frozenset(cluster.state.priority_classes)
+    isolation = cluster.isolation("the pod-grouper")
     changed = False
     for view in ungrouped:
         pod = cluster.store.get("Pod", view.meta.name, view.meta.namespace)
         if pod is None:
             continue
-        try:
-            plan = plan_for(pod, cluster.store.get, classes)
-        except RayGroupingError:
-            continue  # reported on the RayCluster by its controller; the pod waits
-        if cluster.store.get("PodGroup", plan.name, plan.namespace) is None:
-            cluster.create(plan.to_object())
-        pod["metadata"].setdefault("annotations", {})[c.POD_GROUP_ANNOTATION] = plan.name
-        if plan.subgroup_of_pod:
-            pod["metadata"].setdefault("labels", {})[c.SUBGROUP_LABEL] = plan.subgroup_of_pod
-        cluster.update(pod)
-        changed = True
+        with isolation.isolated(pod):
+            changed |= _group(cluster, pod, classes)
     return changed
+
+
+def _group(cluster: EmbeddedCluster, pod: Obj, classes: frozenset[str]) -> bool:
+    """Give one pod its PodGroup; True if anything was written."""
+    try:
+        plan = plan_for(pod, cluster.store.get, classes)
+    except RayGroupingError:
+        return False  # reported on the RayCluster by its controller; the pod waits
+    if cluster.store.get("PodGroup", plan.name, plan.namespace) is None:
+        cluster.create(plan.to_object())
+    pod["metadata"].setdefault("annotations", {})[c.POD_GROUP_ANNOTATION] = plan.name
+    if plan.subgroup_of_pod:
+        pod["metadata"].setdefault("labels", {})[c.SUBGROUP_LABEL] = plan.subgroup_of_pod
+    cluster.update(pod)
+    return True

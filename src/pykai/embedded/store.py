@@ -5,6 +5,13 @@ labels, annotations, ownerReferences), spec and status. UIDs are UUID-shaped, de
 and sort in creation order, since KAI breaks creation-time ties by UID. Beside the objects the
 store keeps the last manifest applied to each (for ``apply``'s three-way merge), an index of
 owner references (for cascading deletes) and named counters, the virtual clock among them.
+
+Many processes may use one file at once. Writes happen in ``BEGIN IMMEDIATE`` transactions
+(one writer at a time; others wait up to ``BUSY_TIMEOUT``); every committed transaction that
+changed something bumps the store's *generation*, and a change log tells which objects each
+generation wrote, so a process can bring what it derived from the store up to date. A new file
+is built aside and linked into place whole; an existing file is opened only if it is a pykai
+cluster, read-only when asked (never created, migrated or seeded then).
 """
 
 from __future__ import annotations
@@ -12,14 +19,17 @@ from __future__ import annotations
 import builtins
 import hashlib
 import json
+import os
 import sqlite3
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 from typing import Literal
 
 from pykai.embedded.merge import three_way_merge, user_fields
+from pykai.model.errors import AlreadyExists
 from pykai.model.meta import Obj, format_time
 
 CLUSTER_SCOPED = frozenset(
@@ -27,24 +37,39 @@ CLUSTER_SCOPED = frozenset(
 )
 Action = Literal["created", "configured", "unchanged"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS objects (
+_CHANGES = """CREATE TABLE IF NOT EXISTS changes (
+    generation INTEGER NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
+    PRIMARY KEY (generation, kind, namespace, name)
+)"""
+_SCHEMA = (
+    """CREATE TABLE objects (
     kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL,
     PRIMARY KEY (kind, namespace, name)
-);
-CREATE TABLE IF NOT EXISTS applied (
+)""",
+    """CREATE TABLE applied (
     kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL, body TEXT NOT NULL,
     PRIMARY KEY (kind, namespace, name)
-);
-CREATE TABLE IF NOT EXISTS owners (
+)""",
+    """CREATE TABLE owners (
     owner_uid TEXT NOT NULL, kind TEXT NOT NULL, namespace TEXT NOT NULL, name TEXT NOT NULL,
     PRIMARY KEY (owner_uid, kind, namespace, name)
-);
-CREATE INDEX IF NOT EXISTS owners_by_object ON owners (kind, namespace, name);
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-"""
+)""",
+    "CREATE INDEX owners_by_object ON owners (kind, namespace, name)",
+    "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+    _CHANGES,
+)
 _CLOCK = "clock"
 _SEQUENCE = "seq"
+_GENERATION = "generation"
+BUSY_TIMEOUT = 300.0
+"""Seconds a command waits for another one's write transaction before giving up."""
+CHANGE_LOG_GENERATIONS = 256
+"""How many generations the change log keeps; a reader further behind reloads everything."""
+_RECOVERY = "move it aside (pykai then makes a new cluster there) or name another with --cluster"
+
+
+class ClusterFileError(ValueError):
+    """A cluster file that cannot be used; the message names it and says what to do."""
 
 
 def scoped_namespace(kind: str, namespace: str | None) -> str:
@@ -61,47 +86,150 @@ def namespace_of(obj: Obj) -> str:
 class Store:
     """Objects by (kind, namespace, name), their last-applied manifests, and counters."""
 
-    def __init__(self, path: str | Path | None = None) -> None:
-        if path is None:
-            target = ":memory:"
-        else:
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            target = str(path)
-        self._db = sqlite3.connect(target, isolation_level=None)
-        if target != ":memory:":
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.executescript(_SCHEMA)
+    def __init__(
+        self,
+        path: str | Path | None = None,
+        *,
+        readonly: bool = False,
+        seed: Callable[[Store], None] | None = None,
+    ) -> None:
+        """Open the store at ``path`` (None: in memory). A missing file is made, ``seed``
+        filling it before any other process can see it; ``readonly`` opens an existing file
+        for reading only. A file that is not a usable cluster raises ClusterFileError."""
+        self.path = None if path is None else Path(path)
+        self.readonly = readonly
+        self.generation = 0
+        """The generation this connection sees: read when each transaction begins, bumped
+        when it commits a change."""
         self._depth = 0
-        self.fresh = self._meta(_CLOCK) is None
-        """True when this open created the store (nothing was stored before)."""
-        if self.fresh:
-            with self.transaction():
-                self._set_meta(_CLOCK, str(float(int(time.time()))))
+        self._writes = False
+        self._rollback_hooks: builtins.list[Callable[[], None]] = []
+        if self.path is None:
+            self._db = _connect(":memory:")
+            self._initialize(seed)
+            return
+        if not readonly and not self.path.exists():
+            self._create(self.path, seed)
+        self._db = _open_cluster_file(self.path, readonly)
+        self.generation = int(self._meta(_GENERATION) or 0)
+
+    def _initialize(self, seed: Callable[[Store], None] | None) -> None:
+        """Tables, then the clock at the current whole second and ``seed``."""
+        for statement in _SCHEMA:
+            self._db.execute(statement)
+        with self.transaction():
+            self._set_meta(_CLOCK, str(float(int(time.time()))))
+            if seed is not None:
+                seed(self)
+
+    @staticmethod
+    def _create(path: Path, seed: Callable[[Store], None] | None) -> None:
+        """Make a cluster file at ``path`` whole: built in memory, written beside it, then
+        linked into place, so no process sees a half-made file. If another process made one
+        first, that one stays."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        draft = path.with_name(f".{path.name}.{uuid.uuid4().hex}.new")
+        memory = Store(None, seed=seed)
+        try:
+            memory._db.execute("VACUUM INTO ?", (str(draft),))
+            with closing(_connect(str(draft))) as db:
+                db.execute("PRAGMA journal_mode=WAL")
+            with suppress(FileExistsError):
+                os.link(draft, path)
+        finally:
+            memory.close()
+            draft.unlink(missing_ok=True)
 
     # ---- transactions ------------------------------------------------------------------------
 
     @contextmanager
     def transaction(self) -> Iterator[None]:
-        """All writes inside are atomic; nested uses join the outer transaction."""
+        """All writes inside are atomic and see what other processes committed before;
+        nested uses join the outer transaction. Committing a change bumps the generation."""
         if self._depth:
-            self._depth += 1
-            try:
+            if not self._writes:
+                raise RuntimeError("cannot write inside a read snapshot")
+            with self._joined():
                 yield
-            finally:
-                self._depth -= 1
             return
-        self._db.execute("BEGIN IMMEDIATE")
-        self._depth = 1
+        if self.readonly:
+            raise RuntimeError(f'the cluster file "{self.path}" was opened read-only')
+        self._begin("BEGIN IMMEDIATE", writes=True)
+        changes = self._db.total_changes
         try:
             yield
-        except BaseException:
-            self._db.execute("ROLLBACK")
-            raise
-        else:
+            changed = self._db.total_changes != changes
+            if changed:
+                self._set_meta(_GENERATION, str(self.generation + 1))
+                self._db.execute(
+                    "DELETE FROM changes WHERE generation <= ?",
+                    (self.generation + 1 - CHANGE_LOG_GENERATIONS,),
+                )
             self._db.execute("COMMIT")
+            self.generation += 1 if changed else 0
+        except BaseException:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            for hook in self._rollback_hooks:
+                hook()
+            raise
         finally:
             self._depth = 0
+            self._rollback_hooks.clear()
+
+    def on_rollback(self, hook: Callable[[], None]) -> None:
+        """Call ``hook`` if the transaction under way rolls back (once, however often it is
+        asked)."""
+        if hook not in self._rollback_hooks:
+            self._rollback_hooks.append(hook)
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads inside see one consistent state of the store (no writes); inside a
+        transaction, that transaction's."""
+        if self._depth:
+            with self._joined():
+                yield
+            return
+        self._begin("BEGIN", writes=False)
+        try:
+            yield
+        finally:
+            if self._db.in_transaction:
+                self._db.execute("COMMIT")
+            self._depth = 0
+
+    def changes_since(self, generation: int) -> builtins.list[tuple[str, str, str]] | None:
+        """(kind, namespace, name) of the objects written after ``generation`` up to the one
+        seen now (call inside a transaction or snapshot), or None when the log no longer
+        reaches back that far."""
+        if generation < self.generation - CHANGE_LOG_GENERATIONS:
+            return None
+        rows = self._db.execute(
+            "SELECT DISTINCT kind, namespace, name FROM changes WHERE generation > ? "
+            "ORDER BY kind, namespace, name",
+            (generation,),
+        )
+        return [(str(kind), str(namespace), str(name)) for kind, namespace, name in rows]
+
+    @contextmanager
+    def _joined(self) -> Iterator[None]:
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+
+    def _begin(self, statement: str, *, writes: bool) -> None:
+        """Start the outermost transaction and read the generation it sees."""
+        try:
+            self._db.execute(statement)
+            self.generation = int(self._meta(_GENERATION) or 0)
+        except sqlite3.Error as exc:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise explain(self.path, exc) from None
+        self._depth, self._writes = 1, writes
 
     # ---- clock and counters ------------------------------------------------------------------
 
@@ -168,27 +296,28 @@ class Store:
         stored = _placed(obj)
         kind, namespace, _ = _key(stored)
         meta = stored["metadata"]
-        seq = self.counter(_SEQUENCE)
-        meta["uid"] = meta.get("uid") or _uid(seq, f"{kind}/{namespace}/{meta['name']}")
-        meta["creationTimestamp"] = meta.get("creationTimestamp") or format_time(self.now())
-        meta["generation"] = 1
-        meta["resourceVersion"] = str(seq)
         with self.transaction():
+            seq = self.counter(_SEQUENCE)
+            meta["uid"] = meta.get("uid") or _uid(seq, f"{kind}/{namespace}/{meta['name']}")
+            meta["creationTimestamp"] = meta.get("creationTimestamp") or format_time(self.now())
+            meta["generation"] = 1
+            meta["resourceVersion"] = str(seq)
             try:
                 self._db.execute(
                     "INSERT INTO objects (kind, namespace, name, body) VALUES (?, ?, ?, ?)",
                     (kind, namespace, meta["name"], _dump(stored)),
                 )
             except sqlite3.IntegrityError:
-                raise ValueError(f"{_describe(stored)} already exists") from None
+                raise AlreadyExists(f"{_describe(stored)} already exists") from None
             self._index_owners(stored)
+            self._log_change(stored)
         return stored
 
     def update(self, obj: Obj) -> Obj:
         """Replace a stored object (same kind, namespace and name), bumping resourceVersion."""
-        version = str(self.counter(_SEQUENCE))
-        stored = {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
         with self.transaction():
+            version = str(self.counter(_SEQUENCE))
+            stored = {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
             written = self._db.execute(
                 "UPDATE objects SET body=? WHERE kind=? AND namespace=? AND name=?",
                 (_dump(stored), *_key(stored)),
@@ -196,6 +325,7 @@ class Store:
             if not written:
                 raise LookupError(f"{_describe(stored)} does not exist; create it first")
             self._index_owners(stored)
+            self._log_change(stored)
         return stored
 
     def apply(self, manifest: Obj) -> tuple[Obj, Action]:
@@ -205,13 +335,15 @@ class Store:
         stored object and what happened to it."""
         applied = _placed(user_fields(manifest))
         key = kind, namespace, name = _key(applied)
-        live = self.get(kind, name, namespace)
-        last = self._last_applied(key)
         with self.transaction():
-            self._db.execute(
-                "INSERT OR REPLACE INTO applied (body, kind, namespace, name) VALUES (?, ?, ?, ?)",
-                (_dump(applied), *key),
-            )
+            live = self.get(kind, name, namespace)
+            last = self._last_applied(key)
+            if _dump(applied) != _dump(last):  # rewriting the same row would still be a write
+                self._db.execute(
+                    "INSERT OR REPLACE INTO applied (body, kind, namespace, name) "
+                    "VALUES (?, ?, ?, ?)",
+                    (_dump(applied), *key),
+                )
             if live is None:
                 return self.create(manifest), "created"
             merged = three_way_merge(live, last, applied)
@@ -224,16 +356,17 @@ class Store:
     def delete(self, kind: str, name: str, namespace: str = "") -> builtins.list[Obj]:
         """Remove an object and, in cascade, every object it owns; returns what was removed
         (the object first, nothing if it did not exist)."""
-        obj = self.get(kind, name, namespace)
-        if obj is None:
-            return []
-        removed = [obj]
         with self.transaction():
+            obj = self.get(kind, name, namespace)
+            if obj is None:
+                return []
+            removed = [obj]
             key = _key(obj)
             for table in ("objects", "applied", "owners"):
                 self._db.execute(
                     f"DELETE FROM {table} WHERE kind=? AND namespace=? AND name=?", key
                 )
+            self._log_change(obj)
             for child in self.owned_by(obj["metadata"]["uid"]):
                 removed += self.delete(
                     child["kind"], child["metadata"]["name"], namespace_of(child)
@@ -262,12 +395,72 @@ class Store:
             [(uid, *key) for uid in sorted(uids) if uid],
         )
 
+    def _log_change(self, obj: Obj) -> None:
+        """Note that the transaction wrote ``obj`` (in the generation its commit makes)."""
+        self._db.execute(
+            "INSERT OR IGNORE INTO changes (generation, kind, namespace, name) VALUES (?, ?, ?, ?)",
+            (self.generation + 1, *_key(obj)),
+        )
+
     def _meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key=?", (key,)).fetchone()
         return str(row[0]) if row else None
 
     def _set_meta(self, key: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+
+def explain(path: Path | None, exc: sqlite3.Error) -> ClusterFileError:
+    """One line for a SQLite error on the cluster file: busy (other commands held it for
+    longer than BUSY_TIMEOUT), damaged, or another problem, with what to do."""
+    if _busy(exc):
+        return ClusterFileError(
+            f'the cluster file "{path}" stayed busy with other pykai commands for '
+            f"{BUSY_TIMEOUT:g}s; try again when they are done"
+        )
+    if isinstance(exc, sqlite3.OperationalError):
+        return ClusterFileError(f'cannot use the cluster file "{path}": {exc}')
+    return ClusterFileError(f'the cluster file "{path}" is damaged ({exc}): {_RECOVERY}')
+
+
+def _busy(exc: sqlite3.Error) -> bool:
+    code = getattr(exc, "sqlite_errorcode", 0) & 0xFF
+    return code in (sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED)
+
+
+def _connect(target: str, *, uri: bool = False) -> sqlite3.Connection:
+    return sqlite3.connect(target, uri=uri, isolation_level=None, timeout=BUSY_TIMEOUT)
+
+
+def _open_cluster_file(path: Path, readonly: bool) -> sqlite3.Connection:
+    """A connection to an existing pykai cluster file; anything else raises
+    ClusterFileError (nothing is created or replaced)."""
+    if not path.exists():
+        raise ClusterFileError(
+            f'no cluster at "{path}": pykai apply makes one, --cluster names another'
+        )
+    if path.stat().st_size == 0:
+        raise _not_a_cluster(path, "an empty file")
+    mode = "ro" if readonly else "rw"
+    db = _connect(f"{path.resolve().as_uri()}?mode={mode}", uri=True)
+    try:
+        clock = db.execute("SELECT value FROM meta WHERE key=?", (_CLOCK,)).fetchone()
+        if clock is not None and not readonly:
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute(_CHANGES)  # files made before the change log get one
+    except sqlite3.DatabaseError as exc:
+        db.close()
+        raise explain(path, exc) if _busy(exc) else _not_a_cluster(path, str(exc)) from None
+    if clock is None:
+        db.close()
+        raise _not_a_cluster(path, "no clock")
+    return db
+
+
+def _not_a_cluster(path: Path, why: str) -> ClusterFileError:
+    return ClusterFileError(
+        f'the cluster file "{path}" is not a pykai cluster ({why}): {_RECOVERY}'
+    )
 
 
 def _placed(obj: Obj) -> Obj:

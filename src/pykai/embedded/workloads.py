@@ -10,16 +10,19 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from pykai.controllers.workloads import (
     KUBERAY,
+    create_named,
     owner_ref,
     pod_from_template,
     reconcile_pods,
 )
 from pykai.embedded.events import record
 from pykai.model.meta import Obj
+from pykai.model.names import bounded_name
 
 if TYPE_CHECKING:
     from pykai.embedded.cluster import EmbeddedCluster
@@ -63,39 +66,47 @@ class EmbeddedHost:
 
 
 def _deployment(host: EmbeddedHost, deployment: Obj) -> bool:
-    spec = deployment.get("spec") or {}
-    template = spec.get("template") or {}
-    template_hash = hashlib.sha256(repr(template).encode()).hexdigest()[:10]
-    name = f"{deployment['metadata']['name']}-{template_hash}"
+    """One ReplicaSet per Deployment, for its current template (older ones are deleted),
+    named after the template's hash (another hash if that name is taken)."""
+    template = (deployment.get("spec") or {}).get("template") or {}
     changed = False
     replicasets = host.owned(deployment, "ReplicaSet")
+    current = next(
+        (r for r in replicasets if (r.get("spec") or {}).get("template") == template), None
+    )
     for old in replicasets:
-        if old["metadata"]["name"] != name:
+        if old is not current:
             host.remove("ReplicaSet", old["metadata"]["name"], old["metadata"]["namespace"])
             changed = True
-    if not any(r["metadata"]["name"] == name for r in replicasets):
-        host.create(
-            {
-                "apiVersion": "apps/v1",
-                "kind": "ReplicaSet",
-                "metadata": {
-                    "name": name,
-                    "namespace": deployment["metadata"].get("namespace", "default"),
-                    "labels": {
-                        **((template.get("metadata") or {}).get("labels") or {}),
-                        "pod-template-hash": template_hash,
-                    },
-                    "ownerReferences": [owner_ref(deployment)],
-                },
-                "spec": {
-                    "replicas": int(spec.get("replicas", 1)),
-                    "selector": spec.get("selector"),
-                    "template": template,
-                },
-            }
-        )
+    if current is None:
+        create_named(host, partial(_new_replicaset, deployment), repr(template))
         changed = True
     return changed
+
+
+def _new_replicaset(deployment: Obj, token: str) -> Obj:
+    """The Deployment's ReplicaSet, its name and pod-template-hash label made from ``token``."""
+    spec = deployment.get("spec") or {}
+    template = spec.get("template") or {}
+    template_hash = hashlib.sha256(token.encode()).hexdigest()[:10]
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "ReplicaSet",
+        "metadata": {
+            "name": bounded_name(f"{deployment['metadata']['name']}-{template_hash}"),
+            "namespace": deployment["metadata"].get("namespace", "default"),
+            "labels": {
+                **((template.get("metadata") or {}).get("labels") or {}),
+                "pod-template-hash": template_hash,
+            },
+            "ownerReferences": [owner_ref(deployment)],
+        },
+        "spec": {
+            "replicas": int(spec.get("replicas", 1)),
+            "selector": spec.get("selector"),
+            "template": template,
+        },
+    }
 
 
 def _replicaset(host: EmbeddedHost, replicaset: Obj) -> bool:
@@ -138,6 +149,8 @@ def run_workloads(cluster: EmbeddedCluster) -> bool:
     host = EmbeddedHost(cluster)
     changed = False
     for kind, controller in _CONTROLLERS:
+        isolation = cluster.isolation(f"the {kind} controller")
         for obj in cluster.list(kind):
-            changed |= controller(host, obj)
+            with isolation.isolated(obj):
+                changed |= controller(host, obj)
     return changed

@@ -78,6 +78,7 @@ class Task:
     node: str = ""  # the node it is placed on, empty when not placed
     gpu_groups: tuple[str, ...] = ()  # shared GPU groups it holds a portion of
     order_key: tuple[int, int, float, str] = (0, 0, 0.0, "")
+    problem: str = ""  # why the pod cannot be placed as written (it is held back)
 
     @property
     def uid(self) -> str:

@@ -206,7 +206,7 @@ class Session:
             self._mark_started(job_key, count, result)
         for job_key, reasons in self.reasons.items():
             job = self.state.jobs.get(job_key)
-            if job is not None and job.pending:
+            if job is not None and (job.pending or job_key in self.state.held_jobs):
                 result.unschedulable[job_key] = reasons
         for name, info in self.queues.items():
             usage = info.usage

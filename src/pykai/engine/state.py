@@ -27,11 +27,13 @@ from pykai.engine.jobs import (
 )
 from pykai.engine.nodes import NodeTable
 from pykai.model import constants as c
+from pykai.model.errors import FieldProblem, ValidationError
 from pykai.model.meta import Obj, kind_of, parse_time
-from pykai.model.node import parse_node
-from pykai.model.pod import PodView, parse_pod
+from pykai.model.node import read_node
+from pykai.model.pod import PodView, read_pod
 from pykai.model.podgroup import PodGroupView, parse_podgroup
 from pykai.model.priorityclass import PriorityClassView, parse_priority_class
+from pykai.model.problems import ObjectProblem, identity
 from pykai.model.queue import QueueView, parse_queue
 from pykai.model.resources import Resources
 
@@ -76,23 +78,53 @@ class ClusterState:
         self.subtree: dict[str, QueueUsage] = {}  # per queue, its whole subtree
         self.foreign_used = Resources.ZERO  # pods of other schedulers on nodes
         self.pending_jobs: set[str] = set()  # keys of jobs with pending tasks
+        self.held_jobs: dict[str, int] = {}  # job key -> its pending pods held back as invalid
         # queue -> priority -> keys of jobs with pods holding nodes (victim candidates)
         self.running_jobs: dict[str, dict[int, set[str]]] = {}
         self.below_minimum: set[str] = set()  # running jobs whose gang is not satisfied
         self.stale_marked: set[str] = set()  # jobs with a stale-since time
+        # objects taken in only in part, or skipped, and why (see model/problems.py)
+        self.problems: dict[tuple[str, str, str], ObjectProblem] = {}
         self._chains: dict[str, tuple[str, ...]] = {}
         self._tasks_by_key: dict[str, str] = {}  # "ns/name" -> uid
 
     # ---- feeding objects -------------------------------------------------------------------
 
     def upsert(self, obj: Obj) -> None:
-        """Add or replace an object of a kind the engine reads (others are ignored)."""
+        """Add or replace an object of a kind the engine reads (others are ignored). Never
+        raises: an object that cannot be taken as written is recorded in ``problems`` and
+        skipped; a pod or node that cannot be read whole still counts for what it holds."""
         kind = kind_of(obj)
+        if kind not in KINDS:
+            return
+        problems: list[FieldProblem] | list[str]
+        try:
+            problems = self._read(kind, obj)
+        except ValidationError as exc:
+            problems = exc.problems
+            self._skip(kind, obj)
+        except Exception as exc:  # a shape no reader foresaw: skip it, never stop the cycle
+            problems = [f"cannot be read ({type(exc).__name__}: {exc})"]
+            self._skip(kind, obj)
+        key = identity(obj)
+        if problems:
+            self.problems[key] = ObjectProblem.of(obj, "; ".join(map(str, problems)))
+        else:
+            self.problems.pop(key, None)
+
+    def _read(self, kind: str, obj: Obj) -> list[FieldProblem]:
+        """Take one object in; what is wrong with it (nothing: an empty list)."""
         if kind == "Node":
-            self.nodes.upsert(parse_node(obj))
-        elif kind == "Pod":
-            self._upsert_pod(parse_pod(obj))
-        elif kind == "PodGroup":
+            node, node_problems = read_node(obj)
+            self.nodes.upsert(node)
+            return node_problems
+        if kind == "Pod":
+            pod, pod_problems = read_pod(obj)
+            if pod.scheduler_name != c.SCHEDULER_NAME:
+                pod_problems = []  # another scheduler's pod: it only has to count
+            self._upsert_pod(pod, "; ".join(map(str, pod_problems)))
+            return pod_problems
+        if kind == "PodGroup":
             self._upsert_job(parse_podgroup(obj))
         elif kind == "Queue":
             queue = parse_queue(obj)
@@ -102,9 +134,18 @@ class ClusterState:
             pc = parse_priority_class(obj)
             self.priority_classes[pc.name] = pc
             self._reprioritise()
+        return []
+
+    def _skip(self, kind: str, obj: Obj) -> None:
+        """Forget an object that cannot be read (an earlier, readable version included),
+        except a pod or node: those keep what the last readable version said they hold."""
+        if kind not in ("Pod", "Node"):
+            _, namespace, name = identity(obj)
+            self.remove(kind, namespace, name)
 
     def remove(self, kind: str, namespace: str, name: str) -> None:
         """Forget an object."""
+        self.problems.pop((kind, namespace, name), None)
         key = f"{namespace}/{name}" if namespace else name
         if kind == "Node":
             self.nodes.remove(name)
@@ -194,7 +235,8 @@ class ClusterState:
 
     # ---- pods --------------------------------------------------------------------------------
 
-    def _upsert_pod(self, pod: PodView) -> None:
+    def _upsert_pod(self, pod: PodView, problem: str = "") -> None:
+        """Take a pod in; one with a ``problem`` is never placed, but counts where it is."""
         key = pod.meta.key
         uid = pod.meta.uid or key
         old_uid = self._tasks_by_key.get(key)
@@ -204,6 +246,8 @@ class ClusterState:
         group = pod.meta.annotations.get(c.POD_GROUP_ANNOTATION, "") if ours else ""
         job_key = f"{pod.meta.namespace}/{group}" if group else ""
         status = pod_status(pod)
+        if problem and status == TaskStatus.PENDING:
+            status = TaskStatus.GATED  # not to be placed as written; its gang waits
         node = pod.node_name
         groups = _gpu_groups(pod) if node else ()
         task = self.tasks.get(uid)
@@ -219,6 +263,7 @@ class ClusterState:
             task = Task(pod=pod, job_key=job_key, subgroup="", request=Resources.ZERO)
             self.tasks[uid] = task
             self._tasks_by_key[key] = uid
+        task.problem = problem
         task.subgroup = pod.meta.labels.get(c.SUBGROUP_LABEL, "")
         task.request = self._task_request(pod)
         task.order_key = task_order_key(pod)
@@ -289,6 +334,7 @@ class ClusterState:
             self._account(task, -1.0)
         del self.jobs[key]
         self.pending_jobs.discard(key)
+        self.held_jobs.pop(key, None)
         self.stale_marked.discard(key)
         for task in job.tasks.values():
             self._account(task, 1.0)
@@ -361,6 +407,12 @@ class ClusterState:
                 group.alive += step
                 group = job.subgroups.get(group.parent)
         request = task.request.scaled(sign)
+        if task.problem and status == TaskStatus.GATED:
+            held = self.held_jobs.get(job.key, 0) + step
+            if held:
+                self.held_jobs[job.key] = held
+            else:
+                self.held_jobs.pop(job.key, None)
         if status == TaskStatus.PENDING:
             job.pending += step
             job.pending_request += request

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from pykai.grouping.podgrouper import Context, GroupPlan, default_grouper, priority_of, register
+from pykai.grouping.podgrouper import (
+    Context,
+    GroupPlan,
+    default_grouper,
+    podgroup_name,
+    priority_of,
+    register,
+)
 
 
 @register("apps/Deployment", "apps/ReplicaSet")
@@ -14,7 +21,7 @@ def deployment_grouper(context: Context) -> GroupPlan:
     meta = context.pod["metadata"]
     return replace(
         default_grouper(context),
-        name=f"pg-{meta['name']}-{meta.get('uid', '')}",
+        name=podgroup_name(meta["name"], meta.get("uid", "")),
         priority_class=priority_of(context, "inference"),
         owner=context.pod,
     )
@@ -26,6 +33,6 @@ def job_grouper(context: Context) -> GroupPlan:
     job = next((o for o in context.owners if o.get("kind") == "Job"), context.top)
     return replace(
         default_grouper(context),
-        name=f"pg-{context.pod['metadata']['name']}-{job['metadata'].get('uid', '')}",
+        name=podgroup_name(context.pod["metadata"]["name"], job["metadata"].get("uid", "")),
         owner=context.pod,
     )

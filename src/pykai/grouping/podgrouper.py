@@ -12,6 +12,7 @@ from typing import Any
 
 from pykai.model import constants as c
 from pykai.model.meta import Obj
+from pykai.model.names import bounded_name
 
 Lookup = Callable[[str, str, str], Obj | None]  # (kind, name, namespace) -> object
 _MAX_OWNER_DEPTH = 10  # owner chains longer than this are cut (they are cycles or mistakes)
@@ -163,12 +164,17 @@ def preemptibility_of(context: Context) -> str:
     return ""
 
 
+def podgroup_name(owner: str, uid: str) -> str:
+    """KAI's ``pg-<owner name>-<owner uid>``, kept within Kubernetes' name limit."""
+    return bounded_name(f"pg-{owner}-{uid}")
+
+
 def default_grouper(context: Context) -> GroupPlan:
     """One PodGroup per top owner (``pg-<name>-<uid>``), minMember 1, priority train."""
     top = context.top
     meta = top["metadata"]
     return GroupPlan(
-        name=f"pg-{meta['name']}-{meta.get('uid', '')}",
+        name=podgroup_name(meta["name"], meta.get("uid", "")),
         namespace=str(context.pod["metadata"].get("namespace") or "default"),
         min_member=1,
         queue=queue_of(context),

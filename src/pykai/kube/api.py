@@ -133,6 +133,17 @@ class RefusedAtStart(RuntimeError):
 API_ERRORS = (ApiError, httpx.HTTPError)
 
 
+def transient(exc: Exception) -> bool:
+    """An error that says nothing about the object written: the apiserver away or busy, a
+    conflict with a newer version, an object already gone, a refusal of pykai's own credentials
+    (an AuthError, logged at ERROR where it happens). Tried again, never reported."""
+    if isinstance(exc, AuthError):
+        return True
+    if isinstance(exc, ApiError):
+        return exc.status in (404, 409, 429) or exc.status >= 500
+    return isinstance(exc, httpx.HTTPError)
+
+
 def token_identity(token: str) -> str:
     """The subject a service-account token (a JWT) names, or "" for another kind of token."""
     try:

@@ -14,8 +14,10 @@ import time
 from concurrent.futures import Executor
 
 from pykai.controllers.events import NORMAL, WARNING, new_event
+from pykai.controllers.faults import INVALID
 from pykai.kube.api import API_ERRORS, KINDS, KubeApi
 from pykai.model.meta import Obj, format_time
+from pykai.model.problems import ObjectProblem
 
 __all__ = ["NORMAL", "WARNING", "EventRecorder"]
 log = logging.getLogger("pykai.events")
@@ -36,6 +38,25 @@ class EventRecorder:
             event["count"] = self._counts.get(event["metadata"]["name"], 0) + 1
             self._counts[event["metadata"]["name"]] = event["count"]
         self.pool.submit(self._write, event)
+
+    def report(self, involved: Obj, problem: ObjectProblem) -> None:
+        """A skipped object: one Warning ``InvalidObject`` event per object version (kept
+        across restarts: the event's name says which version)."""
+        event = new_event(
+            involved, INVALID, problem.message, WARNING, format_time(time.time()), problem.version
+        )
+        with self._lock:
+            if event["metadata"]["name"] in self._counts:
+                return
+            self._counts[event["metadata"]["name"]] = 1
+        self.pool.submit(self._write_once, event)
+
+    def _write_once(self, event: Obj) -> None:
+        try:
+            self.api.create_if_absent(KINDS["Event"], event)
+        except API_ERRORS as exc:
+            meta = event["metadata"]
+            log.warning("event %s/%s not written: %s", meta["namespace"], meta["name"], exc)
 
     def _write(self, event: Obj) -> None:
         meta = event["metadata"]

@@ -23,14 +23,20 @@ import logging
 import queue
 import threading
 import time
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, ThreadPoolExecutor
 
-from pykai.controllers.status import podgroup_status, queue_statuses, reason_text
+from pykai.controllers.faults import Isolation, report_problems
+from pykai.controllers.status import (
+    invalid_podgroup_status,
+    podgroup_status,
+    queue_statuses,
+    reason_text,
+)
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import Bind, CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import ClusterState
-from pykai.kube.api import API_ERRORS, KINDS, Kind, KubeApi
+from pykai.kube.api import API_ERRORS, KINDS, Kind, KubeApi, RefusedAtStart, transient
 from pykai.kube.binder import (
     FAILED,
     RESERVATION_NAMESPACE,
@@ -48,8 +54,7 @@ from pykai.kube.informer import Change, Informer
 from pykai.kube.leader import LeaderElector
 from pykai.kube.workloads import KubeWorkloads
 from pykai.model import constants as c
-from pykai.model.errors import ValidationError
-from pykai.model.meta import Obj, format_time
+from pykai.model.meta import Obj, format_time, mapping
 
 log = logging.getLogger("pykai.run")
 
@@ -116,7 +121,9 @@ class KubeRunner:
         api: KubeApi,
         config: SchedulerConfig | None = None,
         components: frozenset[str] = DEFAULT_COMPONENTS,
+        pool: Executor | None = None,
     ) -> None:
+        """``pool`` carries out the writes (default: 32 threads)."""
         self.api = api
         self.components = components
         config = config or SchedulerConfig()
@@ -126,7 +133,7 @@ class KubeRunner:
         self.state = ClusterState()
         self.objects: dict[tuple[str, str, str], Obj] = {}
         self.changes: queue.Queue[Change] = queue.Queue()
-        self.pool = ThreadPoolExecutor(max_workers=32, thread_name_prefix="pykai-write")
+        self.pool = pool or ThreadPoolExecutor(max_workers=32, thread_name_prefix="pykai-write")
         self.events = EventRecorder(api, self.pool)
         self.backoff = BindBackoff()
         self.binder = Binder(api, self.pool, self.events)
@@ -139,6 +146,16 @@ class KubeRunner:
         self._reported: dict[str, str] = {}  # job key -> reasons last reported as an event
         self._failed_requests: set[str] = set()  # uids of BindRequests the binder gave up
         self._in_flight: set[tuple[str, str, str, str]] = set()  # background patches under way
+        self._isolations: dict[str, Isolation] = {}
+        self.cycles = 0  # cycles run by this process
+
+    def isolation(self, component: str) -> Isolation:
+        """Per-object fault isolation for one component (controllers/faults.py)."""
+        isolation = self._isolations.get(component)
+        if isolation is None:
+            isolation = Isolation(component, self.events.report, transient)
+            self._isolations[component] = isolation
+        return isolation
 
     def run(
         self, stop: threading.Event, period: float = 1.0, elector: LeaderElector | None = None
@@ -154,12 +171,26 @@ class KubeRunner:
                 try:
                     if self.ready() and (elector is None or elector.step()):
                         self.cycle()
+                        self._cycled()
                 except API_ERRORS as exc:  # the apiserver may be restarting
                     log.warning("cycle failed: %s", exc)
+                except RefusedAtStart:
+                    raise
+                except Exception:  # a bug: objects cannot make a cycle fail; go on with the next
+                    log.exception("cycle failed; the state is rebuilt from the cache")
+                    self.rebuild_state()
                 stop.wait(period)
         finally:
             stop.set()  # ends the informers too
             self.pool.shutdown(wait=True)
+
+    def _cycled(self) -> None:
+        """Count a finished cycle: the first says the process is ready; each is logged at
+        debug level (tests wait for cycles, not for time)."""
+        self.cycles += 1
+        if self.cycles == 1:
+            log.info("ready: every informer has listed its kind; first cycle done")
+        log.debug("cycle %d done", self.cycles)
 
     def ready(self) -> bool:
         """True once every required kind has been listed."""
@@ -177,20 +208,31 @@ class KubeRunner:
             self.apply(change)
 
     def apply(self, change: Change) -> None:
-        """One informer change into the object cache and the engine's state."""
+        """One informer change into the object cache and the engine's state (an object that
+        cannot be taken in is reported and skipped)."""
         if change.error is not None:
             raise change.error
+        cache = self.isolation("the scheduler's cache")
         if change.type == "SYNC":
             self.synced.add(change.kind)
             fresh = {key_of(o) for o in change.objects}
             for key in [k for k in self.objects if k[0] == change.kind and k not in fresh]:
                 self._forget(key)
             for obj in change.objects:
-                self._remember(obj)
+                with cache.isolated(obj):
+                    self._remember(obj)
         elif change.obj is not None and change.type == "DELETED":
             self._forget(key_of(change.obj))
         elif change.obj is not None:
-            self._remember(change.obj)
+            with cache.isolated(change.obj):
+                self._remember(change.obj)
+
+    def rebuild_state(self) -> None:
+        """A fresh engine state from the object cache (after a cycle failed half-way)."""
+        self.state = ClusterState()
+        for kind in _ENGINE_KINDS:
+            for obj in self.of_kind(kind):
+                self._remember(obj)
 
     def _remember(self, obj: Obj) -> None:
         key = key_of(obj)
@@ -236,10 +278,7 @@ class KubeRunner:
             if obj["metadata"].get("namespace") == RESERVATION_NAMESPACE:
                 return  # GPU reservations: the group already holds the device
             obj = self._pod_as_scheduled(obj)
-        try:
-            self.state.upsert(obj)
-        except ValidationError as exc:
-            log.warning("ignoring invalid %s: %s", obj.get("kind"), exc)
+        self.state.upsert(obj)
 
     def _pod_as_scheduled(self, pod: Obj) -> Obj:
         meta = pod["metadata"]
@@ -265,10 +304,17 @@ class KubeRunner:
         marks = [("start", time.perf_counter())]
         self._release_expired_holds()
         if "kuberay" in self.components:
-            self.workloads.reconcile(self.objects, self._remember)
+            self.workloads.reconcile(self.objects, self._remember, self.isolation)
         if "podgrouper" in self.components:
-            group_pods(self.api, self.pool, self.objects, self._remember)
+            group_pods(
+                self.api, self.pool, self.objects, self._remember, self.isolation("the pod-grouper")
+            )
         marks.append(("group", time.perf_counter()))
+        report_problems(
+            self.state.problems.values(),
+            lambda p: self.objects.get((p.kind, p.namespace, p.name)),
+            self.events.report,
+        )
         result = self.scheduler.run_cycle(self.state, time.time())
         marks.append(("schedule", time.perf_counter()))
         if "scheduler" in self.components:
@@ -317,8 +363,15 @@ class KubeRunner:
                 self.events.record(group, eviction.reason, message, WARNING)
                 queue_name = (group.get("spec") or {}).get("queue", "")
                 self.evictions[queue_name] = self.evictions.get(queue_name, 0) + 1
-        deletes = [(KINDS["Pod"], e.name, e.namespace) for e in result.evictions]
-        list(self.pool.map(lambda target: self.api.delete(*target), deletes))
+        evictor = self.isolation("the evictor")
+        deletes = [
+            (e, self.pool.submit(self.api.delete, KINDS["Pod"], e.name, e.namespace))
+            for e in result.evictions
+        ]
+        for eviction, deleted in deletes:
+            pod = self.objects.get(("Pod", eviction.namespace, eviction.name))
+            with evictor.isolated(pod or {"kind": "Pod", "metadata": {"name": eviction.name}}):
+                deleted.result()
         self._annotate_podgroups(result)
         for key, reasons in result.unschedulable.items():
             text = reason_text(reasons)
@@ -418,9 +471,14 @@ class KubeRunner:
         for group in self.of_kind("PodGroup") if owned else []:
             meta = group["metadata"]
             job = self.state.jobs.get(f"{meta['namespace']}/{meta['name']}")
-            if job is None:
-                continue
             old = group.get("status") or {}
+            if job is None:
+                problem = self.state.problems.get(("PodGroup", meta["namespace"], meta["name"]))
+                if problem is not None and "scheduler" in self.components:
+                    status = invalid_podgroup_status(problem, old, now)
+                    if status != old:
+                        writes.append((KINDS["PodGroup"], group, status))
+                continue
             computed = podgroup_status(job, result.unschedulable.get(job.key), old, now)
             status = {k: v for k, v in old.items() if k not in owned}
             status |= {k: v for k, v in computed.items() if k in owned}
@@ -438,13 +496,14 @@ class KubeRunner:
         """Evictions in a queue: the count already in its status plus this process's."""
         stored = next(
             (
-                int((q.get("status") or {}).get("evictions", 0))
+                mapping(q.get("status")).get("evictions", 0)
                 for q in queues
                 if q["metadata"]["name"] == queue_name
             ),
             0,
         )
-        return stored + self.evictions.pop(queue_name, 0)
+        counted = stored if isinstance(stored, int) and stored > 0 else 0  # ours, or none
+        return counted + self.evictions.pop(queue_name, 0)
 
     def _patch_once(
         self, purpose: str, kind: Kind, name: str, namespace: str, patch: Obj, sub: str = ""

@@ -41,7 +41,6 @@ from pykai.kube.api import KINDS, ApiError, KubeApi
 from pykai.kube.gpu_env import SHARING_ANNOTATIONS, env_patch
 from pykai.model.errors import ValidationError
 from pykai.model.meta import Obj
-from pykai.model.queue import parse_queue
 
 log = logging.getLogger("pykai.webhook")
 CONFIGURATION_NAME = "pykai-validation"
@@ -109,7 +108,7 @@ def _problem(request: Obj, stored: Lister, gpu_sharing: bool) -> str:
         if not isinstance(obj, dict):
             raise TypeError("request.object is not an object")
         obj.setdefault("kind", kind)
-        validate_objects([obj], _valid_queues(stored) if kind == "Queue" else [])
+        validate_objects([obj], stored("Queue") if kind == "Queue" else [])
     except ValidationError as exc:
         # only what is wrong with the reviewed object: an old broken queue elsewhere in the
         # tree must not block unrelated writes
@@ -117,18 +116,6 @@ def _problem(request: Obj, stored: Lister, gpu_sharing: bool) -> str:
         mine = [p for p in exc.problems if p.kind != "Queue" or p.name == name]
         return str(ValidationError(mine)) if mine else ""
     return ""
-
-
-def _valid_queues(stored: Lister) -> list[Obj]:
-    """The stored queues that parse (others cannot be part of a valid tree anyway)."""
-    valid = []
-    for queue in stored("Queue"):
-        try:
-            parse_queue(queue)
-        except ValidationError:
-            continue
-        valid.append(queue)
-    return valid
 
 
 def _answer(body: Any, uid: str, allowed: bool, code: int, message: str) -> Obj:

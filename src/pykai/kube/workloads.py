@@ -5,17 +5,16 @@ kube-controller-manager runs them."""
 from __future__ import annotations
 
 import itertools
-import logging
 import secrets
 from collections.abc import Callable
 from typing import Any
 
+from pykai.controllers.faults import Isolation
 from pykai.controllers.workloads import KUBERAY
-from pykai.kube.api import API_ERRORS, KINDS, KubeApi
+from pykai.kube.api import KINDS, KubeApi
 from pykai.kube.events import EventRecorder
 from pykai.model.meta import Obj
 
-log = logging.getLogger("pykai.kuberay")
 Objects = dict[tuple[str, str, str], Obj]
 
 
@@ -29,17 +28,22 @@ class KubeWorkloads:
         self._serials = itertools.count(secrets.randbelow(1 << 30))  # fresh names per process
         self._recorded: set[str] = set()
 
-    def reconcile(self, objects: Objects, remember: Callable[[Obj], None]) -> None:
+    def reconcile(
+        self,
+        objects: Objects,
+        remember: Callable[[Obj], None],
+        isolation: Callable[[str], Isolation],
+    ) -> None:
         """Run the KubeRay emulator once over the cached Ray objects; ``remember`` puts
-        what it writes into the cache at once (before the watch reports it)."""
+        what it writes into the cache at once (before the watch reports it). An object the
+        emulator cannot handle is reported and skipped."""
         self.objects, self.remember = objects, remember
         for kind, controller in KUBERAY:
+            guard = isolation(f"the {kind} controller")
             for key, obj in list(objects.items()):
                 if key[0] == kind and not obj["metadata"].get("deletionTimestamp"):
-                    try:
+                    with guard.isolated(obj):
                         controller(self, obj)
-                    except API_ERRORS as exc:
-                        log.warning("%s %s: %s", kind, key[2], exc)
 
     # ---- WorkloadHost --------------------------------------------------------------------------
 

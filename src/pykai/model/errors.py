@@ -40,3 +40,7 @@ class ValidationError(ValueError):
 
 class QuantityError(ValueError):
     """A Kubernetes quantity string that cannot be parsed."""
+
+
+class AlreadyExists(ValueError):
+    """An object of that kind, namespace and name exists already (HTTP 409 on a real cluster)."""

@@ -61,6 +61,16 @@ def format_time(seconds: float) -> str:
     return stamp.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def mapping(value: object) -> Obj:
+    """A field that must be an object, as a dict (anything else reads as empty)."""
+    return value if isinstance(value, dict) else {}
+
+
+def objects(value: object) -> list[Obj]:
+    """A field that must be a list of objects, without the entries that are not."""
+    return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
 def kind_of(obj: Obj) -> str:
     """The object's kind, or an empty string."""
     return str(obj.get("kind") or "")

@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from pykai.model import constants as c
 from pykai.model.constraints import NodeConstraints, parse_constraints
 from pykai.model.errors import FieldProblem, QuantityError, ValidationError
-from pykai.model.meta import Meta, Obj, parse_meta
-from pykai.model.quantity import count, resource_amount
+from pykai.model.meta import Meta, Obj, mapping, objects, parse_meta
+from pykai.model.quantity import SATURATED, count, resource_amount, saturated_amount
 from pykai.model.resources import Resources
 
 KIND = "Pod"
@@ -65,36 +65,51 @@ class PodView:
 
 def parse_pod(obj: Obj) -> PodView:
     """Read and validate a pod; raises ValidationError naming the field and the fix."""
-    meta = parse_meta(obj, KIND)
-    spec = obj.get("spec") or {}
-    status = obj.get("status") or {}
-    problems: list[FieldProblem] = []
-    cpu, memory, whole, extended = _effective_requests(spec, meta.name, problems)
-    gpu = _gpu_request(meta, whole, spec, problems)
+    view, problems = read_pod(obj)
     if problems:
         raise ValidationError(problems)
-    return PodView(
+    return view
+
+
+def read_pod(obj: Obj) -> tuple[PodView, list[FieldProblem]]:
+    """A pod read as well as it can be, and every problem found. What a stored pod holds
+    counts even when it is invalid: unreadable amounts are 0, amounts too large to take
+    literally saturate, and unreadable GPU-sharing annotations hold a whole device.
+    Raises ValidationError only for a pod that cannot even be named."""
+    meta = parse_meta(obj, KIND)
+    spec = mapping(obj.get("spec"))
+    status = mapping(obj.get("status"))
+    problems: list[FieldProblem] = []
+    cpu, memory, whole, extended = _effective_requests(spec, meta.name, problems)
+    gpu = _gpu_request(meta, whole, problems)
+    try:
+        constraints = parse_constraints(spec, KIND, meta.name)
+    except ValidationError as exc:
+        problems += exc.problems
+        constraints = NodeConstraints()
+    view = PodView(
         meta=meta,
         scheduler_name=str(spec.get("schedulerName") or "default-scheduler"),
         node_name=str(spec.get("nodeName") or ""),
         phase=str(status.get("phase") or "Pending"),
-        deleting=bool((obj.get("metadata") or {}).get("deletionTimestamp")),
+        deleting=bool(mapping(obj.get("metadata")).get("deletionTimestamp")),
         gated=bool(spec.get("schedulingGates")),
         priority_class_name=str(spec.get("priorityClassName") or ""),
         requests=Resources(cpu, memory, float(whole)),
         gpu=gpu,
         extended=tuple(sorted(extended.items())),
-        constraints=parse_constraints(spec, KIND, meta.name),
+        constraints=constraints,
     )
+    return view, problems
 
 
 def _container_requests(
     container: Obj, path: str, name: str, problems: list[FieldProblem]
 ) -> dict[str, float]:
     """One container's requests: requests, with limits filling in what is missing."""
-    resources = container.get("resources") or {}
-    limits = resources.get("limits") or {}
-    requests = resources.get("requests") or {}
+    resources = mapping(container.get("resources"))
+    limits = mapping(resources.get("limits"))
+    requests = mapping(resources.get("requests"))
     result: dict[str, float] = {}
     for rname in set(limits) | set(requests):
         if rname in _IGNORED_RESOURCES:
@@ -102,13 +117,25 @@ def _container_requests(
         source, raw = (
             ("requests", requests[rname]) if rname in requests else ("limits", limits[rname])
         )
+        field = f"{path}.resources.{source}[{rname}]"
         try:
-            result[rname] = resource_amount(rname, raw)
+            amount = resource_amount(rname, raw)
         except QuantityError as exc:
-            problems.append(
-                FieldProblem(KIND, name, f"{path}.resources.{source}[{rname}]", str(exc))
-            )
+            problems.append(FieldProblem(KIND, name, field, str(exc)))
+            result[rname] = saturated_amount(rname, raw)
             continue
+        if not 0 <= amount < SATURATED:  # past int64, or negative: not a request to honour
+            problems.append(
+                FieldProblem(
+                    KIND,
+                    name,
+                    field,
+                    f"{raw!r} is not a quantity a pod can request",
+                    "request a non-negative amount Kubernetes can represent",
+                )
+            )
+            amount = saturated_amount(rname, raw)
+        result[rname] = amount
         if rname not in (c.CPU_RESOURCE, c.MEMORY_RESOURCE):
             _check_extended(rname, limits, requests, path, name, problems)
     return result
@@ -150,19 +177,21 @@ def _effective_requests(
 ) -> tuple[float, float, int, dict[str, float]]:
     """Kubernetes' rule: max(sum over containers, each init container), per resource."""
     totals: dict[str, float] = {}
-    for i, container in enumerate(spec.get("containers") or []):
+    for i, container in enumerate(objects(spec.get("containers"))):
         for rname, value in _container_requests(
             container, f"spec.containers[{i}]", name, problems
         ).items():
             totals[rname] = totals.get(rname, 0.0) + value
-    for i, container in enumerate(spec.get("initContainers") or []):
+    for i, container in enumerate(objects(spec.get("initContainers"))):
         path = f"spec.initContainers[{i}]"
         for rname, value in _container_requests(container, path, name, problems).items():
             totals[rname] = max(totals.get(rname, 0.0), value)
     cpu = totals.pop(c.CPU_RESOURCE, 0.0)
     memory = totals.pop(c.MEMORY_RESOURCE, 0.0)
     gpus = totals.pop(c.GPU_RESOURCE, 0.0)
-    if gpus != int(gpus) or gpus < 0:
+    if gpus >= SATURATED:  # past int64: not a real request, but it holds whatever it is on
+        gpus = SATURATED
+    elif gpus != int(gpus) or gpus < 0:
         problems.append(
             FieldProblem(
                 KIND,
@@ -172,12 +201,34 @@ def _effective_requests(
                 'for part of a GPU use the annotation gpu-fraction: "0.5"',
             )
         )
-        gpus = math.floor(max(gpus, 0))
+        gpus = math.ceil(max(gpus, 0))  # an unreadable count holds every device it touches
     return cpu, memory, int(gpus), totals
 
 
-def _gpu_request(meta: Meta, whole: int, spec: Obj, problems: list[FieldProblem]) -> GpuRequest:
-    """Read the GPU-sharing annotations and reject the combinations KAI rejects."""
+def _gpu_request(meta: Meta, whole: int, problems: list[FieldProblem]) -> GpuRequest:
+    """Read the GPU-sharing annotations and reject the combinations KAI rejects. Unreadable
+    annotations read as a share of a whole device, so a bound pod with them holds its device."""
+    found = len(problems)
+    request = _sharing_request(meta, whole, problems)
+    if len(problems) == found:
+        return request
+    return GpuRequest(whole=whole) if whole else GpuRequest(fraction=1.0, devices=request.devices)
+
+
+_MAX_DEVICES = 1024  # more devices than any node has
+_MAX_MEMORY_MIB = 2**31  # 2 PiB of GPU memory
+
+
+def _positive_int(text: str, limit: int) -> int | None:
+    """A positive whole number written in decimal digits, at most ``limit``; else None."""
+    if not text.isdigit() or len(text) > len(str(limit)):
+        return None
+    number = int(text)
+    return number if 0 < number <= limit else None
+
+
+def _sharing_request(meta: Meta, whole: int, problems: list[FieldProblem]) -> GpuRequest:
+    """The request the sharing annotations make, with a problem for each one unreadable."""
     ann = meta.annotations
     fraction_text = ann.get(c.GPU_FRACTION_ANNOTATION)
     memory_text = ann.get(c.GPU_MEMORY_ANNOTATION)
@@ -213,7 +264,8 @@ def _gpu_request(meta: Meta, whole: int, spec: Obj, problems: list[FieldProblem]
                 )
             )
     if memory_text is not None:
-        if not memory_text.isdigit() or int(memory_text) <= 0:
+        memory_mib = _positive_int(memory_text, _MAX_MEMORY_MIB)
+        if memory_mib is None:
             problems.append(
                 FieldProblem(
                     KIND,
@@ -224,7 +276,7 @@ def _gpu_request(meta: Meta, whole: int, spec: Obj, problems: list[FieldProblem]
                 )
             )
         else:
-            memory = int(memory_text)
+            memory = memory_mib
         if whole or fraction_text is not None:
             problems.append(
                 FieldProblem(
@@ -236,13 +288,14 @@ def _gpu_request(meta: Meta, whole: int, spec: Obj, problems: list[FieldProblem]
                 )
             )
     if devices_text is not None:
-        if not devices_text.isdigit() or int(devices_text) <= 0:
+        count_of_devices = _positive_int(devices_text, _MAX_DEVICES)
+        if count_of_devices is None:
             problems.append(
                 FieldProblem(
                     KIND,
                     meta.name,
                     f"{field}[{c.GPU_FRACTION_NUM_DEVICES_ANNOTATION}]",
-                    f"must be a positive whole number, got {devices_text!r}",
+                    f"must be a whole number from 1 to {_MAX_DEVICES}, got {devices_text!r}",
                 )
             )
         elif fraction_text is None and memory_text is None:
@@ -256,7 +309,7 @@ def _gpu_request(meta: Meta, whole: int, spec: Obj, problems: list[FieldProblem]
                 )
             )
         else:
-            devices = int(devices_text)
+            devices = count_of_devices
     return GpuRequest(whole=whole, fraction=fraction, memory_mib=memory, devices=devices)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import Decimal, InvalidOperation
 
@@ -30,6 +31,7 @@ _PATTERN = re.compile(
 )
 
 Quantity = str | int | float
+SATURATED = float(2**63 - 1)  # Kubernetes keeps quantities as int64: larger ones saturate
 
 
 def parse_quantity(value: Quantity) -> Decimal:
@@ -75,3 +77,17 @@ def resource_amount(resource: str, value: Quantity) -> float:
     if resource == "memory":
         return memory_bytes(value)
     return count(value)
+
+
+def saturated_amount(resource: str, value: object) -> float:
+    """What a quantity means to the node it sits on when it cannot be taken literally; never
+    raises: unreadable or negative amounts are 0, amounts past int64 (``"1e400"``, ``.inf``)
+    saturate at ``SATURATED``, so a pod that holds a node with one still fills it."""
+    try:
+        number = parse_quantity(value)  # type: ignore[arg-type]
+    except (QuantityError, ValueError, TypeError, ArithmeticError):
+        return 0.0
+    if number.is_nan() or number <= 0:
+        return 0.0
+    amount = float(number * 1000) if resource == "cpu" else float(number)
+    return SATURATED if not math.isfinite(amount) else min(amount, SATURATED)

@@ -43,10 +43,12 @@ def allocate(session: Session) -> None:
 
 def schedulable_jobs(session: Session, *, note: bool = True) -> list[Job]:
     """Jobs with pending pods whose queue exists and that have enough pods to start;
-    the others get a reason when ``note``."""
+    the others (and jobs whose only waiting pods are held back as invalid) get a reason when
+    ``note``."""
+    state = session.state
     jobs = []
-    for key in sorted(session.state.pending_jobs):
-        job = session.state.jobs[key]
+    for key in sorted(state.pending_jobs.union(state.held_jobs)):
+        job = state.jobs[key]
         blocker = _blocker(session, job)
         if blocker is None:
             jobs.append(job)
@@ -58,7 +60,7 @@ def schedulable_jobs(session: Session, *, note: bool = True) -> list[Job]:
 def _blocker(session: Session, job: Job) -> Reason | None:
     """Why a pending job cannot be tried at all, or None."""
     if not session.chain(job):
-        return _missing_queue(session, job)
+        return Reason("QueueDoesNotExist", _unusable_queue(session, job.queue))
     children = session.queues[job.queue].children
     if children:
         return Reason(
@@ -67,30 +69,42 @@ def _blocker(session: Session, job: Job) -> Reason | None:
             f"Set the kai.scheduler/queue label to one of: {', '.join(children)}",
         )
     if not job.ready_for_scheduling():
-        return Reason(
-            "NotReady",
-            f"waiting for pods: the gang needs {job.min_member} (minMember), {job.alive} exist",
+        message = (
+            f"waiting for pods: the gang needs {job.min_member} (minMember), {job.alive} exist"
         )
+        held = sorted((t for t in job.tasks.values() if t.problem), key=lambda t: t.name)
+        if held:
+            message += f"; pod {held[0].pod.meta.key} cannot be scheduled as written: "
+            message += held[0].problem + (f" (and {len(held) - 1} more)" if len(held) > 1 else "")
+        return Reason("NotReady", message)
     return None
 
 
-def _missing_queue(session: Session, job: Job) -> Reason:
-    chain_names = []
-    name = job.queue
-    queues = session.state.queues
-    while name in queues:
-        chain_names.append(name)
+def _unusable_queue(session: Session, queue: str) -> str:
+    """Why a queue cannot take jobs: it, or an ancestor, is missing or unreadable, or the
+    parents form a cycle."""
+    queues, problems = session.state.queues, session.state.problems
+    chain: list[str] = []
+    name = queue
+    while name in queues and name not in chain:
+        chain.append(name)
         name = queues[name].parent
-    if not chain_names:
-        return Reason(
-            "QueueDoesNotExist",
-            f'queue "{job.queue}" does not exist. Create it, or set the kai.scheduler/queue '
-            f"label to an existing queue",
+    if name in chain:
+        cycle = " -> ".join([*chain[chain.index(name) :], name])
+        return (
+            f'queue "{queue}" cannot be used: its parents form a cycle ({cycle}). '
+            "Fix spec.parentQueue so the queues form a tree"
         )
-    return Reason(
-        "QueueDoesNotExist",
-        f'queue "{job.queue}" has a missing ancestor "{name}". Create queue "{name}"',
-    )
+    problem = problems.get(("Queue", "", name))
+    whose = f'queue "{name}"' + (f' (an ancestor of "{queue}")' if chain else "")
+    if problem is not None:
+        return f"{whose} cannot be used as written: {problem.message}"
+    if not chain:
+        return (
+            f'queue "{queue}" does not exist. Create it, or set the kai.scheduler/queue '
+            "label to an existing queue"
+        )
+    return f'queue "{queue}" has a missing ancestor "{name}". Create queue "{name}"'
 
 
 def tasks_to_allocate(job: Job) -> list[Task]:
