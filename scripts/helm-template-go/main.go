@@ -1,14 +1,18 @@
 // A stand-in for `helm template`, used only where helm itself is not installed (Debian has no
 // helm package). It renders a chart as Helm does for the features pykai's chart uses: Go
 // text/template with Helm's function library (sprig, from Debian's package) plus toYaml,
-// fromYaml, include, required and tpl; .Values (values.yaml, then each --values file, then --set a.b=c),
-// .Release, .Chart and .Capabilities; crds/ first, then templates/*.yaml in name order.
+// fromYaml, include, required, tpl and lookup; .Values (values.yaml, then each --values file, then
+// --set a.b=c), .Release, .Chart and .Capabilities; crds/ first, then templates/*.yaml in name order.
+// lookup finds nothing, as in `helm template`, unless --lookup-objects FILE gives the objects (a
+// YAML stream) that `helm upgrade` would find in the cluster.
 package main
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -79,6 +83,27 @@ func setValue(values map[string]interface{}, assignment string) {
 	node[parts[len(parts)-1]] = value
 }
 
+// readObjects reads a YAML stream of objects (for lookup).
+func readObjects(path string) []map[string]interface{} {
+	file, err := os.Open(path)
+	if err != nil {
+		fail("%v", err)
+	}
+	defer file.Close()
+	var objects []map[string]interface{}
+	decoder := yaml.NewDecoder(file)
+	for {
+		obj := map[string]interface{}{}
+		if err := decoder.Decode(&obj); err != nil {
+			if errors.Is(err, io.EOF) {
+				return objects
+			}
+			fail("%s: %v", path, err)
+		}
+		objects = append(objects, obj)
+	}
+}
+
 func toYAML(v interface{}) string {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
@@ -93,6 +118,7 @@ func main() {
 	var valueFiles, sets multi
 	namespace := flag.String("namespace", "default", "release namespace")
 	release := flag.String("release", "pykai", "release name")
+	lookupFile := flag.String("lookup-objects", "", "YAML stream of the objects lookup finds")
 	flag.Var(&valueFiles, "values", "values file (repeatable)")
 	flag.Var(&sets, "set", "key.path=value (repeatable)")
 	flag.Parse()
@@ -134,6 +160,20 @@ func main() {
 			return nil, fmt.Errorf("%s", message)
 		}
 		return v, nil
+	}
+	var stored []map[string]interface{}
+	if *lookupFile != "" {
+		stored = readObjects(*lookupFile)
+	}
+	funcs["lookup"] = func(apiVersion, kind, namespace, name string) map[string]interface{} {
+		for _, obj := range stored {
+			meta, _ := obj["metadata"].(map[string]interface{})
+			if obj["apiVersion"] == apiVersion && obj["kind"] == kind &&
+				meta["namespace"] == namespace && meta["name"] == name {
+				return obj
+			}
+		}
+		return map[string]interface{}{}
 	}
 	funcs["include"] = func(name string, data interface{}) (string, error) {
 		var buf bytes.Buffer

@@ -3,6 +3,7 @@ scripts/kube-binaries, with pykai's stand-in kubelet and KubeRay emulator) for k
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import signal
@@ -203,3 +204,33 @@ def wait_for(condition: Callable[[], object], timeout: float = 30.0) -> bool:
             return True
         time.sleep(0.3)
     return False
+
+
+def account_kubeconfig(cluster: LocalCluster, namespace: str, account: str, path: Path) -> Path:
+    """A kubeconfig at ``path`` for service account ``namespace/account`` (the token the
+    controller-manager puts in its Secret), user ``account``."""
+    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+
+    def token() -> str:
+        for secret in api.list(KINDS["Secret"])[0]:
+            annotations = secret["metadata"].get("annotations") or {}
+            if (
+                secret["metadata"]["namespace"] == namespace
+                and annotations.get("kubernetes.io/service-account.name") == account
+                and "token" in (secret.get("data") or {})
+            ):
+                return base64.b64decode(secret["data"]["token"]).decode()
+        return ""
+
+    assert wait_for(token), f"no token for service account {namespace}/{account}"
+    config = yaml.safe_load(cluster.kubeconfig.read_text())
+    config["users"] = [{"name": account, "user": {"token": token()}}]
+    config["contexts"][0]["context"]["user"] = account
+    path.write_text(yaml.safe_dump(config))
+    return path
+
+
+def allowed(cluster: LocalCluster, namespace: str, account: str, *args: str) -> bool:
+    """``kubectl auth can-i ARGS`` as service account ``namespace/account``."""
+    subject = f"--as=system:serviceaccount:{namespace}:{account}"
+    return kubectl(cluster, "auth", "can-i", subject, *args, check=False).startswith("yes")

@@ -5,7 +5,6 @@ over-allocated (whole devices and shared GPU groups), and other jobs are not sta
 
 from __future__ import annotations
 
-import base64
 import signal
 import time
 from collections import Counter, defaultdict
@@ -23,7 +22,15 @@ from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 from pykai.model import builders
 from pykai.model.meta import Obj
-from tests.kube.conftest import fresh_cluster, kubectl, pykai_running, start_pykai, wait_for
+from tests.kube.conftest import (
+    account_kubeconfig,
+    allowed,
+    fresh_cluster,
+    kubectl,
+    pykai_running,
+    start_pykai,
+    wait_for,
+)
 
 NODES, GPUS = 6, 4
 
@@ -219,21 +226,10 @@ def restricted_kubeconfig(cluster: LocalCluster, path: Path) -> Path:
     ]
     (path / "rbac.yaml").write_text(yaml.safe_dump_all(rbac))
     kubectl(cluster, "apply", "-f", str(path / "rbac.yaml"))
-    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
-
-    def token() -> str:
-        secrets = kubectl(cluster, "get", "secrets", "-o", "name").split()
-        name = next((s for s in secrets if s.startswith("secret/pykai-token-")), "")
-        if not name:
-            return ""
-        secret = api.http.get(f"/api/v1/namespaces/default/secrets/{name.split('/')[1]}").json()
-        return base64.b64decode(secret["data"]["token"]).decode()
-
-    assert wait_for(token), "no token for service account pykai"
-    config = yaml.safe_load(cluster.kubeconfig.read_text())
-    config["users"] = [{"name": "admin", "user": {"token": token()}}]
-    (path / "kubeconfig").write_text(yaml.safe_dump(config))
-    return path / "kubeconfig"
+    # RBAC reaches the authorizer a moment after the apply; pykai refused at start would exit
+    for can in (("list", "pods"), ("create", "pods", "--subresource=binding", "-n", "default")):
+        assert wait_for(lambda can=can: allowed(cluster, "default", "pykai", *can))
+    return account_kubeconfig(cluster, "default", "pykai", path / "kubeconfig")
 
 
 def test_failing_bind_backs_off_and_does_not_starve_others(
@@ -285,6 +281,14 @@ def test_failing_bind_backs_off_and_does_not_starve_others(
         assert wait_for(
             lambda: "binder gave up" in kubectl(cluster, "get", "events", "-n", "blocked")
         )
+        # each refused bind is logged as an ERROR naming the request and the identity
+        log = (cluster.directory / "pykai-run.log").read_text()
+        refused = [
+            line
+            for line in log.splitlines()
+            if " ERROR pykai.api 403: create /api/v1/namespaces/blocked/pods/stuck-" in line
+        ]
+        assert refused and "system:serviceaccount:default:pykai" in refused[0]
     finally:
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0

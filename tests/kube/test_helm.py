@@ -24,7 +24,14 @@ from pykai.model import builders
 from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.queue import default_queues
-from tests.kube.conftest import ROOT, kubectl, pykai_running, wait_for
+from tests.kube.conftest import (
+    ROOT,
+    account_kubeconfig,
+    allowed,
+    kubectl,
+    pykai_running,
+    wait_for,
+)
 
 CHART = ROOT / "deploy/helm/pykai"
 NAMESPACE = "pykai-system"
@@ -117,6 +124,75 @@ def test_same_built_ins_and_webhook_rules_as_the_code(rendered: list[Obj]) -> No
     assert base64.b64decode(secret["ca.crt"]) == base64.b64decode(bundle)
 
 
+def webhook_tls(objects: list[Obj]) -> tuple[Obj, str]:
+    """The webhook's TLS Secret data and the checksum its pods were started with."""
+    secret = of_kind(objects, "Secret")["pykai-webhook-tls"]["data"]
+    pod = of_kind(objects, "Deployment")["pykai-webhook"]["spec"]["template"]["metadata"]
+    return secret, pod["annotations"]["checksum/tls"]
+
+
+def test_the_webhook_never_serves_a_certificate_the_apiserver_does_not_trust(
+    rendered: list[Obj], tmp_path: Path
+) -> None:
+    """Where nothing is found in the cluster (``helm template``), every render makes a new
+    certificate and CA, and the webhook's pods roll onto them; ``helm upgrade`` finds the
+    Secret and keeps all of it (no roll, the same CA in both configurations)."""
+    first, first_checksum = webhook_tls(rendered)
+    second, second_checksum = webhook_tls(render())
+    assert second["tls.crt"] != first["tls.crt"] and second["ca.crt"] != first["ca.crt"]
+    assert second_checksum != first_checksum
+    if shutil.which("helm"):
+        pytest.skip("lookup finds objects only with the stand-in's --lookup-objects")
+    stored = tmp_path / "cluster.yaml"
+    stored.write_text(yaml.safe_dump(of_kind(rendered, "Secret")["pykai-webhook-tls"]))
+    upgraded = render("--lookup-objects", str(stored))
+    kept, kept_checksum = webhook_tls(upgraded)
+    assert kept == first and kept_checksum == first_checksum
+    for kind in ("ValidatingWebhookConfiguration", "MutatingWebhookConfiguration"):
+        for hook in next(iter(of_kind(upgraded, kind).values()))["webhooks"]:
+            assert hook["clientConfig"]["caBundle"] == first["ca.crt"]
+
+
+def test_network_policies_let_in_only_the_webhook_port(
+    local_cluster: LocalCluster, rendered: list[Obj], tmp_path: Path
+) -> None:
+    policies = of_kind(rendered, "NetworkPolicy")
+    assert set(policies) == {"pykai", "pykai-webhook"}
+    pods = {
+        name: d["spec"]["template"]["metadata"]["labels"]
+        for name, d in of_kind(rendered, "Deployment").items()
+    }
+    closed, webhook = policies["pykai"]["spec"], policies["pykai-webhook"]["spec"]
+    assert closed["policyTypes"] == ["Ingress"] and not closed.get("ingress")
+
+    def selected(policy: Obj) -> set[str]:
+        wanted = policy["podSelector"]["matchLabels"].items()
+        return {name for name, labels in pods.items() if wanted <= labels.items()}
+
+    assert selected(closed) == set(pods)  # every pykai pod
+    assert selected(webhook) == {"pykai-webhook"}
+    container = of_kind(rendered, "Deployment")["pykai-webhook"]["spec"]["template"]["spec"]
+    port = container["containers"][0]["ports"][0]["containerPort"]
+    assert webhook["ingress"] == [{"ports": [{"protocol": "TCP", "port": port}]}]
+
+    values = tmp_path / "values.yaml"
+    apiserver = [{"ipBlock": {"cidr": "10.0.0.10/32"}}]
+    tools = [{"from": [{"namespaceSelector": {"matchLabels": {"name": "tools"}}}]}]
+    values.write_text(
+        yaml.safe_dump({"networkPolicy": {"webhookFrom": apiserver, "extraIngress": tools}})
+    )
+    custom = of_kind(render("--values", str(values)), "NetworkPolicy")
+    assert custom["pykai-webhook"]["spec"]["ingress"][0]["from"] == apiserver
+    assert custom["pykai"]["spec"]["ingress"] == tools
+    kubectl(local_cluster, "create", "namespace", NAMESPACE, check=False)
+    (tmp_path / "policies.yaml").write_text(yaml.safe_dump_all(list(custom.values())))
+    out = kubectl(local_cluster, "apply", "--dry-run=server", "-f", str(tmp_path / "policies.yaml"))
+    assert out.count("(server dry run)") == 2
+    assert not of_kind(render("--set", "networkPolicy.enabled=false"), "NetworkPolicy")
+    no_webhook = render("--set", "webhook.enabled=false")
+    assert set(of_kind(no_webhook, "NetworkPolicy")) == {"pykai"}
+
+
 def test_the_apiserver_accepts_every_object(
     local_cluster: LocalCluster, rendered: list[Obj], tmp_path: Path
 ) -> None:
@@ -147,41 +223,21 @@ def rbac(local_cluster: LocalCluster, rendered: list[Obj]) -> Iterator[dict[str,
     path = local_cluster.directory / "chart-rbac.yaml"
     path.write_text(yaml.safe_dump_all(objects))
     kubectl(local_cluster, "apply", "-f", str(path))
-    api = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
-
-    def token(account: str) -> str:
-        secrets, _ = api.list(KINDS["Secret"])
-        for secret in secrets:
-            annotations = secret["metadata"].get("annotations") or {}
-            if (
-                secret["metadata"]["namespace"] == NAMESPACE
-                and annotations.get("kubernetes.io/service-account.name") == account
-                and "token" in (secret.get("data") or {})
-            ):
-                return base64.b64decode(secret["data"]["token"]).decode()
-        return ""
-
-    configs = {}
-    for name in [*COMPONENTS, "webhook"]:
-        assert wait_for(lambda name=name: token(f"pykai-{name}")), f"no token for {name}"
-        config = yaml.safe_load(local_cluster.kubeconfig.read_text())
-        config["users"] = [{"name": "admin", "user": {"token": token(f"pykai-{name}")}}]
-        configs[name] = local_cluster.directory / f"kubeconfig-{name}"
-        configs[name].write_text(yaml.safe_dump(config))
+    # RBAC reaches the authorizer a moment after the apply; a component refused at start exits
+    assert wait_for(lambda: can(local_cluster, "pykai-webhook", "list", "queues.scheduling.run.ai"))
+    directory = local_cluster.directory
+    configs = {
+        name: account_kubeconfig(
+            local_cluster, NAMESPACE, f"pykai-{name}", directory / f"kubeconfig-{name}"
+        )
+        for name in [*COMPONENTS, "webhook"]
+    }
     yield configs
     kubectl(local_cluster, "delete", "-f", str(path), "--wait=false", check=False)
 
 
 def can(cluster: LocalCluster, account: str, *args: str) -> bool:
-    out = kubectl(
-        cluster,
-        "auth",
-        "can-i",
-        f"--as=system:serviceaccount:{NAMESPACE}:{account}",
-        *args,
-        check=False,
-    )
-    return out.strip().startswith("yes")
+    return allowed(cluster, NAMESPACE, account, *args)
 
 
 def test_each_component_may_do_no_more_than_it_needs(
@@ -201,6 +257,9 @@ def test_each_component_may_do_no_more_than_it_needs(
         "queues.scheduling.run.ai",
         "--subresource=status",
     )
+    assert can(local_cluster, "pykai-binder", "create", "configmaps")  # the GPU env, no more
+    for verb in ("get", "patch", "update", "delete"):
+        assert not can(local_cluster, "pykai-binder", verb, "configmaps")
     assert can(local_cluster, "pykai-binder", "create", "pods", "-n", "pykai-resv")
     assert not can(local_cluster, "pykai-binder", "create", "pods", "-n", "default")
     assert not can(local_cluster, "pykai-webhook", "list", "secrets", "-n", NAMESPACE)

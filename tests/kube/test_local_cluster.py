@@ -3,6 +3,8 @@ Ready fake GPU nodes, and a clean shutdown."""
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 from pathlib import Path
 
@@ -69,3 +71,25 @@ def test_up_with_the_webhook_then_down(tmp_path: Path) -> None:
         pids = list(cluster.status()["pids"].values())  # type: ignore[union-attr]
         cluster.down()
     assert kubeconfig.exists() and not any(alive(pid) for pid in pids)
+
+
+def test_keys_tokens_and_kubeconfig_are_private(tmp_path: Path) -> None:
+    """Files 0600 in a 0700 folder, also where an earlier run left them readable."""
+    directory = tmp_path / "cluster"
+    directory.mkdir(mode=0o755)
+    directory.chmod(0o755)
+    (directory / "kubeconfig").write_text("left by an earlier run")
+    (directory / "kubeconfig").chmod(0o644)
+    cluster = LocalCluster(directory)
+    cluster.up(controller_manager=False, stand_ins=False)
+    try:
+        assert stat.S_IMODE(directory.stat().st_mode) == 0o700
+        assert stat.S_IMODE((directory / "certs").stat().st_mode) == 0o700
+        written = ["sa.key", "sa.pub", "tokens.csv", "kubeconfig"]
+        served = [f"certs/{name}" for name in os.listdir(directory / "certs")]
+        assert served  # the apiserver's serving certificate and key
+        for name in [*written, *served]:
+            assert stat.S_IMODE((directory / name).stat().st_mode) == 0o600, name
+        assert "token" in cluster.kubeconfig.read_text()
+    finally:
+        cluster.down()

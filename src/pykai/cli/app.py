@@ -19,7 +19,7 @@ from pykai import __version__
 from pykai.cli.bench import app as bench_app
 from pykai.cli.columns import Context
 from pykai.cli.describe import describe as describe_object
-from pykai.cli.errors import fail, not_found, reported
+from pykai.cli.errors import fail, not_found, refused, reported
 from pykai.cli.kinds import KindInfo, display_name, info_for, resolve_target
 from pykai.cli.local_cluster import app as local_cluster_app
 from pykai.cli.manifests import ManifestError, read_manifests
@@ -31,6 +31,7 @@ from pykai.engine.config import config_from_mapping
 from pykai.model.duration import parse_duration
 
 DEFAULT_CLUSTER = Path(".pykai/cluster.db")
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"  # of run and webhook
 
 app = typer.Typer(
     help="pykai: the KAI scheduler in Python. kubectl-like commands over an embedded cluster.",
@@ -330,9 +331,7 @@ def run(
             config = config_from_mapping(documents[0], str(scheduler_config))
         api = KubeApi.connect(kubeconfig)
 
-    logging.basicConfig(
-        level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s %(message)s"
-    )
+    logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT)
     logging.getLogger("httpx").setLevel(logging.WARNING)  # not one line per request
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -344,7 +343,8 @@ def run(
         elector = LeaderElector(
             api, name, name=lease, namespace=lease_namespace, duration=lease_duration
         )
-    KubeRunner(api, config, chosen).run(stop, period, elector)
+    with refused():
+        KubeRunner(api, config, chosen).run(stop, period, elector)
 
 
 @app.command()
@@ -373,13 +373,14 @@ def webhook(
     workloads (foreground; stops cleanly on SIGTERM). Listens on 127.0.0.1 unless --address
     says otherwise. Without TLS options a self-signed certificate is made for local use."""
     from pykai.kube import webhook as hook
-    from pykai.kube.api import KubeApi
+    from pykai.kube.api import KINDS, KubeApi
 
-    with reported():
+    with reported(), refused():
         host, _, port = address.rpartition(":")
         if not host or not port.isdigit():
             raise ManifestError(f"--address {address!r}: write it as HOST:PORT")
         api = KubeApi.connect(kubeconfig)
+        api.list(KINDS["Queue"])  # every review of a queue reads them: refused now, refused then
         if tls_cert_file and tls_key_file:
             cert = tls_cert_file.read_bytes()
             tls = hook.Tls(cert, tls_key_file.read_bytes(), cert)
@@ -387,7 +388,7 @@ def webhook(
             tls = hook.tls_from_secret(api, tls_secret)
         else:
             tls = hook.generate_tls(sorted({host, "127.0.0.1", "localhost"} - {"0.0.0.0"}))
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
     logging.getLogger("httpx").setLevel(logging.WARNING)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
@@ -395,7 +396,8 @@ def webhook(
     server = hook.serve((host, int(port)), tls, hook.api_lister(api), gpu_sharing)
     if register:
         url_host = "127.0.0.1" if host == "0.0.0.0" else host
-        hook.register(api, f"https://{url_host}:{server.server_address[1]}", tls.ca)
+        with refused():
+            hook.register(api, f"https://{url_host}:{server.server_address[1]}", tls.ca)
     typer.echo(f"serving on https://{host}:{server.server_address[1]}{hook.PATH}")
     stop.wait()
     if register:

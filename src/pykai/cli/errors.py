@@ -32,3 +32,17 @@ def reported() -> Iterator[None]:
         yield
     except (ValueError, OSError, sqlite3.Error) as exc:
         fail(str(exc) or type(exc).__name__)
+
+
+@contextmanager
+def refused() -> Iterator[None]:
+    """The apiserver refused the credentials (401/403) where the command cannot go on: one
+    line saying what was refused, with which credentials, and what to check."""
+    from pykai.kube.api import AuthError, RefusedAtStart
+
+    try:
+        yield
+    except RefusedAtStart as exc:
+        fail(str(exc))
+    except AuthError as exc:
+        fail(exc.advice())

@@ -9,9 +9,10 @@ from typing import Annotated
 
 import typer
 import yaml
-from lightkube import Client, KubeConfig
+from lightkube import ApiError, Client, KubeConfig
 
-from pykai.cli.errors import fail
+from pykai.cli.errors import fail, refused
+from pykai.kube.api import AuthError, kubeconfig_credentials
 from pykai.kube.localcluster import LocalCluster, LocalClusterError
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 
@@ -35,7 +36,8 @@ def up(
     """Start the control plane and create fake nodes; the kubeconfig path is the last line."""
     cluster = LocalCluster(directory.resolve())
     try:
-        kubeconfig = cluster.up(webhook=webhook)
+        with refused():
+            kubeconfig = cluster.up(webhook=webhook)
     except LocalClusterError as exc:
         fail(str(exc))
     objects = gpu_nodes(gpu_nodes_count, gpus_per_node)
@@ -45,7 +47,13 @@ def up(
         ]
     if objects:
         client = Client(KubeConfig.from_file(str(kubeconfig)))
-        create_ready_nodes(client, objects, time.time())
+        try:
+            create_ready_nodes(client, objects, time.time())
+        except ApiError as exc:
+            if exc.status.code not in (401, 403):
+                raise
+            credentials = kubeconfig_credentials(kubeconfig)
+            fail(AuthError(exc.status.code, str(exc), "create nodes", credentials).advice())
         typer.echo(f"{len(objects)} node(s) ready")
     typer.echo(str(kubeconfig))
 

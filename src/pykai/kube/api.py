@@ -6,7 +6,9 @@ because typed clients choke on the Status object the apiserver answers with.
 
 from __future__ import annotations
 
+import base64
 import json
+import logging
 import os
 from collections.abc import Generator, Iterator
 from pathlib import Path
@@ -14,9 +16,12 @@ from typing import Any
 
 import httpx
 import yaml
+from cryptography import x509
 
 from pykai.model.kinds import BY_KIND, KindSpec
 from pykai.model.meta import Obj
+
+log = logging.getLogger("pykai.api")
 
 # where each kind lives in the API: the table of model/kinds.py
 Kind = KindSpec
@@ -33,25 +38,87 @@ class ApiError(RuntimeError):
         self.status = status
 
 
+class AuthError(ApiError):
+    """401 (credentials not accepted) or 403 (this identity may not do that)."""
+
+    def __init__(self, status: int, message: str, request: str, credentials: str) -> None:
+        super().__init__(status, f"{request} refused: {message} (credentials: {credentials})")
+        self.detail, self.request, self.credentials = message, request, credentials
+
+    def advice(self) -> str:
+        """One line: what was refused, with which credentials, and what to check."""
+        if self.status == 401:
+            what = "401 Unauthorized"
+            check = "the token or certificate: expired, revoked, or not this cluster's?"
+        else:
+            what = "403 Forbidden"
+            check = "RBAC: a Role or ClusterRole granting this, bound to that identity"
+        return (
+            f"the apiserver refused {self.request} ({what}: {self.detail}); "
+            f"credentials: {self.credentials}; check {check}"
+        )
+
+
+class RefusedAtStart(RuntimeError):
+    """An AuthError while a process starts (the first list of a kind, the first lease
+    request): with these credentials it cannot work, so it ends."""
+
+    def __init__(self, error: AuthError) -> None:
+        super().__init__(error.advice())
+        self.error = error
+
+
 # what a call to the apiserver may raise: a refusal, or no answer (e.g. while it restarts)
 API_ERRORS = (ApiError, httpx.HTTPError)
 
 
 def transient(exc: Exception) -> bool:
     """An error that says nothing about the object written: the apiserver away or busy, a
-    conflict with a newer version, an object already gone. Tried again, never reported."""
+    conflict with a newer version, an object already gone, a refusal of pykai's own credentials
+    (an AuthError, logged at ERROR where it happens). Tried again, never reported."""
+    if isinstance(exc, AuthError):
+        return True
     if isinstance(exc, ApiError):
         return exc.status in (404, 409, 429) or exc.status >= 500
     return isinstance(exc, httpx.HTTPError)
 
 
-def client_from_kubeconfig(path: Path) -> httpx.Client:
-    """An httpx client for the current context of a kubeconfig (token or client-cert auth)."""
+def token_identity(token: str) -> str:
+    """The subject a service-account token (a JWT) names, or "" for another kind of token."""
+    try:
+        payload = token.split(".")[1]
+        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
+        return str(claims.get("sub", ""))
+    except (IndexError, ValueError, AttributeError):
+        return ""
+
+
+def _kubeconfig_user(path: Path) -> tuple[dict[str, Any], dict[str, Any], str]:
+    """The current context's cluster and user entries of a kubeconfig, and the user's name."""
     config = yaml.safe_load(path.read_text())
     context_name = config.get("current-context")
     context = next(c["context"] for c in config["contexts"] if c["name"] == context_name)
     cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
     user = next(u["user"] for u in config["users"] if u["name"] == context["user"])
+    return cluster, user, str(context["user"])
+
+
+def kubeconfig_credentials(path: Path) -> str:
+    """Which credentials a kubeconfig's current context uses, and whose they are if known."""
+    _, user, name = _kubeconfig_user(path)
+    where = f'user "{name}" of kubeconfig {path}'
+    if user.get("token"):
+        identity = token_identity(user["token"])
+        return f"{where} (bearer token{f' of {identity}' if identity else ''})"
+    if user.get("client-certificate"):
+        certificate = x509.load_pem_x509_certificate(Path(user["client-certificate"]).read_bytes())
+        return f"{where} (client certificate {certificate.subject.rfc4514_string()})"
+    return f"{where} (no token or client certificate)"
+
+
+def client_from_kubeconfig(path: Path) -> httpx.Client:
+    """An httpx client for the current context of a kubeconfig (token or client-cert auth)."""
+    cluster, user, _ = _kubeconfig_user(path)
     headers = {"Authorization": f"Bearer {user['token']}"} if user.get("token") else {}
     verify: bool | str = not cluster.get("insecure-skip-tls-verify", False)
     if verify and cluster.get("certificate-authority"):
@@ -100,21 +167,31 @@ def in_cluster_client(directory: Path = SERVICE_ACCOUNT_DIR) -> httpx.Client:
     )
 
 
-class KubeApi:
-    """list / watch / create / patch / delete / bind on one apiserver."""
+def in_cluster_credentials(directory: Path = SERVICE_ACCOUNT_DIR) -> str:
+    """The pod's service-account token, and whose it is."""
+    token = directory / "token"
+    identity = token_identity(token.read_text().strip()) if token.exists() else ""
+    return f"service-account token {token}{f' of {identity}' if identity else ''}"
 
-    def __init__(self, client: httpx.Client) -> None:
-        self.http = client
+
+class KubeApi:
+    """list / watch / create / patch / delete / bind on one apiserver. ``credentials`` says
+    which ones the client uses (for the message when the apiserver refuses them)."""
+
+    def __init__(self, client: httpx.Client, credentials: str = "unknown") -> None:
+        self.http, self.credentials = client, credentials
 
     @classmethod
     def from_kubeconfig(cls, path: Path) -> KubeApi:
         """A client for the kubeconfig's current context."""
-        return cls(client_from_kubeconfig(path))
+        return cls(client_from_kubeconfig(path), kubeconfig_credentials(path))
 
     @classmethod
     def connect(cls, kubeconfig: Path | None) -> KubeApi:
         """A client for ``kubeconfig``, or the in-cluster configuration without one."""
-        return cls(client_from_kubeconfig(kubeconfig) if kubeconfig else in_cluster_client())
+        if kubeconfig:
+            return cls.from_kubeconfig(kubeconfig)
+        return cls(in_cluster_client(), in_cluster_credentials())
 
     def path(self, kind: Kind, namespace: str = "", name: str = "", sub: str = "") -> str:
         """The REST path of a collection, an object or its subresource."""
@@ -126,14 +203,32 @@ class KubeApi:
             base += f"/{name}"
         return f"{base}/{sub}" if sub else base
 
-    def _check(self, response: httpx.Response) -> Any:
-        if response.status_code >= 400:
-            raise ApiError(response.status_code, response.text[:500])
+    def _check(self, response: httpx.Response, verb: str) -> Any:
+        """The answer's body; raises for a refusal (see ``_refused``)."""
+        self._refused(response, verb)
         return response.json() if response.content else None
+
+    def _refused(self, response: httpx.Response, verb: str) -> None:
+        """Raise the error for a refusal: a 401/403 is an AuthError, logged at ERROR with the
+        request and the credentials."""
+        if response.status_code < 300:
+            return
+        text = response.read().decode(errors="replace")
+        try:
+            message = str(json.loads(text)["message"])
+        except (ValueError, KeyError, TypeError):
+            message = text[:500]
+        if response.status_code not in (401, 403):
+            raise ApiError(response.status_code, message)
+        error = AuthError(
+            response.status_code, message, f"{verb} {response.request.url.path}", self.credentials
+        )
+        log.error("%s", error)
+        raise error
 
     def list(self, kind: Kind) -> tuple[list[Obj], str]:
         """Every object of a kind, with ``kind``/``apiVersion`` filled, and the list's version."""
-        body = self._check(self.http.get(self.path(kind)))
+        body = self._check(self.http.get(self.path(kind)), "list")
         items = body.get("items") or []
         for item in items:
             item.setdefault("kind", kind.kind)
@@ -151,8 +246,7 @@ class KubeApi:
             "allowWatchBookmarks": "true",
         }
         with self.http.stream("GET", self.path(kind), params=params) as response:
-            if response.status_code >= 400:
-                raise ApiError(response.status_code, response.read().decode()[:500])
+            self._refused(response, "watch")
             for line in response.iter_lines():
                 if line:
                     event = json.loads(line)
@@ -166,13 +260,13 @@ class KubeApi:
         response = self.http.get(self.path(kind, namespace, name))
         if response.status_code == 404:
             return None
-        found: Obj = self._check(response)
+        found: Obj = self._check(response, "get")
         return found
 
     def create(self, kind: Kind, obj: Obj) -> Obj:
         """Create an object."""
         namespace = obj["metadata"].get("namespace", "") if kind.namespaced else ""
-        created: Obj = self._check(self.http.post(self.path(kind, namespace), json=obj))
+        created: Obj = self._check(self.http.post(self.path(kind, namespace), json=obj), "create")
         return created
 
     def create_if_absent(self, kind: Kind, obj: Obj) -> Obj | None:
@@ -191,7 +285,7 @@ class KubeApi:
             content=json.dumps(patch),
             headers={"Content-Type": "application/merge-patch+json"},
         )
-        patched: Obj = self._check(response)
+        patched: Obj = self._check(response, "patch")
         return patched
 
     def delete(
@@ -202,7 +296,7 @@ class KubeApi:
         params = {} if grace_seconds is None else {"gracePeriodSeconds": str(grace_seconds)}
         response = self.http.delete(self.path(kind, namespace, name), params=params)
         if response.status_code != 404:
-            self._check(response)
+            self._check(response, "delete")
 
     def bind(self, namespace: str, name: str, node: str) -> None:
         """POST pods/{name}/binding: one write binds a pod to a node."""
@@ -212,6 +306,6 @@ class KubeApi:
             "metadata": {"name": name, "namespace": namespace},
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
-        response = self.http.post(self.path(KINDS["Pod"], namespace, name, "binding"), json=body)
-        if response.status_code >= 300:
-            raise ApiError(response.status_code, response.text[:500])
+        self._refused(
+            self.http.post(self.path(KINDS["Pod"], namespace, name, "binding"), json=body), "create"
+        )

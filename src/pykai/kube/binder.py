@@ -10,10 +10,15 @@
 - A bind that fails puts the pod's job on hold (exponential backoff, see ``BindBackoff``), so a
   pod that keeps failing cannot take the same resources every cycle (KAI issue #2074).
 
-A reservation pod lives in ``pykai-resv``, is bound to its node at creation, requests one
-``nvidia.com/gpu`` (so the device plugin of a real node picks the device) and is labelled with
-its GPU group; the engine does not count it (the group already holds the device). It is deleted
-when no pod uses its group any more.
+A reservation pod lives in ``pykai-resv`` (made on first use when missing), is bound to its node
+at creation, requests one ``nvidia.com/gpu`` (so the device plugin of a real node picks the
+device) and is labelled with its GPU group; the engine does not count it (the group already holds
+the device). It is deleted when no pod uses its group any more.
+
+The ConfigMap a shared-GPU pod's env comes from is only ever created, never changed (see
+kube/gpu_env.py): a name that is taken by someone else's ConfigMap, or by the binder's own for an
+earlier placement, fails the bind with a Warning event on the pod and the reason on the
+BindRequest; the ConfigMap stays as it was.
 """
 
 from __future__ import annotations
@@ -27,7 +32,8 @@ from typing import Any
 
 from pykai.engine.decisions import Bind
 from pykai.kube.api import API_ERRORS, KINDS, ApiError, KubeApi
-from pykai.kube.gpu_env import config_map
+from pykai.kube.events import WARNING, EventRecorder
+from pykai.kube.gpu_env import CONFIG_ANNOTATION, WRITTEN_ANNOTATION, config_map, written
 from pykai.model import constants as c
 from pykai.model.meta import Obj
 from pykai.model.pod import gpu_group_labels
@@ -148,11 +154,15 @@ def groups_in_use(pods: Iterable[Obj], requests: Iterable[Obj]) -> set[str]:
     return used
 
 
+class ConfigMapTaken(Exception):
+    """The pod's GPU env ConfigMap exists and does not hold what this bind needs."""
+
+
 class Binder:
     """Carries out binds: directly for whole GPUs, through BindRequests for shared ones."""
 
-    def __init__(self, api: KubeApi, pool: Executor) -> None:
-        self.api, self.pool = api, pool
+    def __init__(self, api: KubeApi, pool: Executor, events: EventRecorder) -> None:
+        self.api, self.pool, self.events = api, pool, events
         self._next_try: dict[str, float] = {}  # BindRequest uid -> earliest retry
 
     # ---- the scheduler's side ----------------------------------------------------------------
@@ -179,17 +189,6 @@ class Binder:
 
     # ---- the binder's side -------------------------------------------------------------------
 
-    def ensure_namespace(self) -> None:
-        """Create the reservation namespace if it is missing (with the Helm chart it exists
-        and the binder may not create namespaces: a 403 is fine)."""
-        try:
-            self.api.create_if_absent(
-                KINDS["Namespace"], {"metadata": {"name": RESERVATION_NAMESPACE}}
-            )
-        except ApiError as exc:
-            if exc.status != 403:
-                raise
-
     def reconcile(
         self, requests: list[Obj], pods: dict[tuple[str, str], Obj], reservations: set[str]
     ) -> None:
@@ -215,31 +214,70 @@ class Binder:
                     self._reserve(node, group)
             if not (pod.get("spec") or {}).get("nodeName"):
                 portion = str((spec.get("receivedGPU") or {}).get("portion", ""))
-                self._env_config(pod, portion, groups)
                 annotations = {
                     c.GPU_PORTION_ANNOTATION: portion,
                     c.VISIBLE_DEVICES_ANNOTATION: ",".join(groups),
                 }
+                config = config_map(pod, portion, groups)
+                prior = self._written(pod, config) if config else None
+                if config and prior is None:  # recorded before the create: see _create_config
+                    annotations[WRITTEN_ANNOTATION] = written(config)
                 patch = {
                     "metadata": {"labels": gpu_group_labels(groups), "annotations": annotations}
                 }
                 self.api.patch(KINDS["Pod"], meta["name"], patch, meta["namespace"])
+                if config:
+                    self._create_config(pod, config, prior)
                 self.api.bind(meta["namespace"], meta["name"], node)
             self._status(request, {"phase": SUCCEEDED})
             self._next_try.pop(meta["uid"], None)
+        except ConfigMapTaken as exc:
+            self.events.record(pod, "FailedBinding", str(exc), WARNING)
+            self._failed(request, str(exc))
         except API_ERRORS as exc:
             self._failed(request, str(exc))
 
-    def _env_config(self, pod: Obj, portion: str, groups: list[str]) -> None:
-        """The ConfigMap the pod's GPU env comes from (kube/gpu_env.py), if it has one."""
-        body = config_map(pod, portion, groups)
-        if body is None:
+    def _written(self, pod: Obj, config: Obj) -> str | None:
+        """What an earlier attempt recorded on the pod about this ConfigMap (the pod is read
+        afresh: the cache may lag behind that attempt)."""
+        meta = pod["metadata"]
+        current = self.api.get(KINDS["Pod"], meta["name"], meta["namespace"]) or pod
+        record = (current["metadata"].get("annotations") or {}).get(WRITTEN_ANNOTATION)
+        if record and record.partition(" ")[0] == config["metadata"]["name"]:
+            return str(record)
+        return None
+
+    def _create_config(self, pod: Obj, config: Obj, prior: str | None) -> None:
+        """Create the pod's GPU env ConfigMap. ``prior`` is what an earlier attempt recorded
+        on the pod before its create (None: no attempt did, and this one has recorded
+        ``written(config)`` before calling). If the name is taken, the ConfigMap is this
+        binder's only when the record says so, and usable only if it holds these values."""
+        want = written(config)
+        if self.api.create_if_absent(KINDS["ConfigMap"], config) is not None:
+            if prior not in (None, want):
+                self._record(pod, want)
             return
-        if self.api.create_if_absent(KINDS["ConfigMap"], body) is None:
-            meta = body["metadata"]
-            self.api.patch(
-                KINDS["ConfigMap"], meta["name"], {"data": body["data"]}, meta["namespace"]
+        if prior == want:  # created by an earlier attempt, e.g. before a restart
+            return
+        name = config["metadata"]["name"]
+        if prior is None:
+            self._record(pod, None)  # not created by this binder: take the record back
+            raise ConfigMapTaken(
+                f'ConfigMap "{name}" (annotation {CONFIG_ANNOTATION}) already exists and was '
+                "not created by pykai for this pod; pykai never changes a ConfigMap it did not "
+                "create: recreate the pod without that annotation (the admission webhook then "
+                "names a new one)"
             )
+        raise ConfigMapTaken(
+            f'ConfigMap "{name}" holds the GPU env of an earlier placement '
+            f"({prior.partition(' ')[2]}), not {want.partition(' ')[2]}; pykai only creates "
+            "these ConfigMaps and cannot rewrite it: recreate the pod"
+        )
+
+    def _record(self, pod: Obj, value: str | None) -> None:
+        meta = pod["metadata"]
+        patch = {"metadata": {"annotations": {WRITTEN_ANNOTATION: value}}}
+        self.api.patch(KINDS["Pod"], meta["name"], patch, meta["namespace"])
 
     def _failed(self, request: Obj, reason: str) -> None:
         meta, spec = request["metadata"], request.get("spec") or {}
@@ -287,7 +325,15 @@ class Binder:
                 "tolerations": [{"operator": "Exists"}],
             },
         }
-        self.api.create_if_absent(KINDS["Pod"], pod)
+        try:
+            self.api.create_if_absent(KINDS["Pod"], pod)
+        except ApiError as exc:
+            if exc.status != 404:
+                raise
+            # no reservation namespace yet (the Helm chart makes it; the binder may then not)
+            namespace = {"metadata": {"name": RESERVATION_NAMESPACE}}
+            self.api.create_if_absent(KINDS["Namespace"], namespace)
+            self.api.create_if_absent(KINDS["Pod"], pod)
 
     def _delete_request(self, request: Obj) -> None:
         meta = request["metadata"]

@@ -5,6 +5,13 @@ time. So, as KAI does, the admission webhook gives each GPU-sharing pod an ``env
 ConfigMap named in annotation ``pykai.io/gpu-config`` (a name of its own, since a pod made with
 ``generateName`` has no name yet at admission), and the binder creates that ConfigMap, owned
 by the pod, before it binds: the kubelet starts the container with the values in its env.
+
+The name is always the webhook's: a pod that arrives with the annotation (copied from another
+pod, or set by hand) gets a fresh name, and its envFrom on the old one now names the new one.
+The binder only ever creates the ConfigMap, never changes one (its RBAC has no other verb on
+ConfigMaps), so a name that is taken can never make it overwrite someone else's. To tell its
+own ConfigMap, made before a restart, from someone else's, it writes on the pod, before the
+create, what the ConfigMap holds (annotation ``pykai.io/gpu-config-written``).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ from pykai.model.meta import Obj
 from pykai.model.pod import gpu_container_index
 
 CONFIG_ANNOTATION = "pykai.io/gpu-config"
+WRITTEN_ANNOTATION = "pykai.io/gpu-config-written"  # the binder's record, see written()
 SHARING_ANNOTATIONS = frozenset({c.GPU_FRACTION_ANNOTATION, c.GPU_MEMORY_ANNOTATION})
 
 
@@ -25,14 +33,11 @@ def _pointer(key: str) -> str:
 
 
 def env_patch(pod: Obj) -> list[dict[str, Any]]:
-    """JSONPatch operations giving a GPU-sharing pod its ConfigMap (none for other pods)."""
+    """JSONPatch operations giving a GPU-sharing pod its ConfigMap (none for other pods): a
+    fresh name, also for a pod that came with one."""
     annotations = pod["metadata"].get("annotations") or {}
     containers = (pod.get("spec") or {}).get("containers") or []
-    if (
-        not SHARING_ANNOTATIONS & set(annotations)
-        or not containers
-        or CONFIG_ANNOTATION in annotations
-    ):
+    if not SHARING_ANNOTATIONS & set(annotations) or not containers:
         return []
     name = f"pykai-gpu-{secrets.token_hex(6)}"
     ops: list[dict[str, Any]] = (
@@ -48,10 +53,18 @@ def env_patch(pod: Obj) -> list[dict[str, Any]]:
     )
     index = gpu_container_index(pod)
     source = {"configMapRef": {"name": name}}
-    if containers[index].get("envFrom"):
-        ops.append({"op": "add", "path": f"/spec/containers/{index}/envFrom/-", "value": source})
+    sources = containers[index].get("envFrom") or []
+    old = annotations.get(CONFIG_ANNOTATION)
+    on_old = [
+        i for i, s in enumerate(sources) if old and s.get("configMapRef", {}).get("name") == old
+    ]
+    path = f"/spec/containers/{index}/envFrom"
+    if on_old:  # the pod came with the annotation and its envFrom: both are renewed
+        ops.append({"op": "replace", "path": f"{path}/{on_old[0]}", "value": source})
+    elif sources:
+        ops.append({"op": "add", "path": f"{path}/-", "value": source})
     else:
-        ops.append({"op": "add", "path": f"/spec/containers/{index}/envFrom", "value": [source]})
+        ops.append({"op": "add", "path": path, "value": [source]})
     return ops
 
 
@@ -73,3 +86,9 @@ def config_map(pod: Obj, portion: str, devices: list[str]) -> Obj | None:
         },
         "data": {c.GPU_PORTION_ENV: portion, c.VISIBLE_DEVICES_ENV: ",".join(devices)},
     }
+
+
+def written(body: Obj) -> str:
+    """The binder's record of what ConfigMap ``body`` holds (annotation WRITTEN_ANNOTATION)."""
+    values = " ".join(f"{key}={value}" for key, value in sorted(body["data"].items()))
+    return f"{body['metadata']['name']} {values}"

@@ -1,5 +1,7 @@
 """Informers: list then watch each kind, feeding events into one queue; relist on 410 Gone,
-reconnect with backoff on any other failure."""
+reconnect with backoff on any other failure. A 401/403 on the first list ends the informer
+with a ``REFUSED`` change: the process cannot work with its credentials (later ones are retried
+like any failure: they are logged at ERROR by the client)."""
 
 from __future__ import annotations
 
@@ -10,7 +12,7 @@ from dataclasses import dataclass
 
 import httpx
 
-from pykai.kube.api import ApiError, Kind, KubeApi
+from pykai.kube.api import ApiError, AuthError, Kind, KubeApi, RefusedAtStart
 from pykai.model.meta import Obj
 
 
@@ -19,9 +21,10 @@ class Change:
     """One change seen by an informer: ``SYNC`` (a full relist of the kind) or an event."""
 
     kind: str
-    type: str  # SYNC, ADDED, MODIFIED, DELETED
+    type: str  # SYNC, ADDED, MODIFIED, DELETED, REFUSED
     obj: Obj | None
     objects: tuple[Obj, ...] = ()
+    error: RefusedAtStart | None = None  # why the first list of a kind was refused
 
 
 class Informer(threading.Thread):
@@ -36,10 +39,12 @@ class Informer(threading.Thread):
     def run(self) -> None:
         backoff = 0.2
         version = ""
+        listed = False
         while not self.stop_event.is_set():
             try:
                 if not version:
                     items, version = self.api.list(self.kind)
+                    listed = True
                     self.changes.put(Change(self.kind.kind, "SYNC", None, tuple(items)))
                 for event_type, obj in self.api.watch(self.kind, version, timeout=30):
                     if self.stop_event.is_set():
@@ -53,6 +58,10 @@ class Informer(threading.Thread):
                         self.changes.put(Change(self.kind.kind, event_type, obj))
                 backoff = 0.2
             except (httpx.HTTPError, ApiError) as exc:
+                if isinstance(exc, AuthError) and not listed:
+                    refused = RefusedAtStart(exc)
+                    self.changes.put(Change(self.kind.kind, "REFUSED", None, error=refused))
+                    return
                 if isinstance(exc, ApiError) and exc.status == 410:
                     version = ""
                 time.sleep(backoff)

@@ -1,14 +1,15 @@
 """Leader election with a coordination.k8s.io/v1 Lease: of several replicas, only the holder of
 the lease schedules. The lease is renewed every ``renew`` seconds and taken over when its
 holder has not renewed it for ``duration`` seconds; writes carry the lease's resourceVersion,
-so two candidates can never both win."""
+so two candidates can never both win. A 401/403 before the lease was ever read ends the
+process (RefusedAtStart): without lease rights a replica could never lead."""
 
 from __future__ import annotations
 
 import time
 from dataclasses import dataclass
 
-from pykai.kube.api import API_ERRORS, KINDS, ApiError, KubeApi
+from pykai.kube.api import API_ERRORS, KINDS, ApiError, AuthError, KubeApi, RefusedAtStart
 from pykai.model.meta import format_time, parse_time
 
 LEASE = KINDS["Lease"]
@@ -25,13 +26,17 @@ class LeaderElector:
     duration: float = 10.0
     leader: bool = False
     _last_renew: float = 0.0
+    _answered: bool = False  # a lease request has succeeded once
 
     def step(self, now: float | None = None) -> bool:
         """Acquire or renew the lease if possible; True while this replica leads."""
         now = time.time() if now is None else now
         try:
             self.leader = self._try(now)
-        except API_ERRORS:
+            self._answered = True
+        except API_ERRORS as exc:
+            if isinstance(exc, AuthError) and not self._answered:
+                raise RefusedAtStart(exc) from exc
             self.leader = self.leader and now - self._last_renew < self.duration
         return self.leader
 

@@ -2,8 +2,8 @@
 Deployment, ReplicaSet, Job and garbage-collector controllers), built from Debian's sources by
 scripts/kube-binaries, with pykai's CRDs, KubeRay's kinds and KAI's priority classes installed,
 and (optionally) the stand-ins a cluster without kubelets needs: ``pykai run --components
-kubelet,kuberay``. Everything binds to 127.0.0.1; state and logs live in one directory;
-``down`` leaves no process behind."""
+kubelet,kuberay``. Everything binds to 127.0.0.1; state and logs live in one directory, kept
+0700, whose keys, tokens and kubeconfig are 0600; ``down`` leaves no process behind."""
 
 from __future__ import annotations
 
@@ -46,6 +46,20 @@ def free_port() -> int:
         sock.bind(("127.0.0.1", 0))
         port: int = sock.getsockname()[1]
         return port
+
+
+def write_private(path: Path, data: bytes) -> None:
+    """Write a key, token or kubeconfig that only its owner may read (0600, also when the
+    file existed with another mode)."""
+    with os.fdopen(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as out:
+        os.fchmod(out.fileno(), 0o600)
+        out.write(data)
+
+
+def private_directory(path: Path) -> None:
+    """Create ``path`` (and its parents) if missing; only its owner may enter it (0700)."""
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path.chmod(0o700)
 
 
 def alive(pid: int) -> bool:
@@ -98,7 +112,8 @@ class LocalCluster:
                 raise LocalClusterError(
                     f"{self.binaries / name} is missing: run scripts/kube-binaries first"
                 )
-        self.directory.mkdir(parents=True, exist_ok=True)
+        private_directory(self.directory)
+        private_directory(self.directory / "certs")  # the apiserver's serving certificate
         token = secrets.token_hex(16)
         ports = {"etcd": free_port(), "peer": free_port(), "api": free_port()}
         self._write_keys(token)
@@ -113,6 +128,8 @@ class LocalCluster:
         except LocalClusterError:
             self.down()
             raise
+        for written in (self.directory / "certs").iterdir():  # its serving certificate and key
+            written.chmod(0o600)
         if controller_manager and (self.binaries / "kube-controller-manager").exists():
             pids["kube-controller-manager"] = self._start(
                 str(self.binaries / "kube-controller-manager"),
@@ -259,19 +276,23 @@ class LocalCluster:
 
     def _write_keys(self, token: str) -> None:
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-        (self.directory / "sa.key").write_bytes(
+        write_private(
+            self.directory / "sa.key",
             key.private_bytes(
                 serialization.Encoding.PEM,
                 serialization.PrivateFormat.TraditionalOpenSSL,
                 serialization.NoEncryption(),
-            )
+            ),
         )
-        (self.directory / "sa.pub").write_bytes(
+        write_private(
+            self.directory / "sa.pub",
             key.public_key().public_bytes(
                 serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-            )
+            ),
         )
-        (self.directory / "tokens.csv").write_text(f'{token},admin,admin,"system:masters"\n')
+        write_private(
+            self.directory / "tokens.csv", f'{token},admin,admin,"system:masters"\n'.encode()
+        )
 
     def _write_kubeconfig(self, port: int, token: str) -> None:
         config = {
@@ -290,7 +311,7 @@ class LocalCluster:
             "contexts": [{"name": "pykai", "context": {"cluster": "pykai", "user": "admin"}}],
             "current-context": "pykai",
         }
-        self.kubeconfig.write_text(json.dumps(config, indent=2))
+        write_private(self.kubeconfig, json.dumps(config, indent=2).encode())
 
     def _write_state(self, pids: dict[str, int], ports: dict[str, int]) -> None:
         self._state.write_text(json.dumps({"pids": pids, "ports": ports}))

@@ -11,7 +11,9 @@ embedded cluster. One process runs any subset of them (all by default):
   KubeRay emulator turns RayCluster/RayJob/RayService into pods).
 
 Status is written only where it changed. Nothing is decided before every informer has listed
-its kind, so a restarted process never acts on a half-filled cache.
+its kind, so a restarted process never acts on a half-filled cache. If the apiserver refuses
+those first lists (or the first lease request) with 401/403, ``run`` raises RefusedAtStart:
+the credentials or their RBAC are wrong, and retrying would only hide it.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable
 from concurrent.futures import Executor, ThreadPoolExecutor
 
 from pykai.controllers.faults import Isolation, report_problems
@@ -35,7 +36,7 @@ from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import Bind, CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import ClusterState
-from pykai.kube.api import API_ERRORS, KINDS, Kind, KubeApi, transient
+from pykai.kube.api import API_ERRORS, KINDS, Kind, KubeApi, RefusedAtStart, transient
 from pykai.kube.binder import (
     FAILED,
     RESERVATION_NAMESPACE,
@@ -135,7 +136,7 @@ class KubeRunner:
         self.pool = pool or ThreadPoolExecutor(max_workers=32, thread_name_prefix="pykai-write")
         self.events = EventRecorder(api, self.pool)
         self.backoff = BindBackoff()
-        self.binder = Binder(api, self.pool)
+        self.binder = Binder(api, self.pool, self.events)
         self.workloads = KubeWorkloads(api, self.events)
         self.kinds = sorted({k for name in components for k in _NEEDS[name]})
         if "podgrouper" in components:
@@ -160,24 +161,28 @@ class KubeRunner:
         self, stop: threading.Event, period: float = 1.0, elector: LeaderElector | None = None
     ) -> None:
         """Run cycles every ``period`` seconds until ``stop`` is set; with an elector, only
-        while this replica holds the lease (the caches stay warm for a fast failover)."""
+        while this replica holds the lease (the caches stay warm for a fast failover). Raises
+        RefusedAtStart (and sets ``stop``) if the apiserver refuses the credentials at start."""
         for kind in self.kinds:
             Informer(self.api, KINDS[kind], self.changes, stop).start()
-        if "binder" in self.components:
-            self._until_done(stop, self.binder.ensure_namespace)
-        while not stop.is_set():
-            self.drain()
-            try:
-                if self.ready() and (elector is None or elector.step()):
-                    self.cycle()
-                    self._cycled()
-            except API_ERRORS as exc:  # the apiserver may be restarting
-                log.warning("cycle failed: %s", exc)
-            except Exception:  # a bug: objects cannot make a cycle fail; go on with the next
-                log.exception("cycle failed; the state is rebuilt from the cache")
-                self.rebuild_state()
-            stop.wait(period)
-        self.pool.shutdown(wait=True)
+        try:
+            while not stop.is_set():
+                self.drain()
+                try:
+                    if self.ready() and (elector is None or elector.step()):
+                        self.cycle()
+                        self._cycled()
+                except API_ERRORS as exc:  # the apiserver may be restarting
+                    log.warning("cycle failed: %s", exc)
+                except RefusedAtStart:
+                    raise
+                except Exception:  # a bug: objects cannot make a cycle fail; go on with the next
+                    log.exception("cycle failed; the state is rebuilt from the cache")
+                    self.rebuild_state()
+                stop.wait(period)
+        finally:
+            stop.set()  # ends the informers too
+            self.pool.shutdown(wait=True)
 
     def _cycled(self) -> None:
         """Count a finished cycle: the first says the process is ready; each is logged at
@@ -186,16 +191,6 @@ class KubeRunner:
         if self.cycles == 1:
             log.info("ready: every informer has listed its kind; first cycle done")
         log.debug("cycle %d done", self.cycles)
-
-    @staticmethod
-    def _until_done(stop: threading.Event, step: Callable[[], None]) -> None:
-        while not stop.is_set():
-            try:
-                step()
-                return
-            except API_ERRORS as exc:
-                log.warning("waiting for the apiserver: %s", exc)
-                stop.wait(1.0)
 
     def ready(self) -> bool:
         """True once every required kind has been listed."""
@@ -215,6 +210,8 @@ class KubeRunner:
     def apply(self, change: Change) -> None:
         """One informer change into the object cache and the engine's state (an object that
         cannot be taken in is reported and skipped)."""
+        if change.error is not None:
+            raise change.error
         cache = self.isolation("the scheduler's cache")
         if change.type == "SYNC":
             self.synced.add(change.kind)
@@ -250,7 +247,8 @@ class KubeRunner:
             self._feed(obj)
 
     def _gave_up(self, request: Obj, pod: Obj) -> bool:
-        """True the first time this process sees the binder give up on ``request``."""
+        """True the first time this process sees the binder give up on ``request`` (the
+        scheduler reports it on the pod: the controllers may not write events)."""
         status = request.get("status") or {}
         uid = request["metadata"].get("uid", "")
         if status.get("phase") != FAILED or uid in self._failed_requests:
@@ -259,7 +257,8 @@ class KubeRunner:
         message = f"binder gave up after {status.get('failedAttempts')} attempts: " + str(
             status.get("reason", "")
         )
-        self.events.record(pod, "FailedBinding", message, WARNING)
+        if "scheduler" in self.components:
+            self.events.record(pod, "FailedBinding", message, WARNING)
         return True
 
     def _forget(self, key: tuple[str, str, str]) -> None:
