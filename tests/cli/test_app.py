@@ -372,4 +372,8 @@ def test_run_rejects_an_invalid_scheduler_config(tmp_path: Path) -> None:
     )
     args = ["run", "--kubeconfig", str(tmp_path / "none"), "--scheduler-config", str(bad)]
     result = CliRunner().invoke(app, args)
-    assert result.exit_code == 1 and "spec.placementStrategy.gpu" in result.stderr
+    assert result.exit_code == 1 and "spec.placementStrategy.gpu" in result.stderr, (
+        result.stdout,
+        result.stderr,
+        result.exception,
+    )

@@ -33,6 +33,19 @@ from pykai.model.duration import parse_duration
 DEFAULT_CLUSTER = Path(".pykai/cluster.db")
 LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"  # of run and webhook
 
+
+def _serving(log_level: str) -> threading.Event:
+    """Logging and signals for a long-running command (run, webhook): the event is set by
+    SIGTERM or SIGINT."""
+    logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT)
+    for chatty in ("httpx", "httpcore"):  # not lines per request
+        logging.getLogger(chatty).setLevel(logging.WARNING)
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    return stop
+
+
 app = typer.Typer(
     help="pykai: the KAI scheduler in Python. kubectl-like commands over an embedded cluster.",
     no_args_is_help=True,
@@ -331,11 +344,7 @@ def run(
             config = config_from_mapping(documents[0], str(scheduler_config))
         api = KubeApi.connect(kubeconfig)
 
-    logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT)
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # not one line per request
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop = _serving(log_level)
     elector = None
     if leader_elect:
         name = identity or f"{socket.gethostname()}-{os.getpid()}"
@@ -388,11 +397,7 @@ def webhook(
             tls = hook.tls_from_secret(api, tls_secret)
         else:
             tls = hook.generate_tls(sorted({host, "127.0.0.1", "localhost"} - {"0.0.0.0"}))
-    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
-    logging.getLogger("httpx").setLevel(logging.WARNING)
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    stop = _serving("info")
     server = hook.serve((host, int(port)), tls, hook.api_lister(api), gpu_sharing)
     if register:
         url_host = "127.0.0.1" if host == "0.0.0.0" else host

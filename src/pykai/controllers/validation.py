@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pykai.engine.config import config_from_mapping
 from pykai.model import kinds
 from pykai.model.errors import FieldProblem, ValidationError
-from pykai.model.meta import Obj
+from pykai.model.meta import Obj, mapping
 from pykai.model.names import metadata_problems
 from pykai.model.node import parse_node
 from pykai.model.podgroup import parse_podgroup
@@ -119,6 +119,34 @@ def object_problems(obj: object, index: int, max_pods: int | None = None) -> Pro
         # a shape no check foresaw: still a refusal naming the object, never a crash
         problems = [FieldProblem(kind, name, "", f"cannot be read: {exc!r}")]
     return problems
+
+
+class StoredCheck:
+    """``object_problems`` for objects already stored (that got in some other way, or before
+    a check existed), so a controller skips what it cannot run: raises ValidationError naming
+    the fields. The answer is remembered per object version (resourceVersion)."""
+
+    def __init__(self, max_pods: int | None = MAX_EMBEDDED_PODS, remember: int = 4096) -> None:
+        self.max_pods = max_pods
+        self._remember = remember
+        self._answers: dict[tuple[str, str, str, str], Problems] = {}
+
+    def __call__(self, obj: Obj) -> None:
+        meta = mapping(obj.get("metadata"))
+        key = (
+            str(obj.get("kind")),
+            str(meta.get("namespace") or ""),
+            str(meta.get("name")),
+            str(meta.get("resourceVersion") or ""),
+        )
+        problems = self._answers.get(key) if key[3] else None
+        if problems is None:
+            problems = object_problems(obj, 0, self.max_pods)
+            if len(self._answers) >= self._remember:
+                self._answers.clear()
+            self._answers[key] = problems
+        if problems:
+            raise ValidationError(problems)
 
 
 def _identity_problem(obj: object, index: int) -> FieldProblem | None:

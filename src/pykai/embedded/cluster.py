@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Protocol
 
 from pykai.controllers.faults import Isolation
-from pykai.controllers.validation import check_queue_unused, validate_objects
+from pykai.controllers.validation import StoredCheck, check_queue_unused, validate_objects
 from pykai.embedded import events
 from pykai.embedded.binder import bind
 from pykai.embedded.evictor import evict
@@ -74,6 +74,7 @@ class EmbeddedCluster:
         self._config = config
         self._scheduler = scheduler
         self._isolations: dict[str, Isolation] = {}
+        self.stored_check = StoredCheck()  # apply's rules, for objects that got in anyway
         self._state: ClusterState | None = None
         self._state_generation = 0
 

@@ -42,7 +42,7 @@ def group_pods(cluster: EmbeddedCluster) -> bool:
 def _group(cluster: EmbeddedCluster, pod: Obj, classes: frozenset[str]) -> bool:
     """Give one pod its PodGroup; True if anything was written."""
     try:
-        plan = plan_for(pod, cluster.store.get, classes)
+        plan = plan_for(pod, cluster.store.get, classes, cluster.stored_check)
     except RayGroupingError:
         return False  # reported on the RayCluster by its controller; the pod waits
     if cluster.store.get("PodGroup", plan.name, plan.namespace) is None:

@@ -152,5 +152,6 @@ def run_workloads(cluster: EmbeddedCluster) -> bool:
         isolation = cluster.isolation(f"the {kind} controller")
         for obj in cluster.list(kind):
             with isolation.isolated(obj):
+                cluster.stored_check(obj)
                 changed |= controller(host, obj)
     return changed

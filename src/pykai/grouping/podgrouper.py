@@ -117,9 +117,17 @@ def owner_chain(pod: Obj, lookup: Lookup) -> list[Obj]:
     return chain
 
 
-def plan_for(pod: Obj, lookup: Lookup, priority_classes: frozenset[str]) -> GroupPlan:
-    """The PodGroup plan for a pod, by its top owner's grouper."""
+def plan_for(
+    pod: Obj,
+    lookup: Lookup,
+    priority_classes: frozenset[str],
+    check: Callable[[Obj], None] = lambda _: None,
+) -> GroupPlan:
+    """The PodGroup plan for a pod, by its top owner's grouper; ``check`` raises for an owner
+    the grouper must not read (one that cannot be run as stored)."""
     context = Context(pod, owner_chain(pod, lookup), priority_classes)
+    for owner in context.owners:
+        check(owner)
     grouper = GROUPERS.get(group_key(context.top), default_grouper)
     return grouper(context)
 

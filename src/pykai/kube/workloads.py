@@ -10,6 +10,7 @@ from collections.abc import Callable
 from typing import Any
 
 from pykai.controllers.faults import Isolation
+from pykai.controllers.validation import StoredCheck
 from pykai.controllers.workloads import KUBERAY
 from pykai.kube.api import KINDS, KubeApi
 from pykai.kube.events import EventRecorder
@@ -27,6 +28,8 @@ class KubeWorkloads:
         self.remember: Callable[[Obj], None] = lambda _: None
         self._serials = itertools.count(secrets.randbelow(1 << 30))  # fresh names per process
         self._recorded: set[str] = set()
+        # apply's rules and its pod cap: the emulator stands in for KubeRay on local clusters
+        self.check = StoredCheck()
 
     def reconcile(
         self,
@@ -43,6 +46,7 @@ class KubeWorkloads:
             for key, obj in list(objects.items()):
                 if key[0] == kind and not obj["metadata"].get("deletionTimestamp"):
                     with guard.isolated(obj):
+                        self.check(obj)
                         controller(self, obj)
 
     # ---- WorkloadHost --------------------------------------------------------------------------

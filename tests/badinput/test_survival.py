@@ -1,0 +1,164 @@
+"""The catalogue against `pykai run` on a real kube-apiserver: whatever the apiserver stores,
+pykai goes on (issue 10).
+
+With the webhook down, every case the apiserver stores gets in; with `pykai webhook`
+registered, the cases it lets through do. After each, `pykai run` must still be alive and a
+valid pod must bind within 5 s. The probe pod has a node and a queue of its own (a tainted node
+it alone tolerates), so a bad object can only keep it pending by stopping pykai, never by
+legitimately taking its room. The control plane runs without the controller-manager (a stored
+ten-million-replica Deployment would otherwise make pods for minutes), with pykai's stand-ins
+(kubelet, KubeRay emulator) inside `pykai run`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+import yaml
+from lightkube import Client, KubeConfig
+
+from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.localcluster import LocalCluster
+from pykai.kube.nodes import create_ready_nodes
+from pykai.kube.runner import COMPONENTS
+from tests.kube.conftest import PykaiProcess, kubectl, pykai_running, webhook_running
+
+from .catalogue import BASELINE, CASES, VALID_POD, BadInput
+
+BIND_WITHIN = 5.0  # seconds, as the issue asks
+APPLIED = re.compile(r"^(\S+) (created|configured)$", re.MULTILINE)
+PROBE_SETUP = """\
+apiVersion: v1
+kind: Node
+metadata:
+  name: probe-node
+  labels: {nvidia.com/gpu.memory: "81920", kubernetes.io/hostname: probe-node, pool: probe}
+spec:
+  taints: [{key: probe, value: only, effect: NoSchedule}]
+status:
+  allocatable: {cpu: "8", memory: 64Gi, nvidia.com/gpu: "1", pods: "110"}
+  capacity: {cpu: "8", memory: 64Gi, nvidia.com/gpu: "1", pods: "110"}
+---
+apiVersion: scheduling.run.ai/v2
+kind: Queue
+metadata: {name: probe}
+spec:
+  resources:
+    cpu: {quota: -1, limit: -1, overQuotaWeight: 1}
+    gpu: {quota: -1, limit: -1, overQuotaWeight: 1}
+    memory: {quota: -1, limit: -1, overQuotaWeight: 1}
+"""
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
+    """A control plane of its own with BASELINE and the probe's node and queue."""
+    local = LocalCluster(tmp_path_factory.mktemp("survival"))
+    local.up(controller_manager=False, stand_ins=False)
+    try:
+        objects = [o for text in (BASELINE, PROBE_SETUP) for o in yaml.safe_load_all(text)]
+        (local.directory / "baseline.yaml").write_text(yaml.safe_dump_all(objects))
+        restore(local, [])
+        yield local
+    finally:
+        local.down()
+
+
+def probe_pod(number: int) -> str:
+    """VALID_POD, named for one case, in the probe's queue and on the probe's node."""
+    text = VALID_POD.replace("name: still-schedules", f"name: probe-{number}")
+    text = text.replace("kai.scheduler/queue: team", "kai.scheduler/queue: probe")
+    return text + (
+        "  nodeSelector: {pool: probe}\n  tolerations: [{key: probe, operator: Exists}]\n"
+    )
+
+
+def apply_case(cluster: LocalCluster, case: BadInput, directory: Path) -> list[tuple[str, str]]:
+    """kubectl apply the case as written (no client-side check); (object, created or
+    configured) for what got in."""
+    bad = directory / f"{case.id}.yaml"
+    bad.write_text(case.manifest)
+    out = kubectl(cluster, "apply", "--validate=false", "-f", str(bad), check=False)
+    return APPLIED.findall(out)
+
+
+def restore(cluster: LocalCluster, changed: list[tuple[str, str]]) -> None:
+    """Delete what a case created and put the baseline back (a case may have changed it):
+    nodes Ready as a kubelet keeps them, the rest as applied."""
+    for name, action in changed:
+        if action == "created":
+            kubectl(cluster, "delete", name, "--wait=false", "--grace-period=0", "--force")
+    objects = list(yaml.safe_load_all((cluster.directory / "baseline.yaml").read_text()))
+    client = Client(KubeConfig.from_file(str(cluster.kubeconfig)))
+    create_ready_nodes(client, [o for o in objects if o["kind"] == "Node"], time.time())
+    rest = cluster.directory / "baseline-rest.yaml"
+    rest.write_text(yaml.safe_dump_all([o for o in objects if o["kind"] != "Node"]))
+    kubectl(cluster, "apply", "-f", str(rest))
+
+
+def probe_binds(cluster: LocalCluster, api: KubeApi, number: int, process: PykaiProcess) -> str:
+    """Create a probe pod; "" if it bound within BIND_WITHIN seconds, else what went wrong."""
+    path = cluster.directory / f"probe-{number}.yaml"
+    path.write_text(probe_pod(number))
+    kubectl(cluster, "apply", "-f", str(path))
+    deadline = time.monotonic() + BIND_WITHIN
+    try:
+        while time.monotonic() < deadline:
+            found = api.get(KINDS["Pod"], f"probe-{number}", "default") or {}
+            if (found.get("spec") or {}).get("nodeName") == "probe-node":
+                return ""
+            if process.poll() is not None:
+                return f"pykai run exited {process.returncode}"
+            time.sleep(0.1)
+        return f"probe-{number} not bound within {BIND_WITHIN}s"
+    finally:
+        api.delete(KINDS["Pod"], f"probe-{number}", "default", 0)
+
+
+def survivals(
+    cluster: LocalCluster, cases: list[BadInput], directory: Path, process: PykaiProcess
+) -> tuple[list[str], int]:
+    """Each case stored, then a probe; the failures, and how many cases got in."""
+    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    failures, stored = [], 0
+    for number, case in enumerate(cases):
+        changed = apply_case(cluster, case, directory)
+        stored += bool(changed)
+        try:
+            problem = probe_binds(cluster, api, number, process)
+            if problem:
+                failures.append(f"{case.id}: {problem}")
+        finally:
+            restore(cluster, changed)
+    return failures, stored
+
+
+def test_pykai_run_survives_every_case_the_apiserver_stores(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    cases = [case for case in CASES if case.stored_by_apiserver]
+    assert len(cases) >= 40
+    with pykai_running(cluster, "--components=" + ",".join(COMPONENTS)) as process:
+        failures, stored = survivals(cluster, cases, tmp_path, process)
+        assert process.poll() is None
+    assert not failures, "\n".join(failures)
+    assert stored == len(cases)  # the webhook was down: each one got in
+
+
+def test_pykai_run_survives_what_the_webhook_lets_through(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    cases = [case for case in CASES if case.stored_by_apiserver]
+    with (
+        webhook_running(cluster),
+        pykai_running(cluster, "--components=" + ",".join(COMPONENTS)) as process,
+    ):
+        failures, stored = survivals(cluster, cases, tmp_path, process)
+        assert process.poll() is None
+    assert not failures, "\n".join(failures)
+    refused = sum(1 for case in cases if case.webhook_refuses)
+    assert stored <= len(cases) - refused  # what the webhook refuses never gets in
