@@ -19,13 +19,12 @@ from pathlib import Path
 
 import pytest
 import yaml
-from lightkube import Client, KubeConfig
 
 from pykai.kube.api import KINDS, KubeApi
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.runner import COMPONENTS
-from tests.kube.conftest import PykaiProcess, kubectl, pykai_running, webhook_running
+from tests.kube.conftest import PykaiProcess, kubectl, pykai_running, wait_for, webhook_running
 
 from .catalogue import BASELINE, CASES, VALID_POD, BadInput
 
@@ -93,8 +92,8 @@ def restore(cluster: LocalCluster, changed: list[tuple[str, str]]) -> None:
         if action == "created":
             kubectl(cluster, "delete", name, "--wait=false", "--grace-period=0", "--force")
     objects = list(yaml.safe_load_all((cluster.directory / "baseline.yaml").read_text()))
-    client = Client(KubeConfig.from_file(str(cluster.kubeconfig)))
-    create_ready_nodes(client, [o for o in objects if o["kind"] == "Node"], time.time())
+    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    create_ready_nodes(api, [o for o in objects if o["kind"] == "Node"], time.time())
     rest = cluster.directory / "baseline-rest.yaml"
     rest.write_text(yaml.safe_dump_all([o for o in objects if o["kind"] != "Node"]))
     kubectl(cluster, "apply", "-f", str(rest))
@@ -162,3 +161,33 @@ def test_pykai_run_survives_what_the_webhook_lets_through(
     assert not failures, "\n".join(failures)
     refused = sum(1 for case in cases if case.webhook_refuses)
     assert stored <= len(cases) - refused  # what the webhook refuses never gets in
+
+
+def test_a_held_pod_says_why_where_kubectl_users_look(
+    cluster: LocalCluster, tmp_path: Path
+) -> None:
+    case = next(case for case in CASES if case.id == "pod-gpu-fraction-above-one")
+    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    with pykai_running(cluster):
+        changed = apply_case(cluster, case, tmp_path)
+        try:
+
+            def condition() -> dict[str, str] | None:
+                pod = api.get(KINDS["Pod"], "too-much", "default") or {}
+                found = [
+                    c
+                    for c in (pod.get("status") or {}).get("conditions") or []
+                    if c.get("type") == "PodScheduled"
+                ]
+                return found[0] if found else None
+
+            assert wait_for(condition, timeout=60)
+            held = condition() or {}
+            assert held["status"] == "False" and held["reason"] == "Unschedulable"
+            assert "metadata.annotations[gpu-fraction]" in held["message"]
+            events = kubectl(
+                cluster, "get", "events", "--field-selector", "involvedObject.name=too-much"
+            )
+            assert "InvalidObject" in events
+        finally:
+            restore(cluster, changed)

@@ -88,6 +88,11 @@ def test_a_pending_pod_with_an_unreadable_fraction_waits_and_says_why(
     [reason] = reasons(cluster, "bad")
     assert reason["reason"] == "NotReady"
     assert "pod default/bad cannot be scheduled as written" in reason["message"]
+    held = cluster.get("Pod", "bad", "default")
+    assert held is not None
+    [condition] = [c for c in held["status"]["conditions"] if c["type"] == "PodScheduled"]
+    assert condition["status"] == "False" and condition["reason"] == "Unschedulable"
+    assert f"metadata.annotations[{c.GPU_FRACTION_ANNOTATION}]" in condition["message"]
 
 
 def test_another_schedulers_pod_with_unreadable_annotations_still_holds_its_gpus(

@@ -3,18 +3,30 @@ BindRequest is pending or its bind backs off, and which GPU groups are in use.""
 
 from __future__ import annotations
 
+import re
+from typing import cast
+
+import pytest
+
+from pykai.controllers.faults import Isolation
 from pykai.engine.decisions import Bind
+from pykai.kube.api import KubeApi
 from pykai.kube.binder import (
     BACKOFF_GATE,
     BindBackoff,
+    Binder,
     bind_request,
     bound_view,
     groups_in_use,
     held_view,
     pending_request,
+    read_bind_request,
     requested_for,
 )
+from pykai.kube.events import EventRecorder
 from pykai.model import builders
+from pykai.model.meta import Obj
+from tests.inline import InlineExecutor
 
 
 def pod_with_uid(name: str, uid: str) -> dict:  # type: ignore[type-arg]
@@ -36,7 +48,7 @@ def test_a_pending_request_shows_the_pod_bound_to_its_node_and_groups() -> None:
     pod = pod_with_uid("p", "uid-1")
     request = bind_request(Bind("default", "p", "uid-1", "n1", ("g1", "g2"), 0.5))
     assert pending_request(request) and requested_for(request, pod)
-    view = bound_view(pod, request)
+    view = bound_view(pod, read_bind_request(request))
     assert view["spec"]["nodeName"] == "n1"
     assert view["metadata"]["labels"]["runai-gpu-group"] == "g1"
     assert view["metadata"]["labels"]["runai-gpu-group/g2"] == "g2"
@@ -56,3 +68,40 @@ def test_a_held_pod_is_gated_and_groups_in_use_count_only_bound_pods() -> None:
     labelled_but_pending["metadata"]["labels"]["runai-gpu-group"] = "g9"
     asked = bind_request(Bind("default", "r", "x", "n2", ("g2",), 0.5))
     assert groups_in_use([bound, labelled_but_pending], [asked]) == {"g1", "g2"}
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ("not an object", "spec"),
+        ({"podName": "p"}, "spec.selectedNode"),
+        ({"selectedNode": "n1", "podName": 7}, "spec.podName"),
+        ({"selectedNode": "n1", "selectedGPUGroups": "g1"}, "spec.selectedGPUGroups"),
+        ({"selectedNode": "n1", "selectedGPUGroups": [{"g": 1}]}, "spec.selectedGPUGroups"),
+        ({"selectedNode": "n1", "backoffLimit": "three"}, "spec.backoffLimit"),
+        ({"selectedNode": "n1", "backoffLimit": -1}, "spec.backoffLimit"),
+    ],
+)
+def test_a_bind_request_made_by_hand_is_read_with_its_field_named(spec: object, field: str) -> None:
+    request = {"metadata": {"name": "p", "namespace": "default"}, "spec": spec}
+    with pytest.raises(ValueError, match=re.escape(field)):
+        read_bind_request(request)
+
+
+def test_the_binder_reports_a_request_it_cannot_read_and_carries_out_the_others() -> None:
+    reported: list[str] = []
+    isolation = Isolation("the binder", lambda obj, problem: reported.append(problem.message))
+    carried: list[str] = []
+
+    class Recording(Binder):
+        def _carry_out(self, request: Obj, *_: object) -> None:
+            carried.append(request["metadata"]["name"])
+
+    good = bind_request(Bind("default", "good", "uid-g", "n1", ("g1",), 0.5))
+    good["metadata"]["uid"] = "r-good"
+    bad = {"metadata": {"name": "bad", "namespace": "default", "uid": "r-bad"}, "spec": []}
+    pods = {("default", name): pod_with_uid(name, f"uid-{name[0]}") for name in ("good", "bad")}
+    binder = Recording(cast(KubeApi, None), InlineExecutor(), cast(EventRecorder, None))
+    binder.reconcile([bad, good], pods, set(), isolation)
+    assert carried == ["good"]
+    assert len(reported) == 1 and "spec: must be an object" in reported[0]

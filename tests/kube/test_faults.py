@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from lightkube import Client, KubeConfig
 
 from pykai.kube.api import KINDS, KubeApi
 from pykai.kube.binder import RESERVATION_NAMESPACE
@@ -39,7 +38,7 @@ NODES, GPUS = 6, 4
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with fresh_cluster(tmp_path_factory.mktemp("faults")) as local:
         create_ready_nodes(
-            Client(KubeConfig.from_file(str(local.kubeconfig))),
+            KubeApi.from_kubeconfig(local.kubeconfig),
             gpu_nodes(NODES, GPUS),
             time.time(),
         )

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
-from lightkube import Client, KubeConfig
 
+from pykai.controllers.faults import Isolation
 from pykai.engine.decisions import Bind
 from pykai.kube.api import KINDS, KubeApi
 from pykai.kube.binder import Binder, bind_request
@@ -22,6 +22,7 @@ from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
 from pykai.model import builders
 from pykai.model.meta import Obj
+from pykai.model.problems import ObjectProblem
 from tests.kube.conftest import pykai_running, wait_for
 
 NAMESPACE = "gpu-env"
@@ -129,7 +130,13 @@ def run_binder(admin: KubeApi, api: KubeApi, pod: Obj, groups: tuple[str, ...]) 
     # the binder's pool ends first (its work done), then the events it recorded are written
     with ThreadPoolExecutor(2) as events, ThreadPoolExecutor(4) as pool:
         binder = Binder(api, pool, EventRecorder(admin, events))
-        binder.reconcile([request], {(NAMESPACE, meta["name"]): fresh}, set(groups))
+        binder.reconcile(
+            [request], {(NAMESPACE, meta["name"]): fresh}, set(groups), Isolation("binder", _fail)
+        )
+
+
+def _fail(_: Obj, problem: ObjectProblem) -> None:
+    raise AssertionError(problem.message)
 
 
 def config_data(api: KubeApi, name: str) -> dict[str, str]:
@@ -200,7 +207,7 @@ def test_someone_elses_config_map_is_never_written(
     before = api.create(KINDS["ConfigMap"], theirs)
     api.create_if_absent(KINDS["Queue"], builders.queue("env-taken"))
     node = builders.node("env-taken-node", gpus=1, labels={"pool": "env-taken"})
-    create_ready_nodes(Client(KubeConfig.from_file(str(local_cluster.kubeconfig))), [node], 0.0)
+    create_ready_nodes(KubeApi.from_kubeconfig(local_cluster.kubeconfig), [node], 0.0)
     pod = builders.pod(
         "takes-theirs",
         namespace=NAMESPACE,

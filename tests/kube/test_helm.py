@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-from lightkube import Client, KubeConfig
 
 from pykai.engine.config import config_from_mapping
 from pykai.kube.api import KINDS, KubeApi
@@ -276,7 +275,7 @@ def test_components_run_under_their_own_accounts(
     whole-GPU pod and a shared-GPU pod (BindRequest, reservation pod) end to end."""
     api = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
     node = builders.node("helm-node", gpus=2, labels={"pool": "helm"})
-    create_ready_nodes(Client(KubeConfig.from_file(str(local_cluster.kubeconfig))), [node], 0.0)
+    create_ready_nodes(KubeApi.from_kubeconfig(local_cluster.kubeconfig), [node], 0.0)
     api.create(KINDS["Queue"], builders.queue("helm-q"))
     for name, extra, gpus in (
         ("helm-whole", {}, 1),

@@ -7,8 +7,6 @@ import signal
 import time
 from pathlib import Path
 
-from lightkube import Client, KubeConfig
-
 from pykai.kube.api import KINDS, KubeApi
 from pykai.kube.leader import LeaderElector
 from pykai.kube.localcluster import LocalCluster
@@ -37,7 +35,7 @@ def test_two_replicas_fail_over_in_seconds(local_cluster: LocalCluster, tmp_path
     other takes the lease within its duration (3 s here) and binds the next pod."""
     api = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
     node = builders.node("leader-node", gpus=2, labels={"pool": "leader"})
-    create_ready_nodes(Client(KubeConfig.from_file(str(local_cluster.kubeconfig))), [node], 0.0)
+    create_ready_nodes(KubeApi.from_kubeconfig(local_cluster.kubeconfig), [node], 0.0)
     api.create(KINDS["Queue"], builders.queue("leader-q"))
 
     def lease_holder() -> str:

@@ -8,8 +8,7 @@ import stat
 import time
 from pathlib import Path
 
-from lightkube import Client, KubeConfig
-
+from pykai.kube.api import KubeApi
 from pykai.kube.localcluster import LocalCluster, alive
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 from tests.kube.conftest import ROOT, kubectl
@@ -32,8 +31,9 @@ def test_guides_queues_with_kais_columns(local_cluster: LocalCluster) -> None:
 
 
 def test_fake_gpu_nodes_are_ready_and_untainted(local_cluster: LocalCluster) -> None:
-    client = Client(KubeConfig.from_file(str(local_cluster.kubeconfig)))
-    create_ready_nodes(client, gpu_nodes(2, 8), time.time())
+    create_ready_nodes(
+        KubeApi.from_kubeconfig(local_cluster.kubeconfig), gpu_nodes(2, 8), time.time()
+    )
     out = kubectl(
         local_cluster,
         "get",

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from lightkube import Client, KubeConfig
 
+from pykai.kube.api import KubeApi
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 from pykai.model.builders import pod, podgroup
@@ -41,7 +41,7 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with fresh_cluster(tmp_path_factory.mktemp("run-cluster")) as cluster:
         kubectl(cluster, "apply", "-f", str(ROOT / "examples/queues-department-1-team-a.yaml"))
         create_ready_nodes(
-            Client(KubeConfig.from_file(str(cluster.kubeconfig))), gpu_nodes(2, 4), time.time()
+            KubeApi.from_kubeconfig(cluster.kubeconfig), gpu_nodes(2, 4), time.time()
         )
         with pykai_running(cluster):
             yield cluster

@@ -15,7 +15,6 @@ from typing import Any
 
 import pytest
 import yaml
-from lightkube import Client, KubeConfig
 
 from pykai.kube.api import KINDS, KubeApi
 from pykai.kube.binder import RESERVATION_NAMESPACE
@@ -110,12 +109,12 @@ def wipe(api: KubeApi) -> None:
     install_basics(api)
 
 
-def create(api: KubeApi, client: Client, objects: list[Obj]) -> None:
+def create(api: KubeApi, objects: list[Obj]) -> None:
     """Create a step's objects in file order; nodes also get a Ready status."""
     for obj in objects:
         kind = obj["kind"]
         if kind == "Node":
-            create_ready_nodes(client, [obj], time.time())
+            create_ready_nodes(api, [obj], time.time())
             continue
         body: dict[str, Any] = {k: v for k, v in obj.items() if k != "status"}
         if kind not in ("Queue", "PriorityClass"):
@@ -131,14 +130,13 @@ def test_scenario_on_apiserver(name: str, cluster: LocalCluster, tmp_path: Path)
         (tmp_path / "config.yaml").write_text(yaml.safe_dump(scenario["config"]))
         args.append(f"--scheduler-config={tmp_path / 'config.yaml'}")
     api = KubeApi.from_kubeconfig(cluster.kubeconfig)
-    client = Client(KubeConfig.from_file(str(cluster.kubeconfig)))
     wipe(api)
     view = KubeScenarioCluster(api)
     for number, step in enumerate(scenario["steps"], start=1):
         where = f"{name} step {number} (apiserver)"
         assert "reject" not in step and "advance" not in step, "not in the subset's steps"
         if "apply" in step:
-            create(api, client, read_objects(name, step["apply"]))
+            create(api, read_objects(name, step["apply"]))
         for target in step.get("delete") or []:
             kind = target["kind"]
             api.delete(KINDS[kind], target["name"], namespace_of(kind, target.get("namespace")))

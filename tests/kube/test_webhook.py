@@ -13,7 +13,6 @@ from pathlib import Path
 import httpx
 import pytest
 import yaml
-from lightkube import Client, KubeConfig
 
 from pykai.kube.api import KINDS, KubeApi
 from pykai.kube.localcluster import LocalCluster
@@ -188,7 +187,7 @@ def test_shared_pods_get_their_gpu_env_on_a_real_cluster(
     (GPU_PORTION, NVIDIA_VISIBLE_DEVICES) before the bind."""
     api = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
     node = builders.node("env-node", gpus=1, labels={"pool": "env"})
-    create_ready_nodes(Client(KubeConfig.from_file(str(local_cluster.kubeconfig))), [node], 0.0)
+    create_ready_nodes(KubeApi.from_kubeconfig(local_cluster.kubeconfig), [node], 0.0)
     pod = builders.pod(
         "env-half", annotations={"gpu-fraction": "0.5"}, labels={"kai.scheduler/queue": "env-q"}
     )

@@ -19,8 +19,6 @@ from __future__ import annotations
 import copy
 import math
 import time
-from collections.abc import Callable
-from concurrent.futures import Executor, Future
 from typing import Any, cast
 
 from hypothesis import HealthCheck, given, settings
@@ -37,6 +35,7 @@ from pykai.model.meta import Obj
 from pykai.model.names import MAX_NAME
 from pykai.model.pod import read_pod
 from pykai.model.quantity import saturated_amount
+from tests.inline import InlineExecutor
 
 CLEAN_TAINT = {"key": "clean", "value": "only", "effect": "NoSchedule"}
 ROUND_LIMIT = 60.0  # seconds: far above any real round; only a hang or an explosion fails it
@@ -315,18 +314,6 @@ def test_hostile_objects_never_stop_the_embedded_cluster(objects: list[Obj]) -> 
 
 
 # ---- the same objects in pykai run's cache ------------------------------------------------------
-
-
-class InlineExecutor(Executor):
-    """Runs each write at once, so a test sees every write a cycle made when it returns."""
-
-    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
-        future: Future[Any] = Future()
-        try:
-            future.set_result(fn(*args, **kwargs))
-        except Exception as exc:
-            future.set_exception(exc)
-        return future
 
 
 class MemoryApi:

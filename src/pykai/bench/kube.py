@@ -25,8 +25,6 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from lightkube import Client, KubeConfig
-
 from pykai.kube.api import KINDS, KubeApi
 from pykai.kube.localcluster import DEFAULT_BIN, LocalCluster
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
@@ -105,11 +103,10 @@ def _cluster(nodes: int) -> Iterator[tuple[LocalCluster, KubeApi]]:
         cluster.up(controller_manager=False, stand_ins=False)
         try:
             api = KubeApi.from_kubeconfig(cluster.kubeconfig)
-            client = Client(KubeConfig.from_file(str(cluster.kubeconfig)))
             with ThreadPoolExecutor(16) as pool:
                 list(
                     pool.map(
-                        lambda node: create_ready_nodes(client, [node], time.time()),
+                        lambda node: create_ready_nodes(api, [node], time.time()),
                         gpu_nodes(nodes, 8),
                     )
                 )

@@ -9,10 +9,9 @@ from typing import Annotated
 
 import typer
 import yaml
-from lightkube import ApiError, Client, KubeConfig
 
 from pykai.cli.errors import fail, refused
-from pykai.kube.api import AuthError, kubeconfig_credentials
+from pykai.kube.api import AuthError, KubeApi
 from pykai.kube.localcluster import LocalCluster, LocalClusterError
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 
@@ -46,14 +45,10 @@ def up(
             o for o in yaml.safe_load_all(nodes.read_text()) if o and o.get("kind") == "Node"
         ]
     if objects:
-        client = Client(KubeConfig.from_file(str(kubeconfig)))
         try:
-            create_ready_nodes(client, objects, time.time())
-        except ApiError as exc:
-            if exc.status.code not in (401, 403):
-                raise
-            credentials = kubeconfig_credentials(kubeconfig)
-            fail(AuthError(exc.status.code, str(exc), "create nodes", credentials).advice())
+            create_ready_nodes(KubeApi.from_kubeconfig(kubeconfig), objects, time.time())
+        except AuthError as exc:
+            fail(exc.advice())
         typer.echo(f"{len(objects)} node(s) ready")
     typer.echo(str(kubeconfig))
 

@@ -9,7 +9,8 @@ from typing import Any
 
 from pykai.controllers.faults import INVALID
 from pykai.engine.decisions import CycleResult, Reason
-from pykai.engine.jobs import HOLDS_NODE, Job, TaskStatus
+from pykai.engine.jobs import HOLDS_NODE, Job, Task, TaskStatus
+from pykai.engine.state import ClusterState
 from pykai.model.meta import Obj, format_time, mapping
 from pykai.model.problems import ObjectProblem
 from pykai.model.resources import Resources, resource_list
@@ -91,6 +92,41 @@ def invalid_podgroup_status(
         **old,
         "schedulingConditions": [_condition([Reason(INVALID, problem.message)], old, now)],
     }
+
+
+def held_pod_conditions(pod: Obj, message: str, now: float) -> list[dict[str, Any]] | None:
+    """The status.conditions of a pending pod the scheduler holds back (it cannot be read as
+    written): ``PodScheduled`` False, reason ``Unschedulable``, as kube-scheduler marks a pod
+    it cannot place; None if the pod says so already."""
+    conditions = [
+        c for c in mapping(pod.get("status")).get("conditions") or [] if isinstance(c, dict)
+    ]
+    current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
+    if (
+        current is not None
+        and current.get("status") == "False"
+        and current.get("message") == message
+    ):
+        return None
+    condition = {
+        "type": "PodScheduled",
+        "status": "False",
+        "reason": "Unschedulable",
+        "message": message,
+        "lastTransitionTime": format_time(now),
+    }
+    return [c for c in conditions if c.get("type") != "PodScheduled"] + [condition]
+
+
+def held_pods(state: ClusterState) -> list[tuple[Task, ObjectProblem]]:
+    """Pending pods of pykai's held back because they cannot be read, with their problem."""
+    held = []
+    for problem in state.problems.values():
+        if problem.kind == "Pod":
+            task = state.task_by_key(problem.namespace, problem.name)
+            if task is not None and task.problem and task.status == TaskStatus.GATED:
+                held.append((task, problem))
+    return held
 
 
 def _condition(reasons: list[Reason], old: dict[str, Any], now: float) -> dict[str, Any]:

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING, Any
 
 from pykai.controllers.faults import report_problems
 from pykai.controllers.status import (
+    held_pod_conditions,
+    held_pods,
     invalid_podgroup_status,
     podgroup_status,
     queue_statuses,
@@ -32,9 +34,18 @@ def update_status(cluster: EmbeddedCluster, result: CycleResult) -> bool:
         lambda p: store.get(p.kind, p.name, p.namespace),
         isolation.report,
     )
+    changed = False
+    for task, problem in held_pods(cluster.state):
+        pod = store.get("Pod", task.name, task.namespace)
+        if pod is not None:
+            with isolation.isolated(pod):
+                conditions = held_pod_conditions(pod, problem.message, cluster.now())
+                if conditions is not None:
+                    changed |= _write_status(
+                        cluster, pod, {**(pod.get("status") or {}), "conditions": conditions}
+                    )
     queues = store.list("Queue")
     statuses = queue_statuses(queues, result, lambda q: store.read_counter(evictions_counter(q)))
-    changed = False
     for queue in queues:
         with isolation.isolated(queue):
             changed |= _write_status(cluster, queue, statuses[queue["metadata"]["name"]])

@@ -30,12 +30,13 @@ from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
 
+from pykai.controllers.faults import Isolation
 from pykai.engine.decisions import Bind
 from pykai.kube.api import API_ERRORS, KINDS, ApiError, KubeApi
 from pykai.kube.events import WARNING, EventRecorder
 from pykai.kube.gpu_env import CONFIG_ANNOTATION, WRITTEN_ANNOTATION, config_map, written
 from pykai.model import constants as c
-from pykai.model.meta import Obj
+from pykai.model.meta import Obj, mapping
 from pykai.model.pod import gpu_group_labels
 
 log = logging.getLogger("pykai.binder")
@@ -109,6 +110,49 @@ def bind_request(decision: Bind, backoff_limit: int = DEFAULT_BACKOFF_LIMIT) -> 
     }
 
 
+@dataclass(frozen=True, slots=True)
+class BindRequestView:
+    """What the binder and the scheduler read of a BindRequest, checked: anyone with the
+    rights may create one by hand."""
+
+    pod: str
+    node: str
+    groups: tuple[str, ...]
+    portion: str
+    backoff_limit: int
+    failed_attempts: int
+
+
+def read_bind_request(request: Obj) -> BindRequestView:
+    """The checked fields of a BindRequest; ValueError naming the first one that is wrong."""
+    spec, status = request.get("spec"), mapping(request.get("status"))
+    if not isinstance(spec, dict):
+        raise ValueError("spec: must be an object")
+    node, pod = spec.get("selectedNode"), spec.get("podName", request["metadata"]["name"])
+    if not isinstance(node, str) or not node:
+        raise ValueError("spec.selectedNode: must name the node to bind to")
+    if not isinstance(pod, str) or not pod:
+        raise ValueError("spec.podName: must name the pod to bind")
+    groups = spec.get("selectedGPUGroups") or []
+    if not isinstance(groups, list) or not all(isinstance(g, str) and g for g in groups):
+        raise ValueError("spec.selectedGPUGroups: must be a list of GPU group names")
+    return BindRequestView(
+        pod=pod,
+        node=node,
+        groups=tuple(groups),
+        portion=str(mapping(spec.get("receivedGPU")).get("portion", "")),
+        backoff_limit=_count(spec, "spec.backoffLimit", "backoffLimit", DEFAULT_BACKOFF_LIMIT),
+        failed_attempts=_count(status, "status.failedAttempts", "failedAttempts", 0),
+    )
+
+
+def _count(fields: Obj, path: str, key: str, default: int) -> int:
+    value = fields.get(key, default)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{path}: must be a whole number of at least 0, got {value!r}")
+    return value
+
+
 def pending_request(request: Obj) -> bool:
     """True while a BindRequest is neither done nor given up."""
     return (request.get("status") or {}).get("phase") not in (SUCCEEDED, FAILED)
@@ -120,14 +164,12 @@ def requested_for(request: Obj, pod: Obj) -> bool:
     return not owner or owner == pod["metadata"].get("uid")
 
 
-def bound_view(pod: Obj, request: Obj) -> Obj:
+def bound_view(pod: Obj, request: BindRequestView) -> Obj:
     """The pod as the scheduler should count it while its BindRequest is pending: on the
     selected node, in the selected GPU groups."""
-    spec = request.get("spec") or {}
-    groups = list(spec.get("selectedGPUGroups") or [])
-    view = {**pod, "spec": {**pod.get("spec", {}), "nodeName": spec.get("selectedNode", "")}}
+    view = {**pod, "spec": {**pod.get("spec", {}), "nodeName": request.node}}
     view["metadata"] = {**pod["metadata"], "labels": {**pod["metadata"].get("labels", {})}}
-    view["metadata"]["labels"].update(gpu_group_labels(groups))
+    view["metadata"]["labels"].update(gpu_group_labels(request.groups))
     return view
 
 
@@ -190,30 +232,47 @@ class Binder:
     # ---- the binder's side -------------------------------------------------------------------
 
     def reconcile(
-        self, requests: list[Obj], pods: dict[tuple[str, str], Obj], reservations: set[str]
+        self,
+        requests: list[Obj],
+        pods: dict[tuple[str, str], Obj],
+        reservations: set[str],
+        isolation: Isolation,
     ) -> None:
         """Carry out each pending BindRequest whose retry time has come; delete those whose
         pod is gone. ``pods`` maps (namespace, name) to pods; ``reservations`` holds the GPU
-        groups that have a reservation pod."""
+        groups that have a reservation pod. A request that cannot be read is reported and
+        left alone."""
         now = time.monotonic()
         for request in requests:
-            meta, spec = request["metadata"], request.get("spec") or {}
-            pod = pods.get((meta["namespace"], spec.get("podName", meta["name"])))
-            if pod is None or not requested_for(request, pod):
-                self.pool.submit(self._delete_request, request)
-            elif pending_request(request) and self._next_try.get(meta["uid"], 0.0) <= now:
-                self._next_try[meta["uid"]] = float("inf")  # in flight
-                self.pool.submit(self._carry_out, request, pod, reservations)
+            with isolation.isolated(request):
+                self._reconcile(request, read_bind_request(request), pods, reservations, now)
 
-    def _carry_out(self, request: Obj, pod: Obj, reservations: set[str]) -> None:
-        meta, spec = request["metadata"], request.get("spec") or {}
-        node, groups = spec["selectedNode"], list(spec.get("selectedGPUGroups") or [])
+    def _reconcile(
+        self,
+        request: Obj,
+        view: BindRequestView,
+        pods: dict[tuple[str, str], Obj],
+        reservations: set[str],
+        now: float,
+    ) -> None:
+        meta = request["metadata"]
+        pod = pods.get((meta["namespace"], view.pod))
+        if pod is None or not requested_for(request, pod):
+            self.pool.submit(self._delete_request, request)
+        elif pending_request(request) and self._next_try.get(meta["uid"], 0.0) <= now:
+            self._next_try[meta["uid"]] = float("inf")  # in flight
+            self.pool.submit(self._carry_out, request, view, pod, reservations)
+
+    def _carry_out(
+        self, request: Obj, view: BindRequestView, pod: Obj, reservations: set[str]
+    ) -> None:
+        meta = request["metadata"]
+        node, groups, portion = view.node, list(view.groups), view.portion
         try:
             for group in groups:
                 if group not in reservations:
                     self._reserve(node, group)
             if not (pod.get("spec") or {}).get("nodeName"):
-                portion = str((spec.get("receivedGPU") or {}).get("portion", ""))
                 annotations = {
                     c.GPU_PORTION_ANNOTATION: portion,
                     c.VISIBLE_DEVICES_ANNOTATION: ",".join(groups),
@@ -233,9 +292,9 @@ class Binder:
             self._next_try.pop(meta["uid"], None)
         except ConfigMapTaken as exc:
             self.events.record(pod, "FailedBinding", str(exc), WARNING)
-            self._failed(request, str(exc))
+            self._failed(request, view, str(exc))
         except API_ERRORS as exc:
-            self._failed(request, str(exc))
+            self._failed(request, view, str(exc))
 
     def _written(self, pod: Obj, config: Obj) -> str | None:
         """What an earlier attempt recorded on the pod about this ConfigMap (the pod is read
@@ -279,10 +338,9 @@ class Binder:
         patch = {"metadata": {"annotations": {WRITTEN_ANNOTATION: value}}}
         self.api.patch(KINDS["Pod"], meta["name"], patch, meta["namespace"])
 
-    def _failed(self, request: Obj, reason: str) -> None:
-        meta, spec = request["metadata"], request.get("spec") or {}
-        attempts = int((request.get("status") or {}).get("failedAttempts", 0)) + 1
-        limit = int(spec.get("backoffLimit", DEFAULT_BACKOFF_LIMIT))
+    def _failed(self, request: Obj, view: BindRequestView, reason: str) -> None:
+        meta = request["metadata"]
+        attempts, limit = view.failed_attempts + 1, view.backoff_limit
         phase = FAILED if attempts >= limit else "Pending"
         log.warning(
             "bind of %s/%s failed (%d/%d): %s",

@@ -62,6 +62,16 @@ def private_directory(path: Path) -> None:
     path.chmod(0o700)
 
 
+def _gone_within(pid: int, seconds: float) -> bool:
+    """Wait up to ``seconds`` for a process to end (and reap it); True if it did."""
+    deadline = time.monotonic() + seconds
+    while alive(pid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def alive(pid: int) -> bool:
     """True if the process runs (a zombie child is reaped and counts as gone)."""
     try:
@@ -196,13 +206,9 @@ class LocalCluster:
                 os.kill(pid, signal.SIGTERM)
             except ProcessLookupError:
                 continue
-            for _ in range(100):
-                if not alive(pid):
-                    break
-                time.sleep(0.05)
-            else:
+            if not _gone_within(pid, 10.0):
                 os.kill(pid, signal.SIGKILL)
-                alive(pid)
+                _gone_within(pid, 10.0)  # reaped, so no zombie is left behind
         self._state.unlink(missing_ok=True)
 
     def restart_apiserver(self, pause: float = 1.0, timeout: float = 60.0) -> None:

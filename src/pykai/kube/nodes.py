@@ -3,11 +3,7 @@ with the not-ready taint cleared, as a kubelet and the node-lifecycle controller
 
 from __future__ import annotations
 
-from typing import Any, cast
-
-from lightkube import ApiError, Client
-from lightkube.resources.core_v1 import Node
-
+from pykai.kube.api import KINDS, KubeApi
 from pykai.model import builders
 from pykai.model.meta import Obj, format_time
 
@@ -17,17 +13,13 @@ def gpu_nodes(count: int, gpus_per_node: int) -> list[Obj]:
     return [builders.node(f"gpu-node-{i}", gpus=gpus_per_node) for i in range(count)]
 
 
-def create_ready_nodes(client: Client, nodes: list[Obj], now: float) -> None:
-    """Create (or keep) each node, then mark it Ready and clear its taints from admission."""
+def create_ready_nodes(api: KubeApi, nodes: list[Obj], now: float) -> None:
+    """Create (or keep) each node, then mark it Ready and clear its taints from admission
+    (safe from many threads: one httpx client)."""
+    kind = KINDS["Node"]
     for obj in nodes:
         name = obj["metadata"]["name"]
-        body: dict[str, Any] = {k: v for k, v in obj.items() if k != "status"}
-        try:
-            client.get(Node, name)
-        except ApiError as exc:
-            if exc.status.code != 404:
-                raise
-            client.create(cast(Node, Node.from_dict(body)))
+        api.create_if_absent(kind, {k: v for k, v in obj.items() if k != "status"})
         stamp = format_time(now)
         status = dict(obj.get("status") or {})
         status["conditions"] = [
@@ -40,5 +32,5 @@ def create_ready_nodes(client: Client, nodes: list[Obj], now: float) -> None:
                 "message": "pykai fake kubelet",
             },
         ]
-        client.patch(Node.Status, name, {"status": status})
-        client.patch(Node, name, {"spec": {"taints": (obj.get("spec") or {}).get("taints") or []}})
+        api.patch(kind, name, {"status": status}, sub="status")
+        api.patch(kind, name, {"spec": {"taints": (obj.get("spec") or {}).get("taints") or []}})

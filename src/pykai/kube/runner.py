@@ -27,6 +27,8 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 
 from pykai.controllers.faults import Isolation, report_problems
 from pykai.controllers.status import (
+    held_pod_conditions,
+    held_pods,
     invalid_podgroup_status,
     podgroup_status,
     queue_statuses,
@@ -46,6 +48,7 @@ from pykai.kube.binder import (
     groups_in_use,
     held_view,
     pending_request,
+    read_bind_request,
     requested_for,
 )
 from pykai.kube.events import WARNING, EventRecorder
@@ -163,8 +166,9 @@ class KubeRunner:
         """Run cycles every ``period`` seconds until ``stop`` is set; with an elector, only
         while this replica holds the lease (the caches stay warm for a fast failover). Raises
         RefusedAtStart (and sets ``stop``) if the apiserver refuses the credentials at start."""
-        for kind in self.kinds:
-            Informer(self.api, KINDS[kind], self.changes, stop).start()
+        informers = [Informer(self.api, KINDS[kind], self.changes, stop) for kind in self.kinds]
+        for informer in informers:
+            informer.start()
         try:
             while not stop.is_set():
                 self.drain()
@@ -180,6 +184,12 @@ class KubeRunner:
                     log.exception("cycle failed; the state is rebuilt from the cache")
                     self.rebuild_state()
                 stop.wait(period)
+        except RefusedAtStart:
+            stop.set()  # the other first lists end too, so their log lines come before ours
+            deadline = time.monotonic() + 5.0
+            for informer in informers:
+                informer.join(max(0.0, deadline - time.monotonic()))
+            raise
         finally:
             stop.set()  # ends the informers too
             self.pool.shutdown(wait=True)
@@ -287,7 +297,10 @@ class KubeRunner:
             return pod
         request = self.objects.get(("BindRequest", meta.get("namespace", ""), meta["name"]))
         if request is not None and pending_request(request) and requested_for(request, pod):
-            return bound_view(pod, request)
+            try:
+                return bound_view(pod, read_bind_request(request))
+            except ValueError:
+                pass  # not one pykai made (reported by the binder): the pod is as it is
         if self.backoff.held(meta.get("uid", ""), time.time()):
             return held_view(pod)
         return pod
@@ -310,11 +323,7 @@ class KubeRunner:
                 self.api, self.pool, self.objects, self._remember, self.isolation("the pod-grouper")
             )
         marks.append(("group", time.perf_counter()))
-        report_problems(
-            self.state.problems.values(),
-            lambda p: self.objects.get((p.kind, p.namespace, p.name)),
-            self.events.report,
-        )
+        self._report_problems()
         result = self.scheduler.run_cycle(self.state, time.time())
         marks.append(("schedule", time.perf_counter()))
         if "scheduler" in self.components:
@@ -338,6 +347,29 @@ class KubeRunner:
                 phases,
             )
         return result
+
+    def _report_problems(self) -> None:
+        """Objects the engine could not take in: an event per version, and pending pods held
+        back marked PodScheduled=False (the scheduler's, once per message)."""
+        report_problems(
+            self.state.problems.values(),
+            lambda p: self.objects.get((p.kind, p.namespace, p.name)),
+            self.events.report,
+        )
+        if "scheduler" not in self.components:
+            return
+        for task, problem in held_pods(self.state):
+            pod = self.objects.get(("Pod", task.namespace, task.name))
+            conditions = pod and held_pod_conditions(pod, problem.message, time.time())
+            if conditions:
+                self._patch_once(
+                    "condition",
+                    KINDS["Pod"],
+                    task.name,
+                    task.namespace,
+                    {"status": {"conditions": conditions}},
+                    "status",
+                )
 
     def _release_expired_holds(self) -> None:
         expired = set(self.backoff.expired(time.time()))
@@ -428,7 +460,7 @@ class KubeRunner:
             for p in reservation_pods
             if not p["metadata"].get("deletionTimestamp")
         }
-        self.binder.reconcile(requests, pods, reserved)
+        self.binder.reconcile(requests, pods, reserved, self.isolation("the binder"))
         self.binder.release(reservation_pods, groups_in_use(pods.values(), requests))
 
     def run_pods(self) -> None:
