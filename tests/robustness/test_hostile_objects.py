@@ -19,7 +19,7 @@ from __future__ import annotations
 import copy
 import math
 import time
-from typing import Any, cast
+from typing import Any
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -316,13 +316,14 @@ def test_hostile_objects_never_stop_the_embedded_cluster(objects: list[Obj]) -> 
 # ---- the same objects in pykai run's cache ------------------------------------------------------
 
 
-class MemoryApi:
+class MemoryApi(KubeApi):
     """What ``pykai run`` asks of an apiserver, kept in memory; each write is reported back
     through the runner's change queue as a watch would report it. It stores whatever it is
     given (no admission), and refuses what a real apiserver refuses on writes pykai makes:
-    names over 253 characters (422)."""
+    names over 253 characters (422). (No HTTP client: KubeApi's own methods that would use
+    one are not called by the runner's components.)"""
 
-    def __init__(self) -> None:
+    def __init__(self) -> None:  # no client to make
         self.objects: dict[tuple[str, str, str], Obj] = {}
         self.runner: KubeRunner | None = None
 
@@ -346,14 +347,6 @@ class MemoryApi:
         self.objects[key] = stored
         self._tell(kind.kind, "ADDED", stored)
         return copy.deepcopy(stored)
-
-    def create_if_absent(self, kind: Kind, obj: Obj) -> Obj | None:
-        try:
-            return self.create(kind, obj)
-        except ApiError as exc:
-            if exc.status != 409:
-                raise
-            return None
 
     def patch(self, kind: Kind, name: str, patch: Obj, namespace: str = "", sub: str = "") -> Obj:
         key = (kind.kind, namespace if kind.namespaced else "", name)
@@ -390,18 +383,18 @@ def kube_runner(objects: list[Obj]) -> tuple[KubeRunner, MemoryApi]:
     """A runner (every component, the stand-ins included) whose cache was listed from
     ``objects`` and the clean cluster."""
     api = MemoryApi()
-    runner = KubeRunner(cast(KubeApi, api), components=frozenset(COMPONENTS), pool=InlineExecutor())
+    runner = KubeRunner(api, components=frozenset(COMPONENTS), pool=InlineExecutor())
     api.runner = runner
     base = clean_cluster()
     for obj in [*base.list("PriorityClass"), *base.list("Queue"), *base.list("Node"), *objects]:
-        kind = KINDS[obj["kind"]]
+        namespaced = KINDS[obj["kind"]].namespaced
         meta = obj["metadata"]
         api.objects[
-            (obj["kind"], meta.get("namespace", "") if kind.namespaced else "", meta["name"])
+            (obj["kind"], meta.get("namespace", "") if namespaced else "", meta["name"])
         ] = copy.deepcopy(obj)
-    for kind in runner.kinds:
-        listed = tuple(copy.deepcopy(o) for k, o in api.objects.items() if k[0] == kind)
-        runner.apply(Change(kind, "SYNC", None, listed))
+    for listed_kind in runner.kinds:
+        listed = tuple(copy.deepcopy(o) for k, o in api.objects.items() if k[0] == listed_kind)
+        runner.apply(Change(listed_kind, "SYNC", None, listed))
     return runner, api
 
 
