@@ -24,6 +24,8 @@ from pykai.kube.api import KINDS, KubeApi
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.runner import COMPONENTS
+from pykai.model import builders
+from pykai.model import constants as c
 from tests.kube.conftest import PykaiProcess, kubectl, pykai_running, wait_for, webhook_running
 
 from .catalogue import BASELINE, CASES, VALID_POD, BadInput
@@ -191,3 +193,64 @@ def test_a_held_pod_says_why_where_kubectl_users_look(
             assert "InvalidObject" in events
         finally:
             restore(cluster, changed)
+
+
+def test_a_pod_pykai_cannot_read_still_holds_its_node(cluster: LocalCluster) -> None:
+    """Another scheduler's pod with ``gpu-fraction: "abc"`` holding all 8 GPUs of a node: an
+    8-GPU pod of pykai's goes to the other node, never onto the full one."""
+    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    nodes = [
+        builders.node(name, gpus=8, labels={"pool": "held"}) for name in ("full-node", "spare-node")
+    ]
+    create_ready_nodes(api, nodes, time.time())
+    foreign = builders.pod(
+        "foreign",
+        gpus=8,
+        scheduler="default-scheduler",
+        node_name="full-node",
+        annotations={c.GPU_FRACTION_ANNOTATION: "abc"},
+    )
+    whole = builders.pod("whole", gpus=8, labels={c.QUEUE_LABEL: "probe"})
+    whole["spec"]["nodeSelector"] = {"pool": "held"}
+    api.create(KINDS["Pod"], foreign)
+    try:
+        with pykai_running(cluster) as process:
+            process.wait_cycles(2)
+            api.create(KINDS["Pod"], whole)
+            assert wait_for(
+                lambda: (
+                    (api.get(KINDS["Pod"], "whole", "default") or {})
+                    .get("spec", {})
+                    .get("nodeName")
+                ),
+                timeout=60,
+            )
+            bound = api.get(KINDS["Pod"], "whole", "default") or {}
+            assert bound["spec"]["nodeName"] == "spare-node"
+    finally:
+        for name in ("foreign", "whole"):
+            api.delete(KINDS["Pod"], name, "default", 0)
+        for name in ("full-node", "spare-node"):
+            api.delete(KINDS["Node"], name)
+
+
+def test_a_pod_with_a_250_character_name_is_grouped_and_bound(cluster: LocalCluster) -> None:
+    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    name = "long-" + "n" * 245
+    pod = builders.pod(name, cpu="100m", labels={c.QUEUE_LABEL: "probe"})
+    pod["spec"]["nodeSelector"] = {"pool": "probe"}
+    pod["spec"]["tolerations"] = [{"key": "probe", "operator": "Exists"}]
+    api.create(KINDS["Pod"], pod)
+    try:
+        with pykai_running(cluster):
+            assert wait_for(
+                lambda: (
+                    (api.get(KINDS["Pod"], name, "default") or {}).get("spec", {}).get("nodeName")
+                ),
+                timeout=60,
+            )
+        annotations = (api.get(KINDS["Pod"], name, "default") or {})["metadata"]["annotations"]
+        group = annotations[c.POD_GROUP_ANNOTATION]
+        assert len(group) <= 253 and api.get(KINDS["PodGroup"], group, "default") is not None
+    finally:
+        api.delete(KINDS["Pod"], name, "default", 0)
