@@ -208,7 +208,7 @@ def test_describe_podgroup_explains_why_it_is_pending(cli: Cli, tmp_path: Path) 
     assert "big-0" in pods and "Pending" in pods
     events = out.split("Events:")[1].splitlines()
     assert events[1].split() == ["Type", "Reason", "Age", "From", "Message"]
-    assert events[3].split()[:2] == ["Warning", "Unschedulable"]
+    assert events[3].split()[:2] == ["Normal", "Unschedulable"]  # KAI's type on a PodGroup
 
 
 def test_describe_pod_queue_and_node(cli: Cli, tmp_path: Path) -> None:
@@ -359,7 +359,7 @@ def test_demo_plays_every_chapter() -> None:
     result = CliRunner().invoke(app, ["demo"])
     assert result.exit_code == 0, result.output
     chapters = [line for line in result.stdout.splitlines() if line.startswith("== ")]
-    assert len(chapters) == 7
+    assert len(chapters) == 8
     assert "$ pykai get queues" in result.stdout
     assert "QueueDoesNotExist" in result.stdout and "Preempted by" in result.stdout
 

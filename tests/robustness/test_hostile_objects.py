@@ -329,7 +329,7 @@ class MemoryApi(KubeApi):
 
     def _tell(self, kind: str, change: str, obj: Obj) -> None:
         assert self.runner is not None
-        self.runner.changes.put(Change(kind, change, copy.deepcopy(obj)))
+        self.runner.host.changes.put(Change(kind, change, copy.deepcopy(obj)))
 
     def get(self, kind: Kind, name: str, namespace: str = "") -> Obj | None:
         found = self.objects.get((kind.kind, namespace, name))
@@ -394,15 +394,15 @@ def kube_runner(objects: list[Obj]) -> tuple[KubeRunner, MemoryApi]:
         ] = copy.deepcopy(obj)
     for listed_kind in runner.kinds:
         listed = tuple(copy.deepcopy(o) for k, o in api.objects.items() if k[0] == listed_kind)
-        runner.apply(Change(listed_kind, "SYNC", None, listed))
+        runner.host.apply(Change(listed_kind, "SYNC", None, listed))
     return runner, api
 
 
 def run_cycles(runner: KubeRunner, count: int) -> None:
     for _ in range(count):
-        runner.drain()
+        runner.host.drain()
         runner.cycle()
-    runner.drain()
+    runner.host.drain()
 
 
 @settings(
