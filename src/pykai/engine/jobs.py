@@ -30,8 +30,9 @@ class TaskStatus(Enum):
 HOLDS_NODE = frozenset(
     {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING}
 )
-# Statuses counted toward the queue's allocation (KAI's AllocatedStatus).
-COUNTS_FOR_QUEUE = HOLDS_NODE
+# Statuses counted toward the queue's allocation: KAI's AllocatedStatus, plus pipelined tasks,
+# which KAI's proportion plugin counts from the moment a statement pipelines them.
+COUNTS_FOR_QUEUE = HOLDS_NODE | {TaskStatus.PIPELINED}
 # Statuses that count toward a gang's minimum ("active allocated").
 ACTIVE = HOLDS_NODE | {TaskStatus.PIPELINED}
 # Pods that count toward a gang being ready to start (KAI: alive minus gated).

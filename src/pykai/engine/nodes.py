@@ -36,6 +36,7 @@ class NodeTable:
         self.shared: dict[str, NodeGpuGroups] = {}  # node -> its shared GPU groups
         self.shared_free: FloatArray = np.zeros(0)  # largest free portion of a group, per row
         self.shared_future: FloatArray = np.zeros(0)  # the same, counting what is releasing
+        self.shared_spare: FloatArray = np.zeros(0)  # Σ of those portions over the groups
         self._masks: dict[_ConstraintKey, BoolArray] = {}
         self._parts: dict[_ConstraintKey, tuple[BoolArray, BoolArray, BoolArray]] = {}
         self.dirty = False
@@ -85,6 +86,7 @@ class NodeTable:
         self.shared = {}
         self.shared_free = np.zeros(len(views))
         self.shared_future = np.zeros(len(views))
+        self.shared_spare = np.zeros(len(views))
         self._clear_masks()
         self.dirty = False
 
@@ -140,6 +142,7 @@ class NodeTable:
                 self.used[i, GPU] -= 1
         self.shared_free[i] = node.best_free()
         self.shared_future[i] = node.best_future_free()
+        self.shared_spare[i] = sum(g.future_free for g in node.groups.values())
 
     def idle(self) -> FloatArray:
         """Free resources per node now."""

@@ -38,6 +38,19 @@ def queue_order_key(queue: QueueInfo, job_request: Resources, total: Resources) 
     KAI's seventh criterion is a partial order (smaller in every resource); the key uses the
     sum of the shares relative to the cluster total, which agrees with it wherever it decides.
     """
+    return _order_key(queue, job_request, job_request, total)
+
+
+def victim_order_key(queue: QueueInfo, victims: Resources, total: Resources) -> QueueKey:
+    """Queue order when victims are taken (KAI's VictimQueue mode): no job is added, and the
+    DRF criterion counts the queue's share without the victims taken from it so far and the
+    next one. Victims come first from the queue this key ranks *last*."""
+    return _order_key(queue, Resources.ZERO, victims.scaled(-1.0), total)
+
+
+def _order_key(
+    queue: QueueInfo, job_request: Resources, drf_change: Resources, total: Resources
+) -> QueueKey:
     allocated = tuple(queue.usage.allocated)
     with_job = tuple(a + r for a, r in zip(allocated, job_request, strict=True))
     fair = tuple(queue.fair_share)
@@ -47,12 +60,13 @@ def queue_order_key(queue: QueueInfo, job_request: Resources, total: Resources) 
     starved = all(w <= d + EPS for w, d in zip(with_job, deserved, strict=True))
     zero_share = any(w > EPS and s <= EPS for w, s in zip(with_job, share, strict=True))
     relative = sum(s / t for s, t in zip(share, total, strict=True) if t > EPS)
+    changed = tuple(a + c for a, c in zip(allocated, drf_change, strict=True))
     return (
         over,
         not starved,
         -queue.priority,
         zero_share,
-        _dominant_share(with_job, share),
+        _dominant_share(changed, share),
         _dominant_share(allocated, share),
         relative,
         queue.creation,

@@ -45,6 +45,14 @@ class Statement:
         """Release a running task."""
         self._change(task, TaskStatus.RELEASING, task.node, task.gpu_groups, (reason, message))
 
+    def unevict(self, task: Task) -> None:
+        """Put a task this statement evicted back as it was (KAI's Unevict)."""
+        for change in reversed(self._changes):
+            if change.task is task and change.evict_reason is not None:
+                self._change(task, change.old_status, change.old_node, change.old_groups)
+                return
+        raise ValueError(f"task {task.pod.meta.key} was not evicted in this statement")
+
     def checkpoint(self) -> int:
         """A point to roll back to."""
         return len(self._changes)

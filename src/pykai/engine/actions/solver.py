@@ -1,111 +1,200 @@
-"""The victim solver shared by preempt, reclaim and consolidation.
+"""The victim solver shared by preempt, reclaim and consolidation (KAI's job solver and its
+by-pod simulation: actions/common/solvers, actions/common/action.go).
 
-Victims are tried in victim order (the reverse of job order): a job's pods beyond its minimum
-one at a time (newest task first), then the rest of its gang as a whole. After each addition
-the preemptor's gang is placed on idle and releasing resources; the first set of victims that
-lets the whole gang in (and passes the action's validator) is kept, then trimmed to the victims
-on the nodes the preemptor actually uses. No victim is evicted for a preemptor that cannot run.
+Victims come one unit at a time from a ``VictimQueue`` (KAI's victim order) and accumulate.
+After each unit the scenario is simulated in a statement: every accumulated victim is evicted,
+then the preemptor and the victims' jobs are placed again in queue and job order (the pending
+jobs of those leaf queues keep their places in that order but are not placed). The preemptor
+must be placed whole, within every queue limit counted after the evictions. A victim job that
+fits again is no victim: put back on its own node (and GPU group) it is never evicted, placed
+elsewhere it is moved (evicted, with a reservation pipelined where it goes). The first
+scenario in which the preemptor runs and the action's validator accepts the victims is
+committed; no victim is evicted for a preemptor that cannot run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 
+from pykai.engine.actions.allocate import tasks_to_allocate
 from pykai.engine.actions.gang import place_gang
-from pykai.engine.jobs import EVICTABLE, Job, Task
-from pykai.engine.ordering import job_order_key
+from pykai.engine.actions.victims import VictimQueue, VictimUnit
+from pykai.engine.capacity import over_capacity
+from pykai.engine.jobs import Job, Task, TaskStatus
+from pykai.engine.ordering import JobQueue
+from pykai.engine.placement import find_node
 from pykai.engine.session import Session, Statement
+from pykai.model.resources import Resources
 
 
 @dataclass(frozen=True, slots=True)
-class VictimUnit:
-    """Pods evicted together: one elastic pod, or a gang's remaining pods."""
+class Outcome:
+    """What a simulated scenario evicts: the victims (each unit with the pods that stay
+    evicted) and the victim pods moved elsewhere."""
 
-    job: Job
-    tasks: tuple[Task, ...]
-
-
-Validator = Callable[[list[VictimUnit]], bool]
+    victims: list[VictimUnit]
+    moved: list[Task]
 
 
-def victim_units(jobs: Iterable[Job], protected: Callable[[Job], bool]) -> Iterator[VictimUnit]:
-    """Victim units in victim order. A protected job (min-runtime) offers only its pods beyond
-    its minimum."""
-    for job in sorted(jobs, key=job_order_key, reverse=True):
-        running = sorted(
-            (t for t in job.tasks.values() if t.status in EVICTABLE),
-            key=lambda t: t.order_key,
-            reverse=True,
-        )
-        extra = max(0, len(running) - job.min_member)
-        for task in running[:extra]:
-            yield VictimUnit(job, (task,))
-        if running[extra:] and not protected(job):
-            yield VictimUnit(job, tuple(running[extra:]))
+Validator = Callable[[Outcome], bool]
 
 
-def solve(
-    session: Session,
-    preemptor: Job,
-    tasks: list[Task],
-    units: list[VictimUnit],
-    reason: str,
-    message: str,
-    validate: Validator | None = None,
-) -> bool:
-    """Evict the fewest victim units (in order) that let ``tasks`` run; commit and return True,
-    or change nothing and return False."""
-    search = _Search(session, tasks, reason, message, validate, preemptor.gang_satisfied())
-    found = search.first_sufficient(units)
-    if found is None:
-        return False
-    taken, used_nodes = found
-    needed = [u for u in taken if any(t.node in used_nodes for t in u.tasks)]
-    for candidate in (needed, taken) if len(needed) < len(taken) else (taken,):
-        statement = session.statement()
-        search.evict(statement, candidate)
-        if search.fits(statement, candidate):
-            statement.commit()
-            return True
-        statement.discard()
-    return False
+def request_of(tasks: list[Task]) -> Resources:
+    """The sum of the tasks' requests."""
+    total = Resources.ZERO
+    for task in tasks:
+        total += task.request
+    return total
 
 
-@dataclass(frozen=True, slots=True)
+class Solver:
+    """The victim searches of one action."""
+
+    def __init__(self, session: Session, reason: str, max_pods: int | None = None) -> None:
+        self.session = session
+        self.reason = reason
+        self.max_pods = max_pods  # evicted pods one scenario may hold at most
+
+    def solve(
+        self,
+        preemptor: Job,
+        tasks: list[Task],
+        victims: VictimQueue,
+        message: str,
+        validate: Validator | None = None,
+    ) -> Outcome | None:
+        """Evict the victims (in victim order) that let ``tasks`` of ``preemptor`` run, commit
+        and say what was evicted and moved; or change nothing and return None."""
+        return _Search(self, preemptor, tasks, message, validate).run(victims)
+
+    def pending_in(self, queues: set[str]) -> list[Job]:
+        """Pending jobs of the given leaf queues (their places in the simulation's order)."""
+        state = self.session.state
+        return [state.jobs[k] for k in sorted(state.pending_jobs) if state.jobs[k].queue in queues]
+
+
 class _Search:
-    """One preemptor's search for victims."""
+    """One preemptor's search."""
 
-    session: Session
-    tasks: list[Task]
-    reason: str
-    message: str
-    validate: Validator | None
-    satisfied: bool
+    def __init__(
+        self,
+        solver: Solver,
+        preemptor: Job,
+        tasks: list[Task],
+        message: str,
+        validate: Validator | None,
+    ) -> None:
+        self.solver = solver
+        self.session = solver.session
+        self.preemptor = preemptor
+        self.tasks = tasks
+        self.request = request_of(tasks)
+        self.message = message
+        self.validate = validate
+        self.satisfied = preemptor.gang_satisfied()
+        self.evicted: set[Task] = set()
+        self.taken: list[VictimUnit] = []
 
-    def evict(self, statement: Statement, units: list[VictimUnit]) -> None:
-        """Evict the units' pods in the statement."""
-        for unit in units:
-            for task in unit.tasks:
-                statement.evict(task, self.reason, self.message)
-
-    def fits(self, statement: Statement, units: list[VictimUnit]) -> bool:
-        """Whether the preemptor's gang now fits (placed in the statement) and the victims
-        pass the action's validator."""
-        placed = place_gang(self.session, statement, self.tasks, self.satisfied) is None
-        return placed and (self.validate is None or self.validate(units))
-
-    def first_sufficient(self, units: list[VictimUnit]) -> tuple[list[VictimUnit], set[str]] | None:
-        """The shortest prefix of ``units`` that works, and the nodes the preemptor then
-        uses. Leaves the state unchanged."""
+    def run(self, victims: VictimQueue) -> Outcome | None:
         statement = self.session.statement()
         try:
-            for count in range(1, len(units) + 1):
-                self.evict(statement, units[count - 1 : count])
+            limit = self.solver.max_pods
+            while (unit := victims.pop()) is not None:
+                if limit is not None and len(self.evicted) + len(unit.tasks) > limit:
+                    break
+                self.taken.append(unit)
+                for task in unit.tasks:
+                    statement.evict(task, self.solver.reason, self.message)
+                    self.evicted.add(task)
                 mark = statement.checkpoint()
-                if self.fits(statement, units[:count]):
-                    return units[:count], {t.node for t in self.tasks}
+                outcome = self._simulate(statement)
+                if outcome is not None and (self.validate is None or self.validate(outcome)):
+                    statement.commit()
+                    return outcome
                 statement.rollback(mark)
             return None
         finally:
             statement.discard()
+
+    def _simulate(self, statement: Statement) -> Outcome | None:
+        """Place the preemptor and the victims' jobs again, in queue and job order; None if
+        the preemptor cannot run."""
+        session = self.session
+        victim_jobs = {u.job.key: u.job for u in self.taken}
+        leaves = {self.preemptor.queue, *(j.queue for j in victim_jobs.values())}
+        involved = {self.preemptor.key: self.preemptor, **victim_jobs}
+        others = [j for j in self.solver.pending_in(leaves) if j.key not in involved]
+        requests: dict[str, Resources] = {}
+
+        def request_for(job: Job) -> Resources:
+            if job.key not in requests:
+                requests[job.key] = (
+                    self.request
+                    if job is self.preemptor
+                    else request_of(tasks_to_allocate(job, self.evicted))
+                )
+            return requests[job.key]
+
+        order = JobQueue(session, [*involved.values(), *others], request_for)
+        moved: list[Task] = []
+        placed = False
+        left = set(victim_jobs)
+        while (placed is False or left) and (job := order.pop()) is not None:
+            if job is self.preemptor:
+                chain = session.chain(job)
+                if over_capacity(job, chain, self.request) is not None:
+                    return None
+                if place_gang(session, statement, self.tasks, self.satisfied) is not None:
+                    return None
+                placed = True
+            elif job.key in left:
+                left.discard(job.key)
+                self._place_back(statement, job, moved)
+        if not placed:
+            return None
+        units = []
+        for unit in self.taken:
+            stay = tuple(t for t in unit.tasks if t.status == TaskStatus.RELEASING)
+            stay = tuple(t for t in stay if t not in moved)
+            if stay:
+                units.append(VictimUnit(unit.job, stay))
+        return Outcome(units, moved)
+
+    def _place_back(self, statement: Statement, job: Job, moved: list[Task]) -> None:
+        """Place a victim job again, all or nothing, as allocate would (pipelined only): an
+        evicted pod back on its node and GPU groups is uneviced, elsewhere it is moved."""
+        session = self.session
+        tasks = tasks_to_allocate(job, self.evicted)
+        if not tasks or over_capacity(job, session.chain(job), request_of(tasks)) is not None:
+            return
+        mark = statement.checkpoint()
+        moving: list[Task] = []
+        for task in tasks:
+            evicted = task.status == TaskStatus.RELEASING
+            target = _stand_in(task) if evicted else task
+            placement = find_node(session.state.nodes, target, session.config.placement)
+            if placement is None:
+                statement.rollback(mark)
+                return
+            if (
+                evicted
+                and placement.node == task.node
+                and (not task.gpu_groups or placement.gpu_groups == task.gpu_groups)
+            ):
+                statement.unevict(task)
+                continue
+            statement.pipeline(target, placement.node, placement.gpu_groups)
+            if evicted:
+                moving.append(task)
+        moved += moving
+
+
+def _stand_in(task: Task) -> Task:
+    """A reservation for an evicted pod placed elsewhere: its own pod is deleted and its
+    controller makes a new one, which this holds room for (it counts for the job's queue
+    while pipelined, and for nothing once the cycle ends)."""
+    meta = dataclasses.replace(task.pod.meta, uid=f"{task.uid}/moved")  # fresh GPU group ids
+    pod = dataclasses.replace(task.pod, meta=meta)
+    return dataclasses.replace(task, pod=pod, status=TaskStatus.FAILED, node="", gpu_groups=())
