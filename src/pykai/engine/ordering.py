@@ -38,20 +38,27 @@ def queue_order_key(queue: QueueInfo, job_request: Resources, total: Resources) 
     KAI's seventh criterion is a partial order (smaller in every resource); the key uses the
     sum of the shares relative to the cluster total, which agrees with it wherever it decides.
     """
-    return _order_key(queue, job_request, job_request, total)
+    return _order_key(queue, queue.usage.allocated, job_request, job_request, total)
 
 
-def victim_order_key(queue: QueueInfo, victims: Resources, total: Resources) -> QueueKey:
-    """Queue order when victims are taken (KAI's VictimQueue mode): no job is added, and the
-    DRF criterion counts the queue's share without the victims taken from it so far and the
-    next one. Victims come first from the queue this key ranks *last*."""
-    return _order_key(queue, Resources.ZERO, victims.scaled(-1.0), total)
+def victim_order_key(
+    queue: QueueInfo, allocated: Resources, victims: Resources, total: Resources
+) -> QueueKey:
+    """Queue order when victims are taken (KAI's VictimQueue mode), given the queue's
+    allocation before any victim is evicted: no job is added, and the DRF criterion counts the
+    queue's share without the victims taken from it so far and the next one. Victims come first
+    from the queue this key ranks *last*."""
+    return _order_key(queue, allocated, Resources.ZERO, victims.scaled(-1.0), total)
 
 
 def _order_key(
-    queue: QueueInfo, job_request: Resources, drf_change: Resources, total: Resources
+    queue: QueueInfo,
+    used: Resources,
+    job_request: Resources,
+    drf_change: Resources,
+    total: Resources,
 ) -> QueueKey:
-    allocated = tuple(queue.usage.allocated)
+    allocated = tuple(used)
     with_job = tuple(a + r for a, r in zip(allocated, job_request, strict=True))
     fair = tuple(queue.fair_share)
     deserved = tuple(queue.deserved)

@@ -126,6 +126,7 @@ class Session:
     reasons: dict[str, list[Reason]] = field(default_factory=dict)
     stale: dict[str, float | None] = field(default_factory=dict)
     moved_jobs: set[str] = field(default_factory=set)  # moved by consolidation this cycle
+    out_of_budget: dict[str, int] = field(default_factory=dict)  # action -> jobs not tried
 
     @classmethod
     def open(cls, state: ClusterState, config: SchedulerConfig, now: float) -> Session:
@@ -184,7 +185,7 @@ class Session:
 
     def close(self) -> CycleResult:
         """Turn committed changes into decisions; undo pipelined placements."""
-        result = CycleResult(stale=dict(self.stale))
+        result = CycleResult(stale=dict(self.stale), out_of_budget=dict(self.out_of_budget))
         first: dict[int, _Change] = {}
         evicted: dict[int, tuple[str, str]] = {}
         for change in self.committed:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
 from pykai.engine.actions.solver import Outcome, Solver, request_of
-from pykai.engine.actions.victims import VictimQueue, offers
+from pykai.engine.actions.victims import offers
 from pykai.engine.capacity import over_capacity
 from pykai.engine.jobs import Job
 from pykai.engine.ordering import job_order_key
@@ -25,8 +25,12 @@ def consolidation(session: Session) -> None:
     """Run the consolidation action (off when either placement strategy is spread)."""
     if not session.config.consolidation_enabled:
         return
-    solver = Solver(session, "Consolidated", max_pods=session.config.max_consolidation_preemptees)
-    for job in sorted(schedulable_jobs(session, note=False), key=job_order_key):
+    limit = session.config.max_consolidation_preemptees
+    solver = Solver(session, "consolidation", "Consolidated", max_pods=limit)
+    jobs = sorted(schedulable_jobs(session, note=False), key=job_order_key)
+    for index, job in enumerate(jobs):
+        if solver.out_of_budget(len(jobs) - index):
+            return
         if not job.preemptible or job.key in session.moved_jobs:
             continue
         tasks = tasks_to_allocate(job)
@@ -35,9 +39,9 @@ def consolidation(session: Session) -> None:
             continue
         if not _fits_in_total_free(session, request):
             continue
-        victims = VictimQueue(session, _movable_jobs(session, job), lambda _: False)
         message = f"moved to make room for {job.key}"
-        outcome = solver.solve(job, tasks, victims, message, _all_placed_again)
+        candidates = _movable_jobs(session, job)
+        outcome = solver.solve(job, tasks, candidates, _never, message, _all_placed_again)
         if outcome is not None:
             session.moved_jobs.update(t.job_key for t in outcome.moved)
             session.reasons.pop(job.key, None)
@@ -67,6 +71,11 @@ def _movable_jobs(session: Session, preemptor: Job) -> list[Job]:
         and v.key not in session.moved_jobs
         and all(any(o.controller for o in t.pod.meta.owners) for t in offers(v))
     ]
+
+
+def _never(_: Job) -> bool:
+    """Consolidation moves pods, so min-runtime protects none from it."""
+    return False
 
 
 def _all_placed_again(outcome: Outcome) -> bool:

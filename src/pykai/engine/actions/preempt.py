@@ -7,9 +7,10 @@ simulation, on the usage left once its victims are evicted.
 
 from __future__ import annotations
 
+from functools import partial
+
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
 from pykai.engine.actions.solver import Solver, request_of
-from pykai.engine.actions.victims import VictimQueue
 from pykai.engine.capacity import over_quota
 from pykai.engine.jobs import Job
 from pykai.engine.min_runtime import is_protected, preempt_min_runtime
@@ -20,17 +21,20 @@ from pykai.engine.session import Session
 def preempt(session: Session) -> None:
     """Run the preempt action."""
     state = session.state
-    solver = Solver(session, "Preempted")
-    for job in sorted(schedulable_jobs(session, note=False), key=job_order_key):
+    solver = Solver(session, "preempt", "Preempted")
+    jobs = sorted(schedulable_jobs(session, note=False), key=job_order_key)
+    for index, job in enumerate(jobs):
+        if solver.out_of_budget(len(jobs) - index):
+            return
         tasks = tasks_to_allocate(job)
         if not tasks or over_quota(job, session.chain(job), request_of(tasks)) is not None:
             continue
         candidates = [v for v in state.running_in(job.queue, job.priority) if v.preemptible]
         if not candidates:
             continue
-        victims = VictimQueue(session, candidates, lambda v: _protected(session, v))
         message = f"Preempted by {job.key} (priority {job.priority}) in queue {job.queue}"
-        if solver.solve(job, tasks, victims, message) is not None:
+        protected = partial(_protected, session)
+        if solver.solve(job, tasks, candidates, protected, message) is not None:
             session.reasons.pop(job.key, None)
 
 

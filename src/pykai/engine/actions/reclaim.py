@@ -19,9 +19,10 @@ reclaim back, so there is no flapping.
 
 from __future__ import annotations
 
+from functools import partial
+
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
 from pykai.engine.actions.solver import Outcome, Solver, request_of
-from pykai.engine.actions.victims import VictimQueue
 from pykai.engine.jobs import Job
 from pykai.engine.min_runtime import is_protected, reclaim_min_runtime
 from pykai.engine.ordering import JobQueue
@@ -34,7 +35,7 @@ EPS = 1e-9
 def reclaim(session: Session) -> None:
     """Run the reclaim action."""
     requests: dict[str, Resources] = {}
-    solver = Solver(session, "Reclaimed")
+    solver = Solver(session, "reclaim", "Reclaimed")
 
     def request_for(job: Job) -> Resources:
         if job.key not in requests:
@@ -43,6 +44,8 @@ def reclaim(session: Session) -> None:
 
     queue = JobQueue(session, schedulable_jobs(session, note=False), request_for)
     while (job := queue.pop()) is not None:
+        if solver.out_of_budget(len(queue) + 1):
+            return
         tasks = tasks_to_allocate(job)
         request = request_for(job)
         if not tasks or not can_reclaim(session, job, request):
@@ -50,10 +53,10 @@ def reclaim(session: Session) -> None:
         candidates = _candidates(session, job, request)
         if not candidates:
             continue
-        victims = VictimQueue(session, candidates, lambda v: _protected(session, v, job))
         message = f"Reclaimed by queue {job.queue} for {job.key}"
+        protected = partial(_protected, session, reclaimer=job)
         validator = _Validator(session, job, request)
-        if solver.solve(job, tasks, victims, message, validator) is not None:
+        if solver.solve(job, tasks, candidates, protected, message, validator) is not None:
             session.reasons.pop(job.key, None)
 
 

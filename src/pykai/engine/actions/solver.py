@@ -1,32 +1,53 @@
-"""The victim solver shared by preempt, reclaim and consolidation (KAI's job solver and its
-by-pod simulation: actions/common/solvers, actions/common/action.go).
+"""The victim solver shared by preempt, reclaim and consolidation (KAI's job solver, its two
+scenario generators and its by-pod simulation: actions/common/solvers, plugins/nodelocalgreedy,
+plugins/multinodegang, actions/common/action.go).
 
 Victims come one unit at a time from a ``VictimQueue`` (KAI's victim order) and accumulate.
-After each unit the scenario is simulated in a statement: every accumulated victim is evicted,
-then the preemptor and the victims' jobs are placed again in queue and job order (the pending
-jobs of those leaf queues keep their places in that order but are not placed). The preemptor
-must be placed whole, within every queue limit counted after the evictions. A victim job that
-fits again is no victim: put back on its own node (and GPU group) it is never evicted, placed
-elsewhere it is moved (evicted, with a reservation pipelined where it goes). The first
-scenario in which the preemptor runs and the action's validator accepts the victims is
-committed; no victim is evicted for a preemptor that cannot run.
+Scenarios (sets of victim units) are tried in KAI's order, each at most once:
+
+1. node-local: after each new unit, for each node it runs on (by name), the units accumulated
+   so far that run on that node;
+2. multi-node, if no node-local scenario worked: the units accumulated so far, restricted to
+   the K nodes with the least GPU capacity (idle, releasing and the victims' GPUs) that can
+   hold a pending pod, starting from the smallest K that covers the demand and growing K by
+   1, 2, 4, ... up to every node with a victim.
+
+A scenario is simulated in a statement: its victims are evicted, then the preemptor and the
+victims' jobs are placed again in queue and job order (pending jobs of the same leaf queues
+keep their places in that order but are not placed). The preemptor must be placed whole,
+within every queue limit counted after the evictions. A victim job that fits again is no
+victim: put back on its own node (and GPU groups) it is never evicted, placed elsewhere it is
+moved (evicted, with a reservation pipelined where it goes). The first scenario in which the
+preemptor runs and the action's validator accepts the victims is committed; no victim is
+evicted for a preemptor that cannot run.
+
+The search is exact but bounded: a scenario whose victims, with every idle and releasing
+resource, could not hold the preemptor's pods is never simulated (``Capacity``), nor is a
+search whose every candidate victim together could not; a search that failed is not repeated
+for a job of the same shape until something is committed; and a per-action time budget, when
+spent, stops the action and is reported in the cycle's result.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 
 from pykai.engine.actions.allocate import tasks_to_allocate
-from pykai.engine.actions.gang import place_gang
+from pykai.engine.actions.capacity_bound import Capacity, feasible_mask, spare
+from pykai.engine.actions.gang import FitKey, fit_key, place_gang
 from pykai.engine.actions.victims import VictimQueue, VictimUnit
-from pykai.engine.capacity import over_capacity
+from pykai.engine.capacity import over_capacity, over_limit
 from pykai.engine.jobs import Job, Task, TaskStatus
-from pykai.engine.ordering import JobQueue
+from pykai.engine.ordering import JobQueue, job_order_key
 from pykai.engine.placement import find_node
 from pykai.engine.session import Session, Statement
 from pykai.model.resources import Resources
+
+GPU = 2
+EPS = 1e-9
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,9 +60,10 @@ class Outcome:
 
 
 Validator = Callable[[Outcome], bool]
+Shape = tuple[str, int, bool, bool, tuple[FitKey, ...]]
 
 
-def request_of(tasks: list[Task]) -> Resources:
+def request_of(tasks: list[Task] | tuple[Task, ...]) -> Resources:
     """The sum of the tasks' requests."""
     total = Resources.ZERO
     for task in tasks:
@@ -50,29 +72,94 @@ def request_of(tasks: list[Task]) -> Resources:
 
 
 class Solver:
-    """The victim searches of one action."""
+    """The victim searches of one action, and what they keep between them.
 
-    def __init__(self, session: Session, reason: str, max_pods: int | None = None) -> None:
+    ``exhaustive`` simulates every scenario, with no bound, memo or budget: the reference the
+    bounded search must agree with."""
+
+    def __init__(
+        self,
+        session: Session,
+        action: str,
+        reason: str,
+        *,
+        max_pods: int | None = None,
+        memo: bool = True,
+        exhaustive: bool | None = None,
+    ) -> None:
         self.session = session
+        self.action = action
         self.reason = reason
         self.max_pods = max_pods  # evicted pods one scenario may hold at most
+        self.exhaustive = session.config.exhaustive_search if exhaustive is None else exhaustive
+        self.memo = memo and not self.exhaustive
+        self._failed: set[Shape] = set()
+        self._pending: dict[str, list[Job]] | None = None
+        self._deadline = time.perf_counter() + session.config.action_search_budget
+        self.simulated = 0
+
+    @property
+    def out_of_time(self) -> bool:
+        """True once the action's search budget is spent (never for an exhaustive search)."""
+        return not self.exhaustive and time.perf_counter() > self._deadline
+
+    def out_of_budget(self, untried: int) -> bool:
+        """True (and noted in the session, for the cycle's result) once the budget is spent;
+        ``untried`` is how many pending jobs the action has not tried yet."""
+        if not self.out_of_time:
+            return False
+        self.session.out_of_budget[self.action] = untried
+        return True
 
     def solve(
         self,
         preemptor: Job,
         tasks: list[Task],
-        victims: VictimQueue,
+        candidates: list[Job],
+        protected: Callable[[Job], bool],
         message: str,
         validate: Validator | None = None,
     ) -> Outcome | None:
-        """Evict the victims (in victim order) that let ``tasks`` of ``preemptor`` run, commit
-        and say what was evicted and moved; or change nothing and return None."""
-        return _Search(self, preemptor, tasks, message, validate).run(victims)
+        """Evict the victims among ``candidates`` that let ``tasks`` of ``preemptor`` run,
+        commit, and say what was evicted and moved; or change nothing and return None."""
+        shape = _shape(preemptor, tasks)
+        if self.memo and shape in self._failed:
+            return None
+        search = _Search(self, preemptor, tasks, message, validate)
+        outcome = search.run(candidates, protected)
+        if outcome is not None:
+            self._failed.clear()  # the cluster changed: what failed may work now
+            self._pending = None
+        elif self.memo:
+            self._failed.add(shape)
+        return outcome
 
-    def pending_in(self, queues: set[str]) -> list[Job]:
-        """Pending jobs of the given leaf queues (their places in the simulation's order)."""
-        state = self.session.state
-        return [state.jobs[k] for k in sorted(state.pending_jobs) if state.jobs[k].queue in queues]
+    def pending_before(self, job: Job, leaf: str) -> list[Job]:
+        """Pending jobs of a leaf queue that come before ``job`` in job order (they decide
+        the queue's place in the simulation's order until ``job`` is reached)."""
+        if self._pending is None:
+            self._pending = {}
+            state = self.session.state
+            for key in state.pending_jobs:
+                pending = state.jobs[key]
+                self._pending.setdefault(pending.queue, []).append(pending)
+            for jobs in self._pending.values():
+                jobs.sort(key=job_order_key)
+        limit = job_order_key(job)
+        found = []
+        for pending in self._pending.get(leaf, []):
+            if job_order_key(pending) >= limit:
+                break
+            if pending.pending:
+                found.append(pending)
+        return found
+
+
+def _shape(job: Job, tasks: list[Task]) -> Shape:
+    """What a search's result depends on besides the cluster: the queue, the priority, the
+    kind of job and its pods' requests and constraints."""
+    keys = tuple(fit_key(t) for t in tasks)
+    return (job.queue, job.priority, job.preemptible, job.gang_satisfied(), keys)
 
 
 class _Search:
@@ -94,56 +181,144 @@ class _Search:
         self.message = message
         self.validate = validate
         self.satisfied = preemptor.gang_satisfied()
-        self.evicted: set[Task] = set()
-        self.taken: list[VictimUnit] = []
+        self.tried: set[frozenset[int]] = set()
+        self.capacity = None if solver.exhaustive else Capacity(self.session.state.nodes, tasks)
 
-    def run(self, victims: VictimQueue) -> Outcome | None:
+    def run(self, candidates: list[Job], protected: Callable[[Job], bool]) -> Outcome | None:
+        if self.capacity is not None and not self.capacity.could_hold(candidates):
+            return None
+        for generate in (self._node_local, self._multi_node):
+            victims = VictimQueue(self.session, candidates, protected)
+            for scenario in generate(victims):
+                if self.solver.out_of_time:
+                    return None
+                outcome = self._try(scenario)
+                if outcome is not None:
+                    return outcome
+        return None
+
+    def _units(self, victims: VictimQueue) -> Iterator[VictimUnit]:
+        """Units in victim order while the scenario may still grow (``max_pods``)."""
+        limit = self.solver.max_pods
+        pods = 0
+        while (unit := victims.pop()) is not None:
+            pods += len(unit.tasks)
+            if limit is not None and pods > limit:
+                return
+            yield unit
+
+    def _node_local(self, victims: VictimQueue) -> Iterator[list[VictimUnit]]:
+        """KAI's NodeLocalGreedy: after each new unit, the accumulated units on each of its
+        nodes."""
+        on_node: dict[str, list[VictimUnit]] = {}
+        for unit in self._units(victims):
+            nodes = sorted({t.node for t in unit.tasks})
+            for node in nodes:
+                on_node.setdefault(node, []).append(unit)
+            for node in nodes:
+                yield on_node[node]
+
+    def _multi_node(self, victims: VictimQueue) -> Iterator[list[VictimUnit]]:
+        """KAI's MultiNodeGang: the accumulated units on the K nodes of least GPU capacity
+        that could hold a pod, from the smallest K that covers the demand (with the idle and
+        releasing GPUs of nodes without victims), K growing by 1, 2, 4, ... to all of them."""
+        nodes = self.session.state.nodes
+        free = spare(nodes)[:, GPU]
+        mask = feasible_mask(nodes, self.tasks)
+        demand = sum(t.request.gpu for t in self.tasks)
+        smallest = min(t.request.gpu for t in self.tasks)
+        baseline = float(free[mask].sum())
+        taken: list[VictimUnit] = []
+        on_node: dict[str, list[int]] = {}  # node -> indexes of the units with a pod on it
+        gpus: dict[str, float] = {}  # node -> GPUs the units hold on it
+
+        def capacity(node: str) -> float:
+            row = nodes.index.get(node)
+            return gpus[node] + (float(free[row]) if row is not None else 0.0)
+
+        for unit in self._units(victims):
+            index = len(taken)
+            taken.append(unit)
+            for task in unit.tasks:
+                indexes = on_node.setdefault(task.node, [])
+                if not indexes or indexes[-1] != index:
+                    indexes.append(index)
+                gpus[task.node] = gpus.get(task.node, 0.0) + task.request.gpu
+            if self.capacity is not None and not self.capacity.could_hold_units(taken):
+                continue
+            viable = sorted(
+                (n for n in on_node if smallest <= 0 or capacity(n) >= smallest - EPS),
+                key=lambda n: (capacity(n), on_node[n][0]),
+            )
+            rows = [nodes.index[n] for n in on_node if n in nodes.index]
+            rest = baseline - float(free[[r for r in rows if mask[r]]].sum())
+            count = _smallest_covering([capacity(n) for n in viable], demand - rest)
+            step = 1
+            while count <= len(viable):
+                chosen = sorted({i for n in viable[:count] for i in on_node[n]})
+                yield [taken[i] for i in chosen]
+                if count >= len(viable):
+                    break
+                count, step = min(count + step, len(viable)), step * 2
+
+    def _try(self, scenario: list[VictimUnit]) -> Outcome | None:
+        """Simulate one scenario (each at most once per search)."""
+        fingerprint = frozenset(id(t) for unit in scenario for t in unit.tasks)
+        if not fingerprint or fingerprint in self.tried:
+            return None
+        self.tried.add(fingerprint)
+        if self.capacity is not None and not self.capacity.could_hold_units(scenario):
+            return None
+        self.solver.simulated += 1
         statement = self.session.statement()
         try:
-            limit = self.solver.max_pods
-            while (unit := victims.pop()) is not None:
-                if limit is not None and len(self.evicted) + len(unit.tasks) > limit:
-                    break
-                self.taken.append(unit)
-                for task in unit.tasks:
-                    statement.evict(task, self.solver.reason, self.message)
-                    self.evicted.add(task)
-                mark = statement.checkpoint()
-                outcome = self._simulate(statement)
-                if outcome is not None and (self.validate is None or self.validate(outcome)):
-                    statement.commit()
-                    return outcome
-                statement.rollback(mark)
+            outcome = self._simulate(statement, scenario)
+            if outcome is not None and (self.validate is None or self.validate(outcome)):
+                statement.commit()
+                return outcome
             return None
         finally:
             statement.discard()
 
-    def _simulate(self, statement: Statement) -> Outcome | None:
-        """Place the preemptor and the victims' jobs again, in queue and job order; None if
-        the preemptor cannot run."""
+    def _simulate(self, statement: Statement, scenario: list[VictimUnit]) -> Outcome | None:
+        """Evict the scenario's victims, then place the preemptor and the victims' jobs again,
+        in queue and job order; None if the preemptor cannot run."""
         session = self.session
-        victim_jobs = {u.job.key: u.job for u in self.taken}
-        leaves = {self.preemptor.queue, *(j.queue for j in victim_jobs.values())}
+        evicted: set[Task] = set()
+        for unit in scenario:
+            for task in unit.tasks:
+                statement.evict(task, self.solver.reason, self.message)
+                evicted.add(task)
+        chain = session.chain(self.preemptor)
+        if over_limit(chain, self.request) is not None:
+            return None  # placing victims back first only adds to the queues
+        victim_jobs = {u.job.key: u.job for u in scenario}
         involved = {self.preemptor.key: self.preemptor, **victim_jobs}
-        others = [j for j in self.solver.pending_in(leaves) if j.key not in involved]
-        requests: dict[str, Resources] = {}
+        last: dict[str, Job] = {}
+        for member in involved.values():
+            if member.queue not in last or job_order_key(member) > job_order_key(
+                last[member.queue]
+            ):
+                last[member.queue] = member
+        others = [
+            pending
+            for leaf, member in last.items()
+            for pending in self.solver.pending_before(member, leaf)
+            if pending.key not in involved
+        ]
+        requests: dict[str, Resources] = {self.preemptor.key: self.request}
 
         def request_for(job: Job) -> Resources:
             if job.key not in requests:
-                requests[job.key] = (
-                    self.request
-                    if job is self.preemptor
-                    else request_of(tasks_to_allocate(job, self.evicted))
-                )
+                requests[job.key] = request_of(tasks_to_allocate(job, evicted))
             return requests[job.key]
 
         order = JobQueue(session, [*involved.values(), *others], request_for)
         moved: list[Task] = []
         placed = False
         left = set(victim_jobs)
-        while (placed is False or left) and (job := order.pop()) is not None:
+        while (not placed or left) and (job := order.pop()) is not None:
             if job is self.preemptor:
-                chain = session.chain(job)
                 if over_capacity(job, chain, self.request) is not None:
                     return None
                 if place_gang(session, statement, self.tasks, self.satisfied) is not None:
@@ -151,44 +326,60 @@ class _Search:
                 placed = True
             elif job.key in left:
                 left.discard(job.key)
-                self._place_back(statement, job, moved)
+                self._place_back(statement, job, evicted, moved)
         if not placed:
             return None
         units = []
-        for unit in self.taken:
-            stay = tuple(t for t in unit.tasks if t.status == TaskStatus.RELEASING)
-            stay = tuple(t for t in stay if t not in moved)
+        for unit in scenario:
+            stay = tuple(
+                t for t in unit.tasks if t.status == TaskStatus.RELEASING and t not in moved
+            )
             if stay:
                 units.append(VictimUnit(unit.job, stay))
         return Outcome(units, moved)
 
-    def _place_back(self, statement: Statement, job: Job, moved: list[Task]) -> None:
+    def _place_back(
+        self, statement: Statement, job: Job, evicted: set[Task], moved: list[Task]
+    ) -> None:
         """Place a victim job again, all or nothing, as allocate would (pipelined only): an
-        evicted pod back on its node and GPU groups is uneviced, elsewhere it is moved."""
+        evicted pod back on its node and GPU groups is unevicted, elsewhere it is moved."""
         session = self.session
-        tasks = tasks_to_allocate(job, self.evicted)
+        tasks = tasks_to_allocate(job, evicted)
         if not tasks or over_capacity(job, session.chain(job), request_of(tasks)) is not None:
             return
         mark = statement.checkpoint()
         moving: list[Task] = []
         for task in tasks:
-            evicted = task.status == TaskStatus.RELEASING
-            target = _stand_in(task) if evicted else task
+            was_evicted = task.status == TaskStatus.RELEASING
+            target = _stand_in(task) if was_evicted else task
             placement = find_node(session.state.nodes, target, session.config.placement)
             if placement is None:
                 statement.rollback(mark)
                 return
             if (
-                evicted
+                was_evicted
                 and placement.node == task.node
                 and (not task.gpu_groups or placement.gpu_groups == task.gpu_groups)
             ):
                 statement.unevict(task)
                 continue
             statement.pipeline(target, placement.node, placement.gpu_groups)
-            if evicted:
+            if was_evicted:
                 moving.append(task)
         moved += moving
+
+
+def _smallest_covering(capacities: list[float], demand: float) -> int:
+    """The smallest K whose first K capacities reach ``demand`` (0 if nothing is needed,
+    more than there are if they never do)."""
+    if demand <= 0:
+        return 0
+    total = 0.0
+    for k, capacity in enumerate(capacities, start=1):
+        total += capacity
+        if total >= demand - 1e-9:
+            return k
+    return len(capacities) + 1
 
 
 def _stand_in(task: Task) -> Task:

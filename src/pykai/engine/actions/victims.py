@@ -102,6 +102,7 @@ class VictimQueue:
         self._counts: dict[str, int] = {}
         self._keys: dict[str, QueueKey] = {}
         self._seq = itertools.count()
+        self._allocated: dict[str, Resources] = {}  # before the search evicts anything
         for job in jobs:
             tasks = offers(job)
             if tasks:
@@ -115,6 +116,8 @@ class VictimQueue:
         for name in self._session.state.queue_chain(queue):
             self._counts[name] = self._counts.get(name, 0) + 1
             self._keys.pop(name, None)
+            if name not in self._allocated:
+                self._allocated[name] = self._session.queues[name].usage.allocated
 
     def pop(self) -> VictimUnit | None:
         """The next victim unit, or None when no victim is left."""
@@ -156,7 +159,8 @@ class VictimQueue:
                 leaf_name = self._best_leaf(max(children, key=self._key))
                 leaf = self._leaves[leaf_name]
             victims = leaf.taken + leaf.heap[0].offer.amount()
-            key = victim_order_key(self._session.queues[name], victims, self._session.total)
+            queue = self._session.queues[name]
+            key = victim_order_key(queue, self._allocated[name], victims, self._session.total)
             self._keys[name] = key
         return key
 
