@@ -144,6 +144,19 @@ class NodeTable:
         self.shared_future[i] = node.best_future_free()
         self.shared_spare[i] = sum(g.future_free for g in node.groups.values())
 
+    def overcommitted(self, name: str) -> bool:
+        """True if what the node's pods hold, releasing ones excepted, passes what it has
+        (a whole resource, or a shared device)."""
+        i = self.index.get(name)
+        if i is None:
+            return False
+        if ((self.alloc[i] - self.used[i] + self.releasing[i]) < -1e-9).any():
+            return True
+        groups = self.shared.get(name)
+        return groups is not None and any(
+            g.used - g.releasing > 1 + 1e-9 for g in groups.groups.values()
+        )
+
     def idle(self) -> FloatArray:
         """Free resources per node now."""
         return self.alloc - self.used

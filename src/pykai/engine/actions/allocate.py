@@ -107,12 +107,19 @@ def _unusable_queue(session: Session, queue: str) -> str:
     return f'queue "{queue}" has a missing ancestor "{name}". Create queue "{name}"'
 
 
-def tasks_to_allocate(job: Job, evicted: Collection[Task] = ()) -> list[Task]:
+def tasks_to_allocate(
+    job: Job, evicted: Collection[Task] = (), *, pending_too: bool = True
+) -> list[Task]:
     """The pods to try now: the gang up to every minimum, or one extra pod. ``evicted`` are
     pods a victim search has just evicted, which may be placed again like pending ones (KAI's
-    ShouldAllocate with a virtual Releasing status)."""
+    ShouldAllocate with a virtual Releasing status); ``pending_too=False`` leaves out the
+    pending ones."""
     pending = sorted(
-        (t for t in job.tasks.values() if t.status == TaskStatus.PENDING or t in evicted),
+        (
+            t
+            for t in job.tasks.values()
+            if (pending_too and t.status == TaskStatus.PENDING) or t in evicted
+        ),
         key=lambda t: t.order_key,
     )
     if not pending:

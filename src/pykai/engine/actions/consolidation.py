@@ -26,7 +26,7 @@ def consolidation(session: Session) -> None:
     if not session.config.consolidation_enabled:
         return
     limit = session.config.max_consolidation_preemptees
-    solver = Solver(session, "consolidation", "Consolidated", max_pods=limit)
+    solver = Solver(session, "consolidation", "Consolidated", max_pods=limit, moves=True)
     jobs = sorted(schedulable_jobs(session, note=False), key=job_order_key)
     for index, job in enumerate(jobs):
         if solver.out_of_budget(len(jobs) - index):

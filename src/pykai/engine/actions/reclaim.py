@@ -12,6 +12,11 @@ queues just below the lowest common ancestor (LCA) of the reclaimer's and the vi
   (allocated / fair share, per resource) than each sibling it takes from;
 - queue limits are checked when the reclaimer is placed, after its victims are evicted.
 
+The saturation rule is also applied to candidates: a queue is no candidate when the
+reclaimer's side would be at least as saturated as it even before anything is taken from it,
+since taking only lowers its saturation (KAI would still try its jobs, as victims that end up
+placed again; the search is then far shorter for queues over their fair share).
+
 pykai goes beyond KAI (issue #1934): a queue is restored up to its fair share, not only to its
 deserved quota; since the reclaimer never ends above its fair share, the reclaimee cannot
 reclaim back, so there is no flapping.
@@ -84,6 +89,8 @@ def _candidates(session: Session, reclaimer: Job, request: Resources) -> list[Jo
         levels = leveled(session, reclaimer.queue, queue)
         if levels is None or not _may_give(*levels, request):
             continue
+        if _saturated(*levels, request, session.config.reclaimer_saturation_multiplier):
+            continue
         found += [v for v in session.state.running_in(queue) if v.preemptible]
     return found
 
@@ -117,6 +124,20 @@ def _may_give(reclaimer: QueueInfo, reclaimee: QueueInfo, request: Resources) ->
             return True
         under = under or allocated < deserved - EPS
     return not under
+
+
+def _saturated(
+    reclaimer: QueueInfo, reclaimee: QueueInfo, request: Resources, multiplier: float
+) -> bool:
+    """Whether the reclaimer's side, with the job, is above its fair share and at least as
+    saturated as the reclaimee before any victim is taken, in a resource the job asks for."""
+    after = reclaimer.usage.allocated + request
+    for resource in _involved(request):
+        mine = _ratio(after.get(resource), reclaimer.fair_share.get(resource))
+        theirs = _ratio(reclaimee.usage.allocated.get(resource), reclaimee.fair_share.get(resource))
+        if mine > 1 and reclaimee.fair_share.get(resource) > 0 and mine * multiplier >= theirs:
+            return True
+    return False
 
 
 def _protected(session: Session, victim: Job, reclaimer: Job) -> bool:

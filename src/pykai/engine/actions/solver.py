@@ -84,6 +84,7 @@ class Solver:
         reason: str,
         *,
         max_pods: int | None = None,
+        moves: bool = False,
         memo: bool = True,
         exhaustive: bool | None = None,
     ) -> None:
@@ -91,6 +92,7 @@ class Solver:
         self.action = action
         self.reason = reason
         self.max_pods = max_pods  # evicted pods one scenario may hold at most
+        self.moves = moves  # victims may be placed again elsewhere (else only where they were)
         self.exhaustive = session.config.exhaustive_search if exhaustive is None else exhaustive
         self.memo = memo and not self.exhaustive
         self._failed: set[Shape] = set()
@@ -187,7 +189,10 @@ class _Search:
     def run(self, candidates: list[Job], protected: Callable[[Job], bool]) -> Outcome | None:
         if self.capacity is not None and not self.capacity.could_hold(candidates):
             return None
-        for generate in (self._node_local, self._multi_node):
+        generators = [self._node_local]
+        if len(self.tasks) > 1:  # one pod needs one node: node-local scenarios cover it
+            generators.append(self._multi_node)
+        for generate in generators:
             victims = VictimQueue(self.session, candidates, protected)
             for scenario in generate(victims):
                 if self.solver.out_of_time:
@@ -341,12 +346,31 @@ class _Search:
     def _place_back(
         self, statement: Statement, job: Job, evicted: set[Task], moved: list[Task]
     ) -> None:
-        """Place a victim job again, all or nothing, as allocate would (pipelined only): an
-        evicted pod back on its node and GPU groups is unevicted, elsewhere it is moved."""
-        session = self.session
-        tasks = tasks_to_allocate(job, evicted)
-        if not tasks or over_capacity(job, session.chain(job), request_of(tasks)) is not None:
+        """Place a victim job again, all or nothing, as allocate would (pipelined only)."""
+        tasks = tasks_to_allocate(job, evicted, pending_too=self.solver.moves)
+        chain = self.session.chain(job)
+        if not tasks or over_capacity(job, chain, request_of(tasks)) is not None:
             return
+        if self.solver.moves:
+            self._place_anywhere(statement, tasks, moved)
+        else:
+            self._put_back(statement, tasks)
+
+    def _put_back(self, statement: Statement, tasks: list[Task]) -> None:
+        """Evicted pods back where they were, if their room is still free (pykai moves pods
+        only in consolidation)."""
+        nodes = self.session.state.nodes
+        mark = statement.checkpoint()
+        for task in tasks:
+            statement.unevict(task)
+            if nodes.overcommitted(task.node):
+                statement.rollback(mark)
+                return
+
+    def _place_anywhere(self, statement: Statement, tasks: list[Task], moved: list[Task]) -> None:
+        """Pods placed as allocate would: an evicted pod placed back on its node and GPU
+        groups is unevicted, placed elsewhere it is moved; pending pods are pipelined."""
+        session = self.session
         mark = statement.checkpoint()
         moving: list[Task] = []
         for task in tasks:
