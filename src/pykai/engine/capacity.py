@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pykai.engine.decisions import Reason
 from pykai.engine.jobs import Job
 from pykai.engine.session import QueueInfo
+from pykai.engine.state import QueueUsage
 from pykai.model.resources import RESOURCE_NAMES, Resources, format_cpu, format_gpu, format_memory
 
 EPS = 1e-9
@@ -22,20 +25,28 @@ def _excess(
     return None
 
 
-def over_capacity(job: Job, chain: list[QueueInfo], request: Resources) -> Reason | None:
+Usage = Mapping[str, QueueUsage]  # a simulation's queue figures, by queue name
+_LIVE: Usage = {}
+
+
+def over_capacity(
+    job: Job, chain: list[QueueInfo], request: Resources, usage: Usage = _LIVE
+) -> Reason | None:
     """OverLimit if any queue up the tree would pass its limit; NonPreemptibleOverQuota if a
-    non-preemptible job would pass any queue's quota. None when the job may run."""
+    non-preemptible job would pass any queue's quota. None when the job may run. ``usage``
+    stands in for the queues' own figures where it has them."""
     for queue in chain:
-        reason = _over_limit(queue, request) or _over_quota(job, queue, request)
+        figures = usage.get(queue.name, queue.usage)
+        reason = _over_limit(queue, figures, request) or _over_quota(job, queue, figures, request)
         if reason is not None:
             return reason
     return None
 
 
-def over_limit(chain: list[QueueInfo], request: Resources) -> Reason | None:
+def over_limit(chain: list[QueueInfo], request: Resources, usage: Usage = _LIVE) -> Reason | None:
     """OverLimit if any queue up the tree would pass its limit with ``request`` more."""
     for queue in chain:
-        reason = _over_limit(queue, request)
+        reason = _over_limit(queue, usage.get(queue.name, queue.usage), request)
         if reason is not None:
             return reason
     return None
@@ -44,14 +55,14 @@ def over_limit(chain: list[QueueInfo], request: Resources) -> Reason | None:
 def over_quota(job: Job, chain: list[QueueInfo], request: Resources) -> Reason | None:
     """NonPreemptibleOverQuota if a non-preemptible job would pass any queue's quota."""
     for queue in chain:
-        reason = _over_quota(job, queue, request)
+        reason = _over_quota(job, queue, queue.usage, request)
         if reason is not None:
             return reason
     return None
 
 
-def _over_limit(queue: QueueInfo, request: Resources) -> Reason | None:
-    over = _excess(queue.usage.allocated, request, queue.limit)
+def _over_limit(queue: QueueInfo, usage: QueueUsage, request: Resources) -> Reason | None:
+    over = _excess(usage.allocated, request, queue.limit)
     if over is None:
         return None
     name, allocated, asked, limit = over
@@ -65,10 +76,10 @@ def _over_limit(queue: QueueInfo, request: Resources) -> Reason | None:
     )
 
 
-def _over_quota(job: Job, queue: QueueInfo, request: Resources) -> Reason | None:
+def _over_quota(job: Job, queue: QueueInfo, usage: QueueUsage, request: Resources) -> Reason | None:
     if job.preemptible:
         return None
-    over = _excess(queue.usage.allocated_non_preemptible, request, queue.deserved)
+    over = _excess(usage.allocated_non_preemptible, request, queue.deserved)
     if over is None:
         return None
     name, allocated, asked, quota = over

@@ -30,15 +30,19 @@ def _dominant_share(used: tuple[float, ...], allocatable: tuple[float, ...]) -> 
 QueueKey = tuple[bool, bool, int, bool, float, float, float, float, str, str]
 
 
-def queue_order_key(queue: QueueInfo, job_request: Resources, total: Resources) -> QueueKey:
+def queue_order_key(
+    queue: QueueInfo, job_request: Resources, total: Resources, allocated: Resources | None = None
+) -> QueueKey:
     """KAI's queue order as a sort key (smaller goes first), given the request of the job the
     queue would run next: not over fair share, starved, priority, no zero-share penalty, DRF
-    with the job, DRF without it, smaller allocatable share, older.
+    with the job, DRF without it, smaller allocatable share, older. ``allocated`` stands in for
+    the queue's allocation (a simulation's figure), if given.
 
     KAI's seventh criterion is a partial order (smaller in every resource); the key uses the
     sum of the shares relative to the cluster total, which agrees with it wherever it decides.
     """
-    return _order_key(queue, queue.usage.allocated, job_request, job_request, total)
+    used = queue.usage.allocated if allocated is None else allocated
+    return _order_key(queue, used, job_request, job_request, total)
 
 
 def victim_order_key(
@@ -82,15 +86,32 @@ def _order_key(
     )
 
 
+JobKey = tuple[int, int, float, str]
+KeyMemo = dict[tuple[str, Resources, Resources], QueueKey]
+
+
 class JobQueue:
     """Pending jobs in leaf queues; ``pop`` walks the tree from the root, taking at each level
-    the child queue that queue order ranks first, judged by the job it would run next."""
+    the child queue that queue order ranks first, judged by the job it would run next.
+
+    A simulation may give the jobs' order (``order_key``) and the queues' allocation
+    (``allocated``, read after every pop) itself, and share a memo of queue keys."""
 
     def __init__(
-        self, session: Session, jobs: Iterable[Job], request_of: Callable[[Job], Resources]
+        self,
+        session: Session,
+        jobs: Iterable[Job],
+        request_of: Callable[[Job], Resources],
+        *,
+        order_key: Callable[[Job], JobKey] = job_order_key,
+        allocated: Callable[[str], Resources] | None = None,
+        memo: KeyMemo | None = None,
     ) -> None:
         self._session = session
         self._request_of = request_of
+        self._order_key = order_key
+        self._allocated = allocated
+        self._memo = memo
         self._heaps: dict[str, list[tuple[tuple[int, int, float, str], int, Job]]] = {}
         self._counts: dict[str, int] = {}
         self._seq = itertools.count()
@@ -105,7 +126,7 @@ class JobQueue:
     def push(self, job: Job) -> None:
         """Add (or re-add) a job to its leaf queue."""
         heapq.heappush(
-            self._heaps.setdefault(job.queue, []), (job_order_key(job), next(self._seq), job)
+            self._heaps.setdefault(job.queue, []), (self._order_key(job), next(self._seq), job)
         )
         for name in self._session.state.queue_chain(job.queue):
             self._counts[name] = self._counts.get(name, 0) + 1
@@ -151,6 +172,13 @@ class JobQueue:
         key = self._keys.get(name)
         if key is None:
             request = self._request_of(self._head(name, heads))
-            key = queue_order_key(self._session.queues[name], request, self._session.total)
+            queue = self._session.queues[name]
+            used = queue.usage.allocated if self._allocated is None else self._allocated(name)
+            memo_key = (name, used, request)
+            key = self._memo.get(memo_key) if self._memo is not None else None
+            if key is None:
+                key = queue_order_key(queue, request, self._session.total, used)
+                if self._memo is not None:
+                    self._memo[memo_key] = key
             self._keys[name] = key
         return key

@@ -34,6 +34,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from functools import partial
 
 from pykai.engine.actions.allocate import tasks_to_allocate
 from pykai.engine.actions.capacity_bound import Capacity, feasible_mask, spare
@@ -41,9 +42,10 @@ from pykai.engine.actions.gang import FitKey, fit_key, place_gang
 from pykai.engine.actions.victims import VictimQueue, VictimUnit
 from pykai.engine.capacity import over_capacity, over_limit
 from pykai.engine.jobs import Job, Task, TaskStatus
-from pykai.engine.ordering import JobQueue, job_order_key
+from pykai.engine.ordering import JobKey, JobQueue, KeyMemo, job_order_key
 from pykai.engine.placement import find_node
-from pykai.engine.session import Session, Statement
+from pykai.engine.session import QueueInfo, Session, Statement
+from pykai.engine.state import QueueUsage
 from pykai.model.resources import Resources
 
 GPU = 2
@@ -97,6 +99,8 @@ class Solver:
         self.memo = memo and not self.exhaustive
         self._failed: set[Shape] = set()
         self._pending: dict[str, list[Job]] | None = None
+        self._requests: dict[str, Resources] = {}
+        self.keys: KeyMemo = {}  # queue-order keys by queue, allocation and request
         self._deadline = time.perf_counter() + session.config.action_search_budget
         self.simulated = 0
 
@@ -132,13 +136,22 @@ class Solver:
         if outcome is not None:
             self._failed.clear()  # the cluster changed: what failed may work now
             self._pending = None
+            self._requests.clear()
         elif self.memo:
             self._failed.add(shape)
         return outcome
 
-    def pending_before(self, job: Job, leaf: str) -> list[Job]:
-        """Pending jobs of a leaf queue that come before ``job`` in job order (they decide
-        the queue's place in the simulation's order until ``job`` is reached)."""
+    def pending_request(self, job: Job) -> Resources:
+        """What a pending job would ask for now (kept for the action: while it is pending,
+        it does not change)."""
+        request = self._requests.get(job.key)
+        if request is None:
+            request = self._requests[job.key] = request_of(tasks_to_allocate(job))
+        return request
+
+    def pending_before(self, leaf: str, limit: JobKey) -> list[Job]:
+        """Pending jobs of a leaf queue that come before ``limit`` in job order (they decide
+        the queue's place in the simulation's order until the job at ``limit`` is reached)."""
         if self._pending is None:
             self._pending = {}
             state = self.session.state
@@ -147,7 +160,6 @@ class Solver:
                 self._pending.setdefault(pending.queue, []).append(pending)
             for jobs in self._pending.values():
                 jobs.sort(key=job_order_key)
-        limit = job_order_key(job)
         found = []
         for pending in self._pending.get(leaf, []):
             if job_order_key(pending) >= limit:
@@ -276,8 +288,9 @@ class _Search:
             return None
         self.solver.simulated += 1
         statement = self.session.statement()
+        simulate = self._simulate_anywhere if self.solver.moves else self._simulate_in_place
         try:
-            outcome = self._simulate(statement, scenario)
+            outcome = simulate(statement, scenario)
             if outcome is not None and (self.validate is None or self.validate(outcome)):
                 statement.commit()
                 return outcome
@@ -285,9 +298,123 @@ class _Search:
         finally:
             statement.discard()
 
-    def _simulate(self, statement: Statement, scenario: list[VictimUnit]) -> Outcome | None:
-        """Evict the scenario's victims, then place the preemptor and the victims' jobs again,
-        in queue and job order; None if the preemptor cannot run."""
+    def _simulate_in_place(
+        self, statement: Statement, scenario: list[VictimUnit]
+    ) -> Outcome | None:
+        """The scenario with victims put back only where they were. Until the preemptor's
+        turn nothing but putting victims back happens, which always fits, so that part of the
+        order is walked on queue figures alone and only the victims still out at the
+        preemptor's turn are evicted in the statement; None if the preemptor cannot run."""
+        session = self.session
+        evicted = _by_job(scenario)
+        usage = self._usage_without(evicted)
+        chain = session.chain(self.preemptor)
+        if over_limit(chain, self.request, usage) is not None:
+            return None  # placing victims back first only adds to the queues
+        order = self._order(evicted, usage)
+        back: set[str] = set()  # victim jobs put back before the preemptor's turn
+        refused: set[str] = set()  # victim jobs their queues' limits keep out
+        while (job := order.pop()) is not None and job is not self.preemptor:
+            tasks = evicted.get(job.key)
+            if tasks is not None:
+                request = request_of(tasks)
+                if over_capacity(job, session.chain(job), request, usage) is None:
+                    _add(usage, session.chain(job), request, job.preemptible)
+                    back.add(job.key)
+                else:
+                    refused.add(job.key)
+        if over_capacity(self.preemptor, chain, self.request, usage) is not None:
+            return None
+        out = [unit for unit in scenario if unit.job.key not in back]
+        if not out or (self.capacity is not None and not self.capacity.could_hold_units(out)):
+            return None
+        for unit in out:
+            for task in unit.tasks:
+                statement.evict(task, self.solver.reason, self.message)
+        if place_gang(session, statement, self.tasks, self.satisfied) is not None:
+            return None
+        _add(usage, chain, self.request, self.preemptor.preemptible)
+        left = {key for key in evicted if key not in back and key not in refused}
+        while left and (job := order.pop()) is not None:
+            if job.key not in left:
+                continue
+            left.discard(job.key)
+            tasks = evicted[job.key]
+            request = request_of(tasks)
+            if over_capacity(job, session.chain(job), request, usage) is None and self._put_back(
+                statement, tasks
+            ):
+                _add(usage, session.chain(job), request, job.preemptible)
+        return Outcome(_still_out(scenario), [])
+
+    def _usage_without(self, evicted: dict[str, list[Task]]) -> dict[str, QueueUsage]:
+        """The figures of the queues involved (the preemptor's and the victims' chains), with
+        the victims taken out."""
+        session = self.session
+        usage: dict[str, QueueUsage] = {}
+        jobs = session.state.jobs
+        for job in [self.preemptor, *(jobs[key] for key in evicted)]:
+            for queue in session.chain(job):
+                if queue.name not in usage:
+                    own = queue.usage
+                    usage[queue.name] = QueueUsage(
+                        own.allocated, own.allocated_non_preemptible, own.requested
+                    )
+        for key, tasks in evicted.items():
+            job = jobs[key]
+            _add(usage, session.chain(job), request_of(tasks), job.preemptible, -1.0)
+        return usage
+
+    def _order(self, evicted: dict[str, list[Task]], usage: dict[str, QueueUsage]) -> JobQueue:
+        """KAI's order of the jobs to place again: the preemptor, the victims' jobs and the
+        pending jobs before them in their leaf queues, judged with the simulation's figures."""
+        jobs = self.session.state.jobs
+        order_key = partial(_order_key, evicted)
+        last: dict[str, JobKey] = {}
+        for job in [self.preemptor, *(jobs[key] for key in evicted)]:
+            key = order_key(job)
+            if job.queue not in last or key > last[job.queue]:
+                last[job.queue] = key
+        involved = {self.preemptor.key, *evicted}
+        others = [
+            pending
+            for leaf, limit in last.items()
+            for pending in self.solver.pending_before(leaf, limit)
+            if pending.key not in involved
+        ]
+
+        def request_for(job: Job) -> Resources:
+            if job is self.preemptor:
+                return self.request
+            tasks = evicted.get(job.key)
+            return request_of(tasks) if tasks is not None else self.solver.pending_request(job)
+
+        return JobQueue(
+            self.session,
+            [self.preemptor, *(jobs[key] for key in evicted), *others],
+            request_for,
+            order_key=order_key,
+            allocated=lambda name: usage[name].allocated,
+            memo=self.solver.keys,
+        )
+
+    def _put_back(self, statement: Statement, tasks: list[Task]) -> bool:
+        """Evicted pods back where they were, all or none, if their room is still free."""
+        nodes = self.session.state.nodes
+        mark = statement.checkpoint()
+        for task in tasks:
+            statement.unevict(task)
+            if nodes.overcommitted(task.node):
+                statement.rollback(mark)
+                return False
+        return True
+
+    def _simulate_anywhere(
+        self, statement: Statement, scenario: list[VictimUnit]
+    ) -> Outcome | None:
+        """The scenario with victims placed again as allocate would place them (KAI's
+        simulation, for consolidation): evict them all, then place the preemptor and the
+        victims' jobs in queue and job order; None if the preemptor cannot run."""
         session = self.session
         evicted: set[Task] = set()
         for unit in scenario:
@@ -296,19 +423,18 @@ class _Search:
                 evicted.add(task)
         chain = session.chain(self.preemptor)
         if over_limit(chain, self.request) is not None:
-            return None  # placing victims back first only adds to the queues
+            return None
         victim_jobs = {u.job.key: u.job for u in scenario}
         involved = {self.preemptor.key: self.preemptor, **victim_jobs}
-        last: dict[str, Job] = {}
+        last: dict[str, JobKey] = {}
         for member in involved.values():
-            if member.queue not in last or job_order_key(member) > job_order_key(
-                last[member.queue]
-            ):
-                last[member.queue] = member
+            key = job_order_key(member)
+            if member.queue not in last or key > last[member.queue]:
+                last[member.queue] = key
         others = [
             pending
-            for leaf, member in last.items()
-            for pending in self.solver.pending_before(member, leaf)
+            for leaf, limit in last.items()
+            for pending in self.solver.pending_before(leaf, limit)
             if pending.key not in involved
         ]
         requests: dict[str, Resources] = {self.preemptor.key: self.request}
@@ -331,46 +457,23 @@ class _Search:
                 placed = True
             elif job.key in left:
                 left.discard(job.key)
-                self._place_back(statement, job, evicted, moved)
+                self._place_anywhere(statement, job, evicted, moved)
         if not placed:
             return None
-        units = []
-        for unit in scenario:
-            stay = tuple(
-                t for t in unit.tasks if t.status == TaskStatus.RELEASING and t not in moved
-            )
-            if stay:
-                units.append(VictimUnit(unit.job, stay))
-        return Outcome(units, moved)
+        still_out = _still_out(scenario)
+        units = [VictimUnit(u.job, tuple(t for t in u.tasks if t not in moved)) for u in still_out]
+        return Outcome([u for u in units if u.tasks], moved)
 
-    def _place_back(
+    def _place_anywhere(
         self, statement: Statement, job: Job, evicted: set[Task], moved: list[Task]
     ) -> None:
-        """Place a victim job again, all or nothing, as allocate would (pipelined only)."""
-        tasks = tasks_to_allocate(job, evicted, pending_too=self.solver.moves)
-        chain = self.session.chain(job)
-        if not tasks or over_capacity(job, chain, request_of(tasks)) is not None:
-            return
-        if self.solver.moves:
-            self._place_anywhere(statement, tasks, moved)
-        else:
-            self._put_back(statement, tasks)
-
-    def _put_back(self, statement: Statement, tasks: list[Task]) -> None:
-        """Evicted pods back where they were, if their room is still free (pykai moves pods
-        only in consolidation)."""
-        nodes = self.session.state.nodes
-        mark = statement.checkpoint()
-        for task in tasks:
-            statement.unevict(task)
-            if nodes.overcommitted(task.node):
-                statement.rollback(mark)
-                return
-
-    def _place_anywhere(self, statement: Statement, tasks: list[Task], moved: list[Task]) -> None:
-        """Pods placed as allocate would: an evicted pod placed back on its node and GPU
-        groups is unevicted, placed elsewhere it is moved; pending pods are pipelined."""
+        """A victim job placed again, all or nothing, as allocate would (pipelined only): an
+        evicted pod placed back on its node and GPU groups is unevicted, placed elsewhere it
+        is moved; pending pods are pipelined."""
         session = self.session
+        tasks = tasks_to_allocate(job, evicted)
+        if not tasks or over_capacity(job, session.chain(job), request_of(tasks)) is not None:
+            return
         mark = statement.checkpoint()
         moving: list[Task] = []
         for task in tasks:
@@ -391,6 +494,51 @@ class _Search:
             if was_evicted:
                 moving.append(task)
         moved += moving
+
+
+def _by_job(scenario: list[VictimUnit]) -> dict[str, list[Task]]:
+    """The scenario's victim pods, by job."""
+    found: dict[str, list[Task]] = {}
+    for unit in scenario:
+        found.setdefault(unit.job.key, []).extend(unit.tasks)
+    return found
+
+
+def _still_out(scenario: list[VictimUnit]) -> list[VictimUnit]:
+    """The scenario's units, with only the pods still evicted (units left empty dropped)."""
+    units = []
+    for unit in scenario:
+        stay = tuple(t for t in unit.tasks if t.status == TaskStatus.RELEASING)
+        if stay:
+            units.append(VictimUnit(unit.job, stay))
+    return units
+
+
+def _order_key(evicted: dict[str, list[Task]], job: Job) -> JobKey:
+    """Job order, with a victim job's elastic state counted without its evicted pods."""
+    key = job_order_key(job)
+    tasks = evicted.get(job.key)
+    if tasks is None:
+        return key
+    active = job.active - len(tasks)
+    state = 0 if active < job.min_member else 1 if active == job.min_member else 2
+    return (key[0], state, key[2], key[3])
+
+
+def _add(
+    usage: dict[str, QueueUsage],
+    chain: list[QueueInfo],
+    request: Resources,
+    preemptible: bool,
+    sign: float = 1.0,
+) -> None:
+    """Add (or take out) a job's pods from the simulation's queue figures."""
+    amount = request.scaled(sign)
+    for queue in chain:
+        figures = usage[queue.name]
+        figures.allocated += amount
+        if not preemptible:
+            figures.allocated_non_preemptible += amount
 
 
 def _smallest_covering(capacities: list[float], demand: float) -> int:
