@@ -86,6 +86,18 @@ def _order_key(
     )
 
 
+def sides(session: Session, one: str, other: str) -> tuple[QueueInfo, QueueInfo] | None:
+    """The queues on each side just below the lowest common ancestor of two queues (the
+    top-level queues when they share none): where KAI compares them."""
+    chain = session.state.queue_chain(one)
+    other_chain = session.state.queue_chain(other)
+    mine = [q for q in chain if q not in other_chain]
+    theirs = [q for q in other_chain if q not in chain]
+    if not mine or not theirs or mine[-1] not in session.queues or theirs[-1] not in session.queues:
+        return None
+    return session.queues[mine[-1]], session.queues[theirs[-1]]
+
+
 JobKey = tuple[int, int, float, str]
 KeyMemo = dict[tuple[str, Resources, Resources], QueueKey]
 

@@ -14,9 +14,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from pykai.engine.actions.victims import VictimUnit, offers
-from pykai.engine.jobs import Job, Task
+from pykai.engine.actions.victims import VictimUnit
+from pykai.engine.jobs import Task
 from pykai.engine.nodes import GPU, BoolArray, FloatArray, NodeTable
+from pykai.model.resources import Resources
 
 EPS = 1e-9
 
@@ -62,9 +63,9 @@ class Capacity:
         fit: np.ndarray = ratios.min(axis=1)
         return fit
 
-    def could_hold(self, jobs: Iterable[Job]) -> bool:
-        """Whether evicting every evictable pod of the jobs could make room."""
-        return self._holds(t for job in jobs for t in offers(job))
+    def could_hold_extra(self, extra: Resources) -> bool:
+        """Whether ``extra`` more room, anywhere, could make the pods' total fit."""
+        return not (self._base_total + np.array(tuple(extra)) + EPS < self._total).any()
 
     def could_hold_units(self, units: Iterable[VictimUnit]) -> bool:
         """Whether evicting the units could make room."""

@@ -11,6 +11,8 @@ never is, since nothing would bring the pod back (the Kubernetes descheduler's r
 
 from __future__ import annotations
 
+from functools import partial
+
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
 from pykai.engine.actions.solver import Outcome, Solver, request_of
 from pykai.engine.actions.victims import offers
@@ -40,8 +42,9 @@ def consolidation(session: Session) -> None:
         if not _fits_in_total_free(session, request):
             continue
         message = f"moved to make room for {job.key}"
-        candidates = _movable_jobs(session, job)
-        outcome = solver.solve(job, tasks, candidates, _never, message, _all_placed_again)
+        leaves = sorted(q for q in session.state.running_jobs if session.state.running_in(q))
+        movable = partial(_movable, session, job)
+        outcome = solver.solve(job, tasks, leaves, movable, _never, message, _all_placed_again)
         if outcome is not None:
             session.moved_jobs.update(t.job_key for t in outcome.moved)
             session.reasons.pop(job.key, None)
@@ -59,18 +62,14 @@ def _fits_in_total_free(session: Session, request: Resources) -> bool:
     return request.fits_in(Resources(float(free[0]), float(free[1]), float(free[2]) + spare))
 
 
-def _movable_jobs(session: Session, preemptor: Job) -> list[Job]:
-    """Preemptible running jobs whose every pod a controller brings back."""
-    state = session.state
-    return [
-        v
-        for queue in sorted(state.running_jobs)
-        for v in state.running_in(queue)
-        if v.preemptible
-        and v is not preemptor
-        and v.key not in session.moved_jobs
-        and all(any(o.controller for o in t.pod.meta.owners) for t in offers(v))
-    ]
+def _movable(session: Session, preemptor: Job, victim: Job) -> bool:
+    """A preemptible running job other than the preemptor, not moved yet this cycle, whose
+    every pod a controller brings back."""
+    return (
+        victim is not preemptor
+        and victim.key not in session.moved_jobs
+        and all(any(o.controller for o in t.pod.meta.owners) for t in offers(victim))
+    )
 
 
 def _never(_: Job) -> bool:

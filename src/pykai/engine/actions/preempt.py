@@ -29,13 +29,17 @@ def preempt(session: Session) -> None:
         tasks = tasks_to_allocate(job)
         if not tasks or over_quota(job, session.chain(job), request_of(tasks)) is not None:
             continue
-        candidates = [v for v in state.running_in(job.queue, job.priority) if v.preemptible]
-        if not candidates:
+        if not any(v.preemptible for v in state.running_in(job.queue, job.priority)):
             continue
         message = f"Preempted by {job.key} (priority {job.priority}) in queue {job.queue}"
         protected = partial(_protected, session)
-        if solver.solve(job, tasks, candidates, protected, message) is not None:
+        eligible = partial(_lower, job.priority)
+        if solver.solve(job, tasks, [job.queue], eligible, protected, message) is not None:
             session.reasons.pop(job.key, None)
+
+
+def _lower(priority: int, victim: Job) -> bool:
+    return victim.priority < priority
 
 
 def _protected(session: Session, victim: Job) -> bool:

@@ -30,7 +30,7 @@ from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
 from pykai.engine.actions.solver import Outcome, Solver, request_of
 from pykai.engine.jobs import Job
 from pykai.engine.min_runtime import is_protected, reclaim_min_runtime
-from pykai.engine.ordering import JobQueue
+from pykai.engine.ordering import JobQueue, sides
 from pykai.engine.session import QueueInfo, Session
 from pykai.model.resources import RESOURCE_NAMES, Resources
 
@@ -55,13 +55,13 @@ def reclaim(session: Session) -> None:
         request = request_for(job)
         if not tasks or not can_reclaim(session, job, request):
             continue
-        candidates = _candidates(session, job, request)
-        if not candidates:
+        leaves = _candidates(session, job, request)
+        if not leaves:
             continue
         message = f"Reclaimed by queue {job.queue} for {job.key}"
         protected = partial(_protected, session, reclaimer=job)
         validator = _Validator(session, job, request)
-        if solver.solve(job, tasks, candidates, protected, message, validator) is not None:
+        if solver.solve(job, tasks, leaves, _any, protected, message, validator) is not None:
             session.reasons.pop(job.key, None)
 
 
@@ -79,32 +79,25 @@ def can_reclaim(session: Session, job: Job, request: Resources) -> bool:
     )
 
 
-def _candidates(session: Session, reclaimer: Job, request: Resources) -> list[Job]:
-    """Preemptible jobs with running pods in queues a reclaim strategy may take from (KAI's
+def _candidates(session: Session, reclaimer: Job, request: Resources) -> list[str]:
+    """Queues with running preemptible jobs a reclaim strategy may take from (KAI's
     ReclaimVictimFilter)."""
     found = []
     for queue in sorted(session.state.running_jobs):
         if queue == reclaimer.queue:
             continue
-        levels = leveled(session, reclaimer.queue, queue)
+        levels = sides(session, reclaimer.queue, queue)
         if levels is None or not _may_give(*levels, request):
             continue
         if _saturated(*levels, request, session.config.reclaimer_saturation_multiplier):
             continue
-        found += [v for v in session.state.running_in(queue) if v.preemptible]
+        if any(v.preemptible for v in session.state.running_in(queue)):
+            found.append(queue)
     return found
 
 
-def leveled(session: Session, reclaimer: str, reclaimee: str) -> tuple[QueueInfo, QueueInfo] | None:
-    """The two queues just below the lowest common ancestor of the reclaimer's and the
-    reclaimee's queues (the top-level queues when they share none)."""
-    chain = session.state.queue_chain(reclaimer)
-    other = session.state.queue_chain(reclaimee)
-    mine = [q for q in chain if q not in other]
-    theirs = [q for q in other if q not in chain]
-    if not mine or not theirs or mine[-1] not in session.queues or theirs[-1] not in session.queues:
-        return None
-    return session.queues[mine[-1]], session.queues[theirs[-1]]
+def _any(_: Job) -> bool:
+    return True
 
 
 def _may_give(reclaimer: QueueInfo, reclaimee: QueueInfo, request: Resources) -> bool:
@@ -158,7 +151,7 @@ class _Validator:
         last: dict[str, tuple[QueueInfo, QueueInfo, Resources]] = {}
         involved: dict[str, set[str]] = {}
         for unit in outcome.victims:
-            levels = leveled(self.session, self.reclaimer.queue, unit.job.queue)
+            levels = sides(self.session, self.reclaimer.queue, unit.job.queue)
             if levels is None:
                 return False
             amount = request_of(list(unit.tasks))

@@ -7,25 +7,35 @@ Scenarios (sets of victim units) are tried in KAI's order, each at most once:
 
 1. node-local: after each new unit, for each node it runs on (by name), the units accumulated
    so far that run on that node;
-2. multi-node, if no node-local scenario worked: the units accumulated so far, restricted to
-   the K nodes with the least GPU capacity (idle, releasing and the victims' GPUs) that can
-   hold a pending pod, starting from the smallest K that covers the demand and growing K by
-   1, 2, 4, ... up to every node with a victim.
+2. multi-node, for a preemptor of several pods when no node-local scenario worked: the units
+   accumulated so far, restricted to the K nodes with the least GPU capacity (idle, releasing
+   and the victims' GPUs) that can hold a pending pod, from the smallest K that covers the
+   demand, K growing by 1, 2, 4, ... up to every node with a victim.
 
 A scenario is simulated in a statement: its victims are evicted, then the preemptor and the
-victims' jobs are placed again in queue and job order (pending jobs of the same leaf queues
-keep their places in that order but are not placed). The preemptor must be placed whole,
-within every queue limit counted after the evictions. A victim job that fits again is no
-victim: put back on its own node (and GPU groups) it is never evicted, placed elsewhere it is
-moved (evicted, with a reservation pipelined where it goes). The first scenario in which the
-preemptor runs and the action's validator accepts the victims is committed; no victim is
-evicted for a preemptor that cannot run.
+victims' jobs are placed again in the order allocate would try them, and the preemptor must be
+placed whole, within every queue limit counted after the evictions. A victim job that fits
+again is no victim. The first scenario in which the preemptor runs and the action's validator
+accepts the victims is committed; no victim is evicted for a preemptor that cannot run.
 
-The search is exact but bounded: a scenario whose victims, with every idle and releasing
-resource, could not hold the preemptor's pods is never simulated (``Capacity``), nor is a
-search whose every candidate victim together could not; a search that failed is not repeated
-for a job of the same shape until something is committed; and a per-action time budget, when
-spent, stops the action and is reported in the cycle's result.
+- Reclaim and preempt put a victim back only where it was (``_simulate_in_place``), whole or
+  not at all. A victim job is put back before the preemptor's turn when allocate would serve
+  it first: in the preemptor's queue by job order, else when, just below the two queues'
+  lowest common ancestor, the victim's side ranks first in queue order (judged with its
+  allocation less these pods, and the job as its next), the preemptor's side being judged by
+  its queue's first pending job (KAI's allocation order in TryToVirtuallyAllocate..., where a
+  queue is judged by the job it would run next, taken pairwise). The others are put back after
+  the preemptor is placed, in job order, if their room is still free.
+- Consolidation places victims again as allocate would (``_simulate_anywhere``): back where
+  they were, or moved (evicted, with a reservation pipelined where they go), in KAI's full
+  order of the jobs to place.
+
+The search is exact but bounded (``exhaustive`` turns the bounds off, for tests and
+benchmarks): a scenario whose victims still out at the preemptor's turn, with every idle and
+releasing resource, could not hold the preemptor's pods is not simulated (``Capacity``), nor
+is a search whose every candidate could not; a search that failed is not repeated for a job of
+the same shape until something is committed; and a per-action time budget, when spent, stops
+the action and is reported in the cycle's result.
 """
 
 from __future__ import annotations
@@ -34,15 +44,22 @@ import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import partial
 
 from pykai.engine.actions.allocate import tasks_to_allocate
 from pykai.engine.actions.capacity_bound import Capacity, feasible_mask, spare
 from pykai.engine.actions.gang import FitKey, fit_key, place_gang
-from pykai.engine.actions.victims import VictimQueue, VictimUnit
+from pykai.engine.actions.victims import VictimQueue, VictimUnit, victim_order
 from pykai.engine.capacity import over_capacity, over_limit
 from pykai.engine.jobs import Job, Task, TaskStatus
-from pykai.engine.ordering import JobKey, JobQueue, KeyMemo, job_order_key
+from pykai.engine.ordering import (
+    JobKey,
+    JobQueue,
+    KeyMemo,
+    QueueKey,
+    job_order_key,
+    queue_order_key,
+    sides,
+)
 from pykai.engine.placement import find_node
 from pykai.engine.session import QueueInfo, Session, Statement
 from pykai.engine.state import QueueUsage
@@ -74,10 +91,7 @@ def request_of(tasks: list[Task] | tuple[Task, ...]) -> Resources:
 
 
 class Solver:
-    """The victim searches of one action, and what they keep between them.
-
-    ``exhaustive`` simulates every scenario, with no bound, memo or budget: the reference the
-    bounded search must agree with."""
+    """The victim searches of one action, and what they keep between them."""
 
     def __init__(
         self,
@@ -87,7 +101,6 @@ class Solver:
         *,
         max_pods: int | None = None,
         moves: bool = False,
-        memo: bool = True,
         exhaustive: bool | None = None,
     ) -> None:
         self.session = session
@@ -96,23 +109,18 @@ class Solver:
         self.max_pods = max_pods  # evicted pods one scenario may hold at most
         self.moves = moves  # victims may be placed again elsewhere (else only where they were)
         self.exhaustive = session.config.exhaustive_search if exhaustive is None else exhaustive
-        self.memo = memo and not self.exhaustive
-        self._failed: set[Shape] = set()
-        self._pending: dict[str, list[Job]] | None = None
-        self._requests: dict[str, Resources] = {}
         self.keys: KeyMemo = {}  # queue-order keys by queue, allocation and request
+        self.simulated = 0  # scenarios simulated (for benchmarks)
+        self._failed: set[Shape] = set()
+        self._victims: dict[str, list[Job]] = {}  # leaf -> running jobs in victim order
+        self._pending: dict[str, list[Job]] | None = None  # leaf -> pending jobs in job order
+        self._requests: dict[str, Resources] = {}
         self._deadline = time.perf_counter() + session.config.action_search_budget
-        self.simulated = 0
-
-    @property
-    def out_of_time(self) -> bool:
-        """True once the action's search budget is spent (never for an exhaustive search)."""
-        return not self.exhaustive and time.perf_counter() > self._deadline
 
     def out_of_budget(self, untried: int) -> bool:
-        """True (and noted in the session, for the cycle's result) once the budget is spent;
-        ``untried`` is how many pending jobs the action has not tried yet."""
-        if not self.out_of_time:
+        """True (and noted in the session, for the cycle's result) once the action's search
+        budget is spent; ``untried`` is how many jobs the action has not tried yet."""
+        if self.exhaustive or time.perf_counter() <= self._deadline:
             return False
         self.session.out_of_budget[self.action] = untried
         return True
@@ -121,37 +129,60 @@ class Solver:
         self,
         preemptor: Job,
         tasks: list[Task],
-        candidates: list[Job],
+        leaves: list[str],
+        eligible: Callable[[Job], bool],
         protected: Callable[[Job], bool],
         message: str,
         validate: Validator | None = None,
     ) -> Outcome | None:
-        """Evict the victims among ``candidates`` that let ``tasks`` of ``preemptor`` run,
-        commit, and say what was evicted and moved; or change nothing and return None."""
+        """Evict the victims (running jobs of ``leaves`` that ``eligible`` accepts) that let
+        ``tasks`` of ``preemptor`` run, commit, and say what was evicted and moved; or change
+        nothing and return None."""
         shape = _shape(preemptor, tasks)
-        if self.memo and shape in self._failed:
+        if not self.exhaustive and shape in self._failed:
             return None
         search = _Search(self, preemptor, tasks, message, validate)
-        outcome = search.run(candidates, protected)
-        if outcome is not None:
-            self._failed.clear()  # the cluster changed: what failed may work now
-            self._pending = None
-            self._requests.clear()
-        elif self.memo:
+        outcome = search.run(leaves, eligible, protected)
+        if outcome is None:
             self._failed.add(shape)
+            return None
+        self._failed.clear()  # the cluster changed: what failed may work now
+        for task in [t for unit in outcome.victims for t in unit.tasks] + outcome.moved:
+            job = self.session.state.jobs.get(task.job_key)
+            if job is not None:
+                self._victims.pop(job.queue, None)
+        self._pending = None
+        self._requests.clear()
         return outcome
 
+    def key(self, queue: QueueInfo, allocated: Resources, request: Resources) -> QueueKey:
+        """Queue order's key for a queue with a given allocation and next job."""
+        memo = (queue.name, allocated, request)
+        key = self.keys.get(memo)
+        if key is None:
+            key = self.keys[memo] = queue_order_key(queue, request, self.session.total, allocated)
+        return key
+
+    def victims_in(self, leaf: str) -> list[Job]:
+        """A leaf queue's running preemptible jobs in victim order (kept until one of them is
+        evicted)."""
+        jobs = self._victims.get(leaf)
+        if jobs is None:
+            state = self.session.state
+            jobs = self._victims[leaf] = victim_order(
+                [j for j in state.running_in(leaf) if j.preemptible]
+            )
+        return jobs
+
     def pending_request(self, job: Job) -> Resources:
-        """What a pending job would ask for now (kept for the action: while it is pending,
-        it does not change)."""
+        """What a pending job would ask for now (kept until something is committed)."""
         request = self._requests.get(job.key)
         if request is None:
             request = self._requests[job.key] = request_of(tasks_to_allocate(job))
         return request
 
     def pending_before(self, leaf: str, limit: JobKey) -> list[Job]:
-        """Pending jobs of a leaf queue that come before ``limit`` in job order (they decide
-        the queue's place in the simulation's order until the job at ``limit`` is reached)."""
+        """Pending jobs of a leaf queue that come before ``limit`` in job order."""
         if self._pending is None:
             self._pending = {}
             state = self.session.state
@@ -195,24 +226,42 @@ class _Search:
         self.message = message
         self.validate = validate
         self.satisfied = preemptor.gang_satisfied()
+        self.order_key = job_order_key(preemptor)
         self.tried: set[frozenset[int]] = set()
         self.capacity = None if solver.exhaustive else Capacity(self.session.state.nodes, tasks)
+        self._side_keys: dict[str, QueueKey] = {}
+        first = solver.pending_before(preemptor.queue, self.order_key)
+        self.first_request = solver.pending_request(first[0]) if first else self.request
 
-    def run(self, candidates: list[Job], protected: Callable[[Job], bool]) -> Outcome | None:
-        if self.capacity is not None and not self.capacity.could_hold(candidates):
+    def run(
+        self, leaves: list[str], eligible: Callable[[Job], bool], protected: Callable[[Job], bool]
+    ) -> Outcome | None:
+        if self.capacity is not None and not self._may_fit(leaves):
             return None
         generators = [self._node_local]
         if len(self.tasks) > 1:  # one pod needs one node: node-local scenarios cover it
             generators.append(self._multi_node)
         for generate in generators:
-            victims = VictimQueue(self.session, candidates, protected)
+            victims = VictimQueue(self.session, leaves, self.solver.victims_in, eligible, protected)
             for scenario in generate(victims):
-                if self.solver.out_of_time:
+                if self.solver.out_of_budget(0):
                     return None
                 outcome = self._try(scenario)
                 if outcome is not None:
                     return outcome
         return None
+
+    def _may_fit(self, leaves: list[str]) -> bool:
+        """Whether the preemptor could fit even if every preemptible pod of the leaves that
+        can ever come out at its turn were evicted (an upper bound: a queue's preemptible
+        allocation, on any node)."""
+        assert self.capacity is not None
+        extra = Resources.ZERO
+        for leaf in leaves:
+            if self.solver.moves or not self._always_before(leaf):
+                usage = self.session.queues[leaf].usage
+                extra += usage.allocated - usage.allocated_non_preemptible
+        return self.capacity.could_hold_extra(extra)
 
     def _units(self, victims: VictimQueue) -> Iterator[VictimUnit]:
         """Units in victim order while the scenario may still grow (``max_pods``)."""
@@ -298,35 +347,26 @@ class _Search:
         finally:
             statement.discard()
 
+    # ---- reclaim and preempt: victims put back where they were ------------------------------
+
     def _simulate_in_place(
         self, statement: Statement, scenario: list[VictimUnit]
     ) -> Outcome | None:
-        """The scenario with victims put back only where they were. Until the preemptor's
-        turn nothing but putting victims back happens, which always fits, so that part of the
-        order is walked on queue figures alone and only the victims still out at the
-        preemptor's turn are evicted in the statement; None if the preemptor cannot run."""
+        """The scenario with victims put back only where they were; None if the preemptor
+        cannot run."""
         session = self.session
+        jobs = session.state.jobs
         evicted = _by_job(scenario)
         usage = self._usage_without(evicted)
         chain = session.chain(self.preemptor)
         if over_limit(chain, self.request, usage) is not None:
-            return None  # placing victims back first only adds to the queues
-        order = self._order(evicted, usage)
-        back: set[str] = set()  # victim jobs put back before the preemptor's turn
-        refused: set[str] = set()  # victim jobs their queues' limits keep out
-        while (job := order.pop()) is not None and job is not self.preemptor:
-            tasks = evicted.get(job.key)
-            if tasks is not None:
-                request = request_of(tasks)
-                if over_capacity(job, session.chain(job), request, usage) is None:
-                    _add(usage, session.chain(job), request, job.preemptible)
-                    back.add(job.key)
-                else:
-                    refused.add(job.key)
+            return None  # putting victims back first only adds to the queues
+        first = [key for key in evicted if self._precedes(jobs[key], evicted[key])]
+        back = self._put_back_figures(first, evicted, usage)
         if over_capacity(self.preemptor, chain, self.request, usage) is not None:
             return None
         out = [unit for unit in scenario if unit.job.key not in back]
-        if not out or (self.capacity is not None and not self.capacity.could_hold_units(out)):
+        if self.capacity is not None and not self.capacity.could_hold_units(out):
             return None
         for unit in out:
             for task in unit.tasks:
@@ -334,18 +374,65 @@ class _Search:
         if place_gang(session, statement, self.tasks, self.satisfied) is not None:
             return None
         _add(usage, chain, self.request, self.preemptor.preemptible)
-        left = {key for key in evicted if key not in back and key not in refused}
-        while left and (job := order.pop()) is not None:
-            if job.key not in left:
-                continue
-            left.discard(job.key)
-            tasks = evicted[job.key]
-            request = request_of(tasks)
+        later = sorted((key for key in evicted if key not in first), key=lambda k: _order(jobs[k]))
+        for key in later:
+            job = jobs[key]
+            request = request_of(evicted[key])
             if over_capacity(job, session.chain(job), request, usage) is None and self._put_back(
-                statement, tasks
+                statement, evicted[key]
             ):
                 _add(usage, session.chain(job), request, job.preemptible)
         return Outcome(_still_out(scenario), [])
+
+    def _precedes(self, job: Job, tasks: list[Task]) -> bool:
+        """Whether allocate would serve a victim job (with ``tasks`` evicted) before the
+        preemptor."""
+        if job.queue == self.preemptor.queue:
+            return _order(job, len(tasks)) < self.order_key
+        pair = sides(self.session, self.preemptor.queue, job.queue)
+        if pair is None:
+            return False
+        mine, theirs = pair
+        amount = request_of(tasks)
+        key = self.solver.key(theirs, theirs.usage.allocated - amount, amount)
+        return key < self._side_key(mine)
+
+    def _always_before(self, leaf: str) -> bool:
+        """Whether every victim of a leaf queue is served before the preemptor, however much
+        of it is evicted (its side's key only falls as more is taken from it)."""
+        if leaf == self.preemptor.queue:
+            return False
+        pair = sides(self.session, self.preemptor.queue, leaf)
+        if pair is None:
+            return False
+        mine, theirs = pair
+        key = self.solver.key(theirs, theirs.usage.allocated, Resources.ZERO)
+        return key < self._side_key(mine)
+
+    def _side_key(self, side: QueueInfo) -> QueueKey:
+        """Queue order's key of the preemptor's side, judged by its queue's first pending
+        job."""
+        key = self._side_keys.get(side.name)
+        if key is None:
+            key = self.solver.key(side, side.usage.allocated, self.first_request)
+            self._side_keys[side.name] = key
+        return key
+
+    def _put_back_figures(
+        self, keys: list[str], evicted: dict[str, list[Task]], usage: dict[str, QueueUsage]
+    ) -> set[str]:
+        """Victim jobs put back before the preemptor (in job order), on the queue figures only:
+        their room is untouched, so they always fit; a queue limit may still refuse them."""
+        jobs = self.session.state.jobs
+        back = set()
+        for key in sorted(keys, key=lambda k: _order(jobs[k])):
+            job = jobs[key]
+            request = request_of(evicted[key])
+            chain = self.session.chain(job)
+            if over_capacity(job, chain, request, usage) is None:
+                _add(usage, chain, request, job.preemptible)
+                back.add(key)
+        return back
 
     def _usage_without(self, evicted: dict[str, list[Task]]) -> dict[str, QueueUsage]:
         """The figures of the queues involved (the preemptor's and the victims' chains), with
@@ -365,39 +452,6 @@ class _Search:
             _add(usage, session.chain(job), request_of(tasks), job.preemptible, -1.0)
         return usage
 
-    def _order(self, evicted: dict[str, list[Task]], usage: dict[str, QueueUsage]) -> JobQueue:
-        """KAI's order of the jobs to place again: the preemptor, the victims' jobs and the
-        pending jobs before them in their leaf queues, judged with the simulation's figures."""
-        jobs = self.session.state.jobs
-        order_key = partial(_order_key, evicted)
-        last: dict[str, JobKey] = {}
-        for job in [self.preemptor, *(jobs[key] for key in evicted)]:
-            key = order_key(job)
-            if job.queue not in last or key > last[job.queue]:
-                last[job.queue] = key
-        involved = {self.preemptor.key, *evicted}
-        others = [
-            pending
-            for leaf, limit in last.items()
-            for pending in self.solver.pending_before(leaf, limit)
-            if pending.key not in involved
-        ]
-
-        def request_for(job: Job) -> Resources:
-            if job is self.preemptor:
-                return self.request
-            tasks = evicted.get(job.key)
-            return request_of(tasks) if tasks is not None else self.solver.pending_request(job)
-
-        return JobQueue(
-            self.session,
-            [self.preemptor, *(jobs[key] for key in evicted), *others],
-            request_for,
-            order_key=order_key,
-            allocated=lambda name: usage[name].allocated,
-            memo=self.solver.keys,
-        )
-
     def _put_back(self, statement: Statement, tasks: list[Task]) -> bool:
         """Evicted pods back where they were, all or none, if their room is still free."""
         nodes = self.session.state.nodes
@@ -409,12 +463,15 @@ class _Search:
                 return False
         return True
 
+    # ---- consolidation: victims placed again as allocate would ------------------------------
+
     def _simulate_anywhere(
         self, statement: Statement, scenario: list[VictimUnit]
     ) -> Outcome | None:
         """The scenario with victims placed again as allocate would place them (KAI's
-        simulation, for consolidation): evict them all, then place the preemptor and the
-        victims' jobs in queue and job order; None if the preemptor cannot run."""
+        simulation): evict them all, then place the preemptor and the victims' jobs in
+        queue and job order, the pending jobs of those leaf queues keeping their places;
+        None if the preemptor cannot run."""
         session = self.session
         evicted: set[Task] = set()
         for unit in scenario:
@@ -460,8 +517,10 @@ class _Search:
                 self._place_anywhere(statement, job, evicted, moved)
         if not placed:
             return None
-        still_out = _still_out(scenario)
-        units = [VictimUnit(u.job, tuple(t for t in u.tasks if t not in moved)) for u in still_out]
+        units = [
+            VictimUnit(u.job, tuple(t for t in u.tasks if t not in moved))
+            for u in _still_out(scenario)
+        ]
         return Outcome([u for u in units if u.tasks], moved)
 
     def _place_anywhere(
@@ -514,15 +573,11 @@ def _still_out(scenario: list[VictimUnit]) -> list[VictimUnit]:
     return units
 
 
-def _order_key(evicted: dict[str, list[Task]], job: Job) -> JobKey:
+def _order(job: Job, evicted: int = 0) -> JobKey:
     """Job order, with a victim job's elastic state counted without its evicted pods."""
-    key = job_order_key(job)
-    tasks = evicted.get(job.key)
-    if tasks is None:
-        return key
-    active = job.active - len(tasks)
+    active = job.active - evicted
     state = 0 if active < job.min_member else 1 if active == job.min_member else 2
-    return (key[0], state, key[2], key[3])
+    return (-job.priority, state, job.creation, job.uid)
 
 
 def _add(

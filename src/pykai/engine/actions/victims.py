@@ -7,17 +7,21 @@ one it would give. Inside a leaf queue, jobs come in reverse job order. A job gi
 a time (api/podgroup_info/eviction_info.go): first its pods beyond its minimum, one by one,
 newest first; then the rest of its gang as a whole (unless min-runtime protects it). A job with
 more to give goes back into its queue, judged again by what it has left.
+
+Nothing is built for jobs that are never reached: each leaf queue hands out its jobs from a
+list sorted once (shared by the searches of an action), skipping those the search may not
+take, and only jobs given back after a first unit go into a heap.
 """
 
 from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pykai.engine.jobs import EVICTABLE, Job, Task
-from pykai.engine.ordering import QueueKey, victim_order_key
+from pykai.engine.ordering import JobKey, QueueKey, victim_order_key
 from pykai.engine.session import Session
 from pykai.model.resources import Resources
 
@@ -30,6 +34,33 @@ class VictimUnit:
     tasks: tuple[Task, ...]
 
 
+def offers(job: Job) -> list[Task]:
+    """A victim job's evictable pods, newest (reverse task order) first."""
+    return sorted(
+        (t for t in job.tasks.values() if t.status in EVICTABLE),
+        key=lambda t: t.order_key,
+        reverse=True,
+    )
+
+
+def first_unit(job: Job) -> list[Task]:
+    """The smallest unit a job can give: one pod beyond its minimum, else its gang."""
+    tasks = offers(job)
+    return tasks[:1] if len(tasks) > job.min_member else tasks
+
+
+def victim_order(jobs: list[Job]) -> list[Job]:
+    """Jobs in reverse job order (the order a leaf queue gives victims in), each judged by
+    what it can give."""
+    return sorted(jobs, key=lambda job: _left_key(job, len(offers(job))), reverse=True)
+
+
+def _left_key(job: Job, left: int) -> JobKey:
+    """Job order of a victim job with ``left`` pods on offer."""
+    state = 0 if left < job.min_member else 1 if left == job.min_member else 2
+    return (-job.priority, state, job.creation, job.uid)
+
+
 @dataclass(slots=True, eq=False)
 class _Offer:
     """A job's pods still on offer as victims, newest (reverse task order) first."""
@@ -38,12 +69,9 @@ class _Offer:
     tasks: list[Task]
     protected: bool
 
-    def key(self) -> tuple[int, int, float, str]:
+    def key(self) -> JobKey:
         """Job order of what is left (KAI re-queues a clone of the job with its other pods)."""
-        job = self.job
-        left = len(self.tasks)
-        state = 0 if left < job.min_member else 1 if left == job.min_member else 2
-        return (-job.priority, state, job.creation, job.uid)
+        return _left_key(self.job, len(self.tasks))
 
     def amount(self) -> Resources:
         """What the job still holds (KAI's AllocatedVector of the job or its clone)."""
@@ -69,7 +97,7 @@ class _Reversed:
 
     __slots__ = ("key", "offer", "seq")
 
-    def __init__(self, key: tuple[int, int, float, str], seq: int, offer: _Offer) -> None:
+    def __init__(self, key: JobKey, seq: int, offer: _Offer) -> None:
         self.key, self.seq, self.offer = key, seq, offer
 
     def __lt__(self, other: _Reversed) -> bool:
@@ -78,76 +106,101 @@ class _Reversed:
 
 @dataclass(slots=True)
 class _Leaf:
-    heap: list[_Reversed] = field(default_factory=list)
+    jobs: list[Job]  # the leaf's candidates in reverse job order, shared, read from ``cursor``
+    cursor: int = 0
+    again: list[_Reversed] = field(default_factory=list)  # jobs given back after a unit
+    head: _Offer | None = None  # the next offer, once looked at
     taken: Resources = Resources.ZERO  # Σ of what popped offers held when popped
 
 
-def offers(job: Job) -> list[Task]:
-    """A victim job's evictable pods, newest (reverse task order) first."""
-    return sorted(
-        (t for t in job.tasks.values() if t.status in EVICTABLE),
-        key=lambda t: t.order_key,
-        reverse=True,
-    )
-
-
 class VictimQueue:
-    """Victim units in KAI's victim order, produced on demand."""
+    """Victim units in KAI's victim order, produced on demand from the leaf queues' jobs
+    (``jobs_of``: a leaf's candidates in reverse job order) that ``eligible`` accepts."""
 
     def __init__(
-        self, session: Session, jobs: Iterable[Job], protected: Callable[[Job], bool]
+        self,
+        session: Session,
+        leaves: list[str],
+        jobs_of: Callable[[str], list[Job]],
+        eligible: Callable[[Job], bool],
+        protected: Callable[[Job], bool],
     ) -> None:
         self._session = session
-        self._leaves: dict[str, _Leaf] = {}
-        self._counts: dict[str, int] = {}
-        self._keys: dict[str, QueueKey] = {}
+        self._eligible = eligible
+        self._protected = protected
         self._seq = itertools.count()
+        self._leaves = {name: _Leaf(jobs_of(name)) for name in leaves}
+        self._keys: dict[str, QueueKey] = {}
         self._allocated: dict[str, Resources] = {}  # before the search evicts anything
-        for job in jobs:
-            tasks = offers(job)
-            if tasks:
-                self._push(_Offer(job, tasks, protected(job)))
-        self._roots = sorted(q for q in self._counts if not session.queues[q].parent)
-
-    def _push(self, offer: _Offer) -> None:
-        queue = offer.job.queue
-        leaf = self._leaves.setdefault(queue, _Leaf())
-        heapq.heappush(leaf.heap, _Reversed(offer.key(), next(self._seq), offer))
-        for name in self._session.state.queue_chain(queue):
-            self._counts[name] = self._counts.get(name, 0) + 1
-            self._keys.pop(name, None)
-            if name not in self._allocated:
-                self._allocated[name] = self._session.queues[name].usage.allocated
+        self._children: dict[str, list[str]] = {}
+        roots: set[str] = set()
+        for name in leaves:
+            chain = session.state.queue_chain(name)
+            for child, parent in itertools.pairwise(chain):
+                siblings = self._children.setdefault(parent, [])
+                if child not in siblings:
+                    siblings.append(child)
+            for queue in chain:
+                self._allocated.setdefault(queue, session.queues[queue].usage.allocated)
+            roots.add(chain[-1])
+        self._roots = sorted(roots)
 
     def pop(self) -> VictimUnit | None:
         """The next victim unit, or None when no victim is left."""
         while True:
-            leaf_name = self._leaf()
-            if leaf_name is None:
+            name = self._next_leaf()
+            if name is None:
                 return None
-            leaf = self._leaves[leaf_name]
-            offer = heapq.heappop(leaf.heap).offer
+            leaf = self._leaves[name]
+            offer = self._head(leaf)
+            assert offer is not None
+            leaf.head = None
             leaf.taken += offer.amount()
-            for name in self._session.state.queue_chain(leaf_name):
-                self._counts[name] -= 1
-                self._keys.pop(name, None)
+            for queue in self._session.state.queue_chain(name):
+                self._keys.pop(queue, None)
             tasks = offer.take()
             if offer.tasks:
-                self._push(offer)
+                heapq.heappush(leaf.again, _Reversed(offer.key(), next(self._seq), offer))
             if tasks:
                 return VictimUnit(offer.job, tasks)
 
-    def _leaf(self) -> str | None:
-        """The leaf queue the next victim comes from: at each level the child queue order
-        ranks last."""
+    def _head(self, leaf: _Leaf) -> _Offer | None:
+        """The leaf's next offer: the later in job order of its next listed job and of the
+        jobs given back."""
+        if leaf.head is not None:
+            return leaf.head
+        listed = None
+        while leaf.cursor < len(leaf.jobs) and listed is None:
+            job = leaf.jobs[leaf.cursor]
+            tasks = offers(job) if self._eligible(job) else []
+            if tasks:
+                listed = _Offer(job, tasks, self._protected(job))
+            else:
+                leaf.cursor += 1
+        if leaf.again and (listed is None or leaf.again[0].key > listed.key()):
+            leaf.head = heapq.heappop(leaf.again).offer
+        elif listed is not None:
+            leaf.cursor += 1
+            leaf.head = listed
+        return leaf.head
+
+    def _has_victims(self, name: str) -> bool:
+        leaf = self._leaves.get(name)
+        if leaf is not None:
+            return self._head(leaf) is not None
+        return any(self._has_victims(c) for c in self._children.get(name, []))
+
+    def _next_leaf(self) -> str | None:
+        """The leaf the next victim comes from: at each level the child queue order ranks
+        last."""
         level = self._roots
         chosen = None
         while level:
-            candidates = [q for q in level if self._counts.get(q, 0) > 0]
+            candidates = [q for q in level if self._has_victims(q)]
             if not candidates:
                 break
             chosen = max(candidates, key=self._key)
-            level = self._session.queues[chosen].children
+            level = self._children.get(chosen, [])
         return chosen
 
     def _key(self, name: str) -> QueueKey:
@@ -155,10 +208,10 @@ class VictimQueue:
         if key is None:
             leaf = self._leaves.get(name)
             if leaf is None:  # a parent queue: judged with its best child's victims
-                children = [c for c in self._session.queues[name].children if self._counts.get(c)]
-                leaf_name = self._best_leaf(max(children, key=self._key))
-                leaf = self._leaves[leaf_name]
-            victims = leaf.taken + leaf.heap[0].offer.amount()
+                leaf = self._leaves[self._best_leaf(name)]
+            head = self._head(leaf)
+            assert head is not None
+            victims = leaf.taken + head.amount()
             queue = self._session.queues[name]
             key = victim_order_key(queue, self._allocated[name], victims, self._session.total)
             self._keys[name] = key
@@ -166,6 +219,6 @@ class VictimQueue:
 
     def _best_leaf(self, name: str) -> str:
         while name not in self._leaves:
-            children = [c for c in self._session.queues[name].children if self._counts.get(c)]
+            children = [c for c in self._children[name] if self._has_victims(c)]
             name = max(children, key=self._key)
         return name
