@@ -42,7 +42,7 @@ def consolidation(session: Session) -> None:
         if not _fits_in_total_free(session, request):
             continue
         message = f"moved to make room for {job.key}"
-        leaves = sorted(q for q in session.state.running_jobs if session.state.running_in(q))
+        leaves = solver.victim_queues()
         movable = partial(_movable, session, job)
         outcome = solver.solve(job, tasks, leaves, movable, _never, message, _all_placed_again)
         if outcome is not None:

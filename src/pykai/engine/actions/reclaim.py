@@ -55,7 +55,7 @@ def reclaim(session: Session) -> None:
         request = request_for(job)
         if not tasks or not can_reclaim(session, job, request):
             continue
-        leaves = _candidates(session, job, request)
+        leaves = _candidates(session, solver, job, request)
         if not leaves:
             continue
         message = f"Reclaimed by queue {job.queue} for {job.key}"
@@ -79,11 +79,11 @@ def can_reclaim(session: Session, job: Job, request: Resources) -> bool:
     )
 
 
-def _candidates(session: Session, reclaimer: Job, request: Resources) -> list[str]:
+def _candidates(session: Session, solver: Solver, reclaimer: Job, request: Resources) -> list[str]:
     """Queues with running preemptible jobs a reclaim strategy may take from (KAI's
     ReclaimVictimFilter)."""
     found = []
-    for queue in sorted(session.state.running_jobs):
+    for queue in solver.victim_queues():
         if queue == reclaimer.queue:
             continue
         levels = sides(session, reclaimer.queue, queue)
@@ -91,8 +91,7 @@ def _candidates(session: Session, reclaimer: Job, request: Resources) -> list[st
             continue
         if _saturated(*levels, request, session.config.reclaimer_saturation_multiplier):
             continue
-        if any(v.preemptible for v in session.state.running_in(queue)):
-            found.append(queue)
+        found.append(queue)
     return found
 
 

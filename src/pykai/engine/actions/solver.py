@@ -40,6 +40,7 @@ the action and is reported in the cycle's result.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 import time
 from collections.abc import Callable, Iterator
@@ -113,7 +114,8 @@ class Solver:
         self.simulated = 0  # scenarios simulated (for benchmarks)
         self._failed: set[Shape] = set()
         self._victims: dict[str, list[Job]] = {}  # leaf -> running jobs in victim order
-        self._pending: dict[str, list[Job]] | None = None  # leaf -> pending jobs in job order
+        self._pending: dict[str, list[Job]] | None = None  # leaf -> its pending jobs
+        self._sorted: dict[str, list[tuple[JobKey, Job]]] = {}  # leaf -> them in job order
         self._requests: dict[str, Resources] = {}
         self._deadline = time.perf_counter() + session.config.action_search_budget
 
@@ -151,8 +153,8 @@ class Solver:
             job = self.session.state.jobs.get(task.job_key)
             if job is not None:
                 self._victims.pop(job.queue, None)
-        self._pending = None
-        self._requests.clear()
+        self._sorted.pop(preemptor.queue, None)  # the preemptor runs now, or runs more
+        self._requests.pop(preemptor.key, None)
         return outcome
 
     def key(self, queue: QueueInfo, allocated: Resources, request: Resources) -> QueueKey:
@@ -162,6 +164,10 @@ class Solver:
         if key is None:
             key = self.keys[memo] = queue_order_key(queue, request, self.session.total, allocated)
         return key
+
+    def victim_queues(self) -> list[str]:
+        """Leaf queues with running preemptible jobs, by name."""
+        return [q for q in sorted(self.session.state.running_jobs) if self.victims_in(q)]
 
     def victims_in(self, leaf: str) -> list[Job]:
         """A leaf queue's running preemptible jobs in victim order (kept until one of them is
@@ -182,22 +188,26 @@ class Solver:
         return request
 
     def pending_before(self, leaf: str, limit: JobKey) -> list[Job]:
-        """Pending jobs of a leaf queue that come before ``limit`` in job order."""
+        """Pending jobs of a leaf queue that come before ``limit`` in job order (no job turns
+        pending during an action, so the lists are built once, and sorted again for a queue
+        whose job was placed)."""
         if self._pending is None:
             self._pending = {}
             state = self.session.state
             for key in state.pending_jobs:
                 pending = state.jobs[key]
                 self._pending.setdefault(pending.queue, []).append(pending)
-            for jobs in self._pending.values():
-                jobs.sort(key=job_order_key)
-        found = []
-        for pending in self._pending.get(leaf, []):
-            if job_order_key(pending) >= limit:
-                break
-            if pending.pending:
-                found.append(pending)
-        return found
+        ordered = self._sorted.get(leaf)
+        if ordered is None:
+            ordered = self._sorted[leaf] = sorted(
+                ((job_order_key(j), j) for j in self._pending.get(leaf, [])), key=_first
+            )
+        end = bisect.bisect_left(ordered, limit, key=_first)
+        return [job for _, job in ordered[:end] if job.pending]
+
+
+def _first(pair: tuple[JobKey, Job]) -> JobKey:
+    return pair[0]
 
 
 def _shape(job: Job, tasks: list[Task]) -> Shape:
