@@ -47,7 +47,7 @@ def reclaim(session: Session) -> None:
             requests[job.key] = request_of(tasks_to_allocate(job))
         return requests[job.key]
 
-    queue = JobQueue(session, schedulable_jobs(session, note=False), request_for)
+    queue = JobQueue(session, schedulable_jobs(session, note=False), request_for, memo=solver.keys)
     while (job := queue.pop()) is not None:
         if solver.out_of_budget(len(queue) + 1):
             return
@@ -55,7 +55,9 @@ def reclaim(session: Session) -> None:
         request = request_for(job)
         if not tasks or not can_reclaim(session, job, request):
             continue
-        leaves = _candidates(session, solver, job, request)
+        leaves = solver.until_commit(
+            ("candidates", job.queue, request), partial(_candidates, session, solver, job, request)
+        )
         if not leaves:
             continue
         message = f"Reclaimed by queue {job.queue} for {job.key}"

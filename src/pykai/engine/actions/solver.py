@@ -43,8 +43,9 @@ from __future__ import annotations
 import bisect
 import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from pykai.engine.actions.allocate import tasks_to_allocate
 from pykai.engine.actions.capacity_bound import Capacity, feasible_mask, spare
@@ -68,6 +69,7 @@ from pykai.model.resources import Resources
 
 GPU = 2
 EPS = 1e-9
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,6 +119,7 @@ class Solver:
         self._pending: dict[str, list[Job]] | None = None  # leaf -> its pending jobs
         self._sorted: dict[str, list[tuple[JobKey, Job]]] = {}  # leaf -> them in job order
         self._requests: dict[str, Resources] = {}
+        self._until_commit: dict[Hashable, Any] = {}
         self._deadline = time.perf_counter() + session.config.action_search_budget
 
     def out_of_budget(self, untried: int) -> bool:
@@ -149,6 +152,7 @@ class Solver:
             self._failed.add(shape)
             return None
         self._failed.clear()  # the cluster changed: what failed may work now
+        self._until_commit.clear()
         for task in [t for unit in outcome.victims for t in unit.tasks] + outcome.moved:
             job = self.session.state.jobs.get(task.job_key)
             if job is not None:
@@ -165,9 +169,20 @@ class Solver:
             key = self.keys[memo] = queue_order_key(queue, request, self.session.total, allocated)
         return key
 
+    def until_commit(self, key: Hashable, compute: Callable[[], T]) -> T:
+        """``compute()``, kept until the next commit under ``key`` (it must depend on
+        nothing else than the cluster and ``key``)."""
+        if key not in self._until_commit:
+            self._until_commit[key] = compute()
+        value: T = self._until_commit[key]
+        return value
+
     def victim_queues(self) -> list[str]:
         """Leaf queues with running preemptible jobs, by name."""
-        return [q for q in sorted(self.session.state.running_jobs) if self.victims_in(q)]
+        state = self.session.state
+        return self.until_commit(
+            "victim queues", lambda: [q for q in sorted(state.running_jobs) if self.victims_in(q)]
+        )
 
     def victims_in(self, leaf: str) -> list[Job]:
         """A leaf queue's running preemptible jobs in victim order (kept until one of them is
