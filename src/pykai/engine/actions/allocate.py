@@ -33,7 +33,7 @@ def allocate(session: Session) -> None:
             total += task.request
         return total
 
-    queue = JobQueue(session, schedulable_jobs(session), request_of)
+    queue = JobQueue(session, schedulable_jobs(session), request_of, memo={})
     while (job := queue.pop()) is not None:
         request_of(job)
         tasks = plans.pop(job.key)

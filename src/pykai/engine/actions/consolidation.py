@@ -30,6 +30,7 @@ def consolidation(session: Session) -> None:
     limit = session.config.max_consolidation_preemptees
     solver = Solver(session, "consolidation", "Consolidated", max_pods=limit, moves=True)
     jobs = sorted(schedulable_jobs(session, note=False), key=job_order_key)
+    free = _total_free(session)
     for index, job in enumerate(jobs):
         if solver.out_of_budget(len(jobs) - index):
             return
@@ -39,7 +40,7 @@ def consolidation(session: Session) -> None:
         request = request_of(tasks)
         if not tasks or over_capacity(job, session.chain(job), request) is not None:
             continue
-        if not _fits_in_total_free(session, request):
+        if free is None or not request.fits_in(free):
             continue
         message = f"moved to make room for {job.key}"
         leaves = solver.victim_queues()
@@ -48,18 +49,19 @@ def consolidation(session: Session) -> None:
         if outcome is not None:
             session.moved_jobs.update(t.job_key for t in outcome.moved)
             session.reasons.pop(job.key, None)
+            free = _total_free(session)
 
 
-def _fits_in_total_free(session: Session, request: Resources) -> bool:
-    """Whether the cluster's free and releasing resources together (whole devices and the
-    spare portions of shared ones) could hold the request (KAI's
-    IsEnoughGPUsAllocatableForJob, for every resource)."""
+def _total_free(session: Session) -> Resources | None:
+    """The cluster's free and releasing resources together, whole devices and the spare
+    portions of shared ones (KAI's IsEnoughGPUsAllocatableForJob checks a job against it);
+    None without nodes. Only a consolidation changes it during the action."""
     nodes = session.state.nodes
     if not len(nodes):
-        return False
+        return None
     free = (nodes.alloc - nodes.used + nodes.releasing)[nodes.schedulable].sum(axis=0)
     spare = float(nodes.shared_spare[nodes.schedulable].sum())
-    return request.fits_in(Resources(float(free[0]), float(free[1]), float(free[2]) + spare))
+    return Resources(float(free[0]), float(free[1]), float(free[2]) + spare)
 
 
 def _movable(session: Session, preemptor: Job, victim: Job) -> bool:

@@ -50,7 +50,7 @@ from typing import Any, TypeVar
 from pykai.engine.actions.allocate import tasks_to_allocate
 from pykai.engine.actions.capacity_bound import Capacity, feasible_mask, spare
 from pykai.engine.actions.gang import FitKey, fit_key, place_gang
-from pykai.engine.actions.victims import VictimQueue, VictimUnit, victim_order
+from pykai.engine.actions.victims import VictimQueue, VictimUnit, victim_key
 from pykai.engine.capacity import over_capacity, over_limit
 from pykai.engine.jobs import Job, Task, TaskStatus
 from pykai.engine.ordering import (
@@ -115,7 +115,7 @@ class Solver:
         self.keys: KeyMemo = {}  # queue-order keys by queue, allocation and request
         self.simulated = 0  # scenarios simulated (for benchmarks)
         self._failed: set[Shape] = set()
-        self._victims: dict[str, list[Job]] = {}  # leaf -> running jobs in victim order
+        self._victims: dict[str, list[tuple[JobKey, Job]]] = {}  # leaf -> running jobs
         self._pending: dict[str, list[Job]] | None = None  # leaf -> its pending jobs
         self._sorted: dict[str, list[tuple[JobKey, Job]]] = {}  # leaf -> them in job order
         self._requests: dict[str, Resources] = {}
@@ -153,10 +153,11 @@ class Solver:
             return None
         self._failed.clear()  # the cluster changed: what failed may work now
         self._until_commit.clear()
-        for task in [t for unit in outcome.victims for t in unit.tasks] + outcome.moved:
-            job = self.session.state.jobs.get(task.job_key)
-            if job is not None:
-                self._victims.pop(job.queue, None)
+        jobs = self.session.state.jobs
+        changed = {t.job_key for unit in outcome.victims for t in unit.tasks}
+        for key in changed | {t.job_key for t in outcome.moved}:
+            if key in jobs:
+                self._reposition(jobs[key])
         self._sorted.pop(preemptor.queue, None)  # the preemptor runs now, or runs more
         self._requests.pop(preemptor.key, None)
         return outcome
@@ -180,20 +181,40 @@ class Solver:
     def victim_queues(self) -> list[str]:
         """Leaf queues with running preemptible jobs, by name."""
         state = self.session.state
-        return self.until_commit(
-            "victim queues", lambda: [q for q in sorted(state.running_jobs) if self.victims_in(q)]
-        )
 
-    def victims_in(self, leaf: str) -> list[Job]:
-        """A leaf queue's running preemptible jobs in victim order (kept until one of them is
-        evicted)."""
-        jobs = self._victims.get(leaf)
-        if jobs is None:
+        def queues() -> list[str]:
+            return [
+                queue
+                for queue, buckets in sorted(state.running_jobs.items())
+                if any(state.jobs[k].preemptible for keys in buckets.values() for k in keys)
+            ]
+
+        return self.until_commit("victim queues", queues)
+
+    def victims_in(self, leaf: str) -> list[tuple[JobKey, Job]]:
+        """A leaf queue's running preemptible jobs with their victim-order keys, in job order
+        (the last is the first victim); kept for the action, and changed only for the jobs a
+        commit evicts pods of."""
+        entries = self._victims.get(leaf)
+        if entries is None:
             state = self.session.state
-            jobs = self._victims[leaf] = victim_order(
-                [j for j in state.running_in(leaf) if j.preemptible]
-            )
-        return jobs
+            jobs = [
+                state.jobs[k]
+                for keys in state.running_jobs.get(leaf, {}).values()
+                for k in keys
+                if state.jobs[k].preemptible
+            ]
+            entries = self._victims[leaf] = sorted(((victim_key(j), j) for j in jobs), key=_first)
+        return entries
+
+    def _reposition(self, job: Job) -> None:
+        """A job lost pods: its place in its leaf's victim list changes."""
+        entries = self._victims.get(job.queue)
+        if entries is None:
+            return
+        entries[:] = [entry for entry in entries if entry[1] is not job]
+        if job.preemptible and job.running:
+            bisect.insort(entries, (victim_key(job), job), key=_first)
 
     def pending_request(self, job: Job) -> Resources:
         """What a pending job would ask for now (kept until something is committed)."""

@@ -49,10 +49,10 @@ def first_unit(job: Job) -> list[Task]:
     return tasks[:1] if len(tasks) > job.min_member else tasks
 
 
-def victim_order(jobs: list[Job]) -> list[Job]:
-    """Jobs in reverse job order (the order a leaf queue gives victims in), each judged by
-    what it can give."""
-    return sorted(jobs, key=lambda job: _left_key(job, len(offers(job))), reverse=True)
+def victim_key(job: Job) -> JobKey:
+    """A running job's place in job order, judged by what it can give (a leaf queue gives
+    victims from the last place back)."""
+    return _left_key(job, sum(1 for t in job.tasks.values() if t.status in EVICTABLE))
 
 
 def _left_key(job: Job, left: int) -> JobKey:
@@ -106,8 +106,9 @@ class _Reversed:
 
 @dataclass(slots=True)
 class _Leaf:
-    jobs: list[Job]  # the leaf's candidates in reverse job order, shared, read from ``cursor``
-    cursor: int = 0
+    name: str
+    jobs: list[tuple[JobKey, Job]] | None = None  # in job order, shared, read from the end
+    cursor: int = 0  # how many of them, from the end, were looked at
     again: list[_Reversed] = field(default_factory=list)  # jobs given back after a unit
     head: _Offer | None = None  # the next offer, once looked at
     taken: Resources = Resources.ZERO  # Σ of what popped offers held when popped
@@ -121,15 +122,16 @@ class VictimQueue:
         self,
         session: Session,
         leaves: list[str],
-        jobs_of: Callable[[str], list[Job]],
+        jobs_of: Callable[[str], list[tuple[JobKey, Job]]],
         eligible: Callable[[Job], bool],
         protected: Callable[[Job], bool],
     ) -> None:
         self._session = session
+        self._jobs_of = jobs_of
         self._eligible = eligible
         self._protected = protected
         self._seq = itertools.count()
-        self._leaves = {name: _Leaf(jobs_of(name)) for name in leaves}
+        self._leaves = {name: _Leaf(name) for name in leaves}
         self._keys: dict[str, QueueKey] = {}
         self._allocated: dict[str, Resources] = {}  # before the search evicts anything
         self._children: dict[str, list[str]] = {}
@@ -169,9 +171,11 @@ class VictimQueue:
         jobs given back."""
         if leaf.head is not None:
             return leaf.head
+        if leaf.jobs is None:
+            leaf.jobs = self._jobs_of(leaf.name)
         listed = None
         while leaf.cursor < len(leaf.jobs) and listed is None:
-            job = leaf.jobs[leaf.cursor]
+            job = leaf.jobs[-1 - leaf.cursor][1]
             tasks = offers(job) if self._eligible(job) else []
             if tasks:
                 listed = _Offer(job, tasks, self._protected(job))
