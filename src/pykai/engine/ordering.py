@@ -66,7 +66,9 @@ def _order_key(
     with_job = tuple(a + r for a, r in zip(allocated, job_request, strict=True))
     fair = tuple(queue.fair_share)
     deserved = tuple(queue.deserved)
-    share = tuple(queue.allocatable_share(total))
+    if queue.share is None:
+        queue.share = queue.allocatable_share(total)
+    share = tuple(queue.share)
     over = all(a > f + EPS for a, f in zip(allocated, fair, strict=True))
     starved = all(w <= d + EPS for w, d in zip(with_job, deserved, strict=True))
     zero_share = any(w > EPS and s <= EPS for w, s in zip(with_job, share, strict=True))

@@ -99,6 +99,7 @@ class QueueInfo:
     limit: Resources  # math.inf = no limit
     fair_share: Resources
     usage: QueueUsage  # live: the state's subtree sums
+    share: Resources | None = None  # allocatable share, once computed for the session's total
 
     def allocatable_share(self, total: Resources) -> Resources:
         """min(limit, max(deserved, fair share)); unlimited quota uses the limit, then the total."""

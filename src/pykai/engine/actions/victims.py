@@ -52,13 +52,19 @@ def first_unit(job: Job) -> list[Task]:
 def victim_key(job: Job) -> JobKey:
     """A running job's place in job order, judged by what it can give (a leaf queue gives
     victims from the last place back)."""
-    return _left_key(job, sum(1 for t in job.tasks.values() if t.status in EVICTABLE))
+    left = 0
+    for task in job.tasks.values():
+        if task.status in EVICTABLE:
+            left += 1
+    return _left_key(job, left)
 
 
 def _left_key(job: Job, left: int) -> JobKey:
     """Job order of a victim job with ``left`` pods on offer."""
-    state = 0 if left < job.min_member else 1 if left == job.min_member else 2
-    return (-job.priority, state, job.creation, job.uid)
+    group = job.group
+    least = group.spec.min_member
+    state = 0 if left < least else 1 if left == least else 2
+    return (-job.priority, state, group.meta.creation, group.meta.uid)
 
 
 @dataclass(slots=True, eq=False)
@@ -133,6 +139,7 @@ class VictimQueue:
         self._seq = itertools.count()
         self._leaves = {name: _Leaf(name) for name in leaves}
         self._keys: dict[str, QueueKey] = {}
+        self._has: dict[str, bool] = {}  # whether a queue still has victims, until popped from
         self._allocated: dict[str, Resources] = {}  # before the search evicts anything
         self._children: dict[str, list[str]] = {}
         roots: set[str] = set()
@@ -160,6 +167,7 @@ class VictimQueue:
             leaf.taken += offer.amount()
             for queue in self._session.state.queue_chain(name):
                 self._keys.pop(queue, None)
+                self._has.pop(queue, None)
             tasks = offer.take()
             if offer.tasks:
                 heapq.heappush(leaf.again, _Reversed(offer.key(), next(self._seq), offer))
@@ -189,10 +197,15 @@ class VictimQueue:
         return leaf.head
 
     def _has_victims(self, name: str) -> bool:
-        leaf = self._leaves.get(name)
-        if leaf is not None:
-            return self._head(leaf) is not None
-        return any(self._has_victims(c) for c in self._children.get(name, []))
+        has = self._has.get(name)
+        if has is None:
+            leaf = self._leaves.get(name)
+            if leaf is not None:
+                has = self._head(leaf) is not None
+            else:
+                has = any(self._has_victims(c) for c in self._children.get(name, []))
+            self._has[name] = has
+        return has
 
     def _next_leaf(self) -> str | None:
         """The leaf the next victim comes from: at each level the child queue order ranks
