@@ -32,7 +32,8 @@ def consolidation(session: Session) -> None:
     jobs = sorted(schedulable_jobs(session, note=False), key=job_order_key)
     free = _total_free(session)
     for index, job in enumerate(jobs):
-        if solver.out_of_budget(len(jobs) - index):
+        if solver.out_of_time:
+            solver.stop(len(jobs) - index)
             return
         if not job.preemptible or job.key in session.moved_jobs:
             continue

@@ -49,7 +49,8 @@ def reclaim(session: Session) -> None:
 
     queue = JobQueue(session, schedulable_jobs(session, note=False), request_for, memo=solver.keys)
     while (job := queue.pop()) is not None:
-        if solver.out_of_budget(len(queue) + 1):
+        if solver.out_of_time:
+            solver.stop(len(queue) + 1)
             return
         tasks = tasks_to_allocate(job)
         request = request_for(job)

@@ -122,13 +122,15 @@ class Solver:
         self._until_commit: dict[Hashable, Any] = {}
         self._deadline = time.perf_counter() + session.config.action_search_budget
 
-    def out_of_budget(self, untried: int) -> bool:
-        """True (and noted in the session, for the cycle's result) once the action's search
-        budget is spent; ``untried`` is how many jobs the action has not tried yet."""
-        if self.exhaustive or time.perf_counter() <= self._deadline:
-            return False
+    @property
+    def out_of_time(self) -> bool:
+        """True once the action's search budget is spent (never for an exhaustive search)."""
+        return not self.exhaustive and time.perf_counter() > self._deadline
+
+    def stop(self, untried: int) -> None:
+        """Note, for the cycle's result, that the action stops with ``untried`` jobs left
+        because its budget is spent."""
         self.session.out_of_budget[self.action] = untried
-        return True
 
     def solve(
         self,
@@ -290,7 +292,7 @@ class _Search:
         for generate in generators:
             victims = VictimQueue(self.session, leaves, self.solver.victims_in, eligible, protected)
             for scenario in generate(victims):
-                if self.solver.out_of_budget(0):
+                if self.solver.out_of_time:
                     return None
                 outcome = self._try(scenario)
                 if outcome is not None:
