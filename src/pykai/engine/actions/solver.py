@@ -199,14 +199,12 @@ class Solver:
         commit evicts pods of."""
         entries = self._victims.get(leaf)
         if entries is None:
-            state = self.session.state
-            jobs = [
-                state.jobs[k]
-                for keys in state.running_jobs.get(leaf, {}).values()
-                for k in keys
-                if state.jobs[k].preemptible
-            ]
-            entries = self._victims[leaf] = sorted(((victim_key(j), j) for j in jobs), key=_first)
+            jobs = self.session.state.jobs
+            buckets = self.session.state.running_jobs.get(leaf, {})
+            entries = [(victim_key(jobs[k]), jobs[k]) for keys in buckets.values() for k in keys]
+            entries = [entry for entry in entries if entry[1].preemptible]
+            entries.sort(key=_first)
+            self._victims[leaf] = entries
         return entries
 
     def _reposition(self, job: Job) -> None:

@@ -56,7 +56,10 @@ def victim_key(job: Job) -> JobKey:
     for task in job.tasks.values():
         if task.status in EVICTABLE:
             left += 1
-    return _left_key(job, left)
+    group = job.group
+    least = group.spec.min_member
+    state = 0 if left < least else 1 if left == least else 2
+    return (-job.priority, state, group.meta.creation, group.meta.uid)
 
 
 def _left_key(job: Job, left: int) -> JobKey:
