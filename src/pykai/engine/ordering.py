@@ -55,6 +55,25 @@ def victim_order_key(
     return _order_key(queue, allocated, Resources.ZERO, victims.scaled(-1.0), total)
 
 
+class VictimKeys:
+    """``victim_order_key`` of one queue for one search, where only the victims change: the
+    rest of the key is worked out once."""
+
+    def __init__(self, queue: QueueInfo, allocated: Resources, total: Resources) -> None:
+        key = victim_order_key(queue, allocated, Resources.ZERO, total)
+        self._prefix = key[:4]
+        self._suffix = key[5:]
+        self._allocated = tuple(allocated)
+        self._share = tuple(queue.share or queue.allocatable_share(total))
+
+    def key(self, victims: Resources) -> QueueKey:
+        """The queue's key with ``victims`` taken from it."""
+        changed = tuple(a - v for a, v in zip(self._allocated, victims, strict=True))
+        p = self._prefix
+        s = self._suffix
+        return (p[0], p[1], p[2], p[3], _dominant_share(changed, self._share), *s)
+
+
 def _order_key(
     queue: QueueInfo,
     used: Resources,

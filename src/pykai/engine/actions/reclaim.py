@@ -40,6 +40,7 @@ EPS = 1e-9
 def reclaim(session: Session) -> None:
     """Run the reclaim action."""
     requests: dict[str, Resources] = {}
+    runtimes: dict[tuple[str, str], float] = {}  # (victim's queue, reclaimer's) -> min-runtime
     solver = Solver(session, "reclaim", "Reclaimed")
 
     def request_for(job: Job) -> Resources:
@@ -62,7 +63,7 @@ def reclaim(session: Session) -> None:
         if not leaves:
             continue
         message = f"Reclaimed by queue {job.queue} for {job.key}"
-        protected = partial(_protected, session, reclaimer=job)
+        protected = partial(_protected, session, runtimes, job)
         validator = _Validator(session, job, request)
         if solver.solve(job, tasks, leaves, _any, protected, message, validator) is not None:
             session.reasons.pop(job.key, None)
@@ -135,8 +136,13 @@ def _saturated(
     return False
 
 
-def _protected(session: Session, victim: Job, reclaimer: Job) -> bool:
-    return is_protected(session, victim, reclaim_min_runtime(session, victim, reclaimer.queue))
+def _protected(
+    session: Session, runtimes: dict[tuple[str, str], float], reclaimer: Job, victim: Job
+) -> bool:
+    pair = (victim.queue, reclaimer.queue)
+    if pair not in runtimes:
+        runtimes[pair] = reclaim_min_runtime(session, victim, reclaimer.queue)
+    return is_protected(session, victim, runtimes[pair])
 
 
 class _Validator:

@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pykai.engine.jobs import EVICTABLE, Job, Task
-from pykai.engine.ordering import JobKey, QueueKey, victim_order_key
+from pykai.engine.ordering import JobKey, QueueKey, VictimKeys
 from pykai.engine.session import Session
 from pykai.model.resources import Resources
 
@@ -72,33 +72,38 @@ def _left_key(job: Job, left: int) -> JobKey:
 
 @dataclass(slots=True, eq=False)
 class _Offer:
-    """A job's pods still on offer as victims, newest (reverse task order) first."""
+    """A job's pods still on offer as victims, newest (reverse task order) first, and what
+    they hold (KAI's AllocatedVector of the job or of its clone)."""
 
     job: Job
     tasks: list[Task]
     protected: bool
+    amount: Resources = Resources.ZERO
+
+    def __post_init__(self) -> None:
+        self.amount = _sum(self.tasks)
 
     def key(self) -> JobKey:
         """Job order of what is left (KAI re-queues a clone of the job with its other pods)."""
         return _left_key(self.job, len(self.tasks))
 
-    def amount(self) -> Resources:
-        """What the job still holds (KAI's AllocatedVector of the job or its clone)."""
-        total = Resources.ZERO
-        for task in self.tasks:
-            total += task.request
-        return total
-
     def take(self) -> tuple[Task, ...]:
         """The next unit: one pod beyond the minimum, else the rest of the gang."""
         extra = len(self.tasks) - self.job.min_member
         if extra > 0:
-            return (self.tasks.pop(0),)
-        if self.protected:
-            self.tasks = []
-            return ()
-        unit, self.tasks = tuple(self.tasks), []
+            task = self.tasks.pop(0)
+            self.amount = _sum(self.tasks)
+            return (task,)
+        unit = () if self.protected else tuple(self.tasks)
+        self.tasks, self.amount = [], Resources.ZERO
         return unit
+
+
+def _sum(tasks: list[Task]) -> Resources:
+    total = Resources.ZERO
+    for task in tasks:
+        total += task.request
+    return total
 
 
 class _Reversed:
@@ -143,7 +148,7 @@ class VictimQueue:
         self._leaves = {name: _Leaf(name) for name in leaves}
         self._keys: dict[str, QueueKey] = {}
         self._has: dict[str, bool] = {}  # whether a queue still has victims, until popped from
-        self._allocated: dict[str, Resources] = {}  # before the search evicts anything
+        self._orders: dict[str, VictimKeys] = {}  # by queue, its allocation before the search
         self._children: dict[str, list[str]] = {}
         roots: set[str] = set()
         for name in leaves:
@@ -153,7 +158,9 @@ class VictimQueue:
                 if child not in siblings:
                     siblings.append(child)
             for queue in chain:
-                self._allocated.setdefault(queue, session.queues[queue].usage.allocated)
+                if queue not in self._orders:
+                    info = session.queues[queue]
+                    self._orders[queue] = VictimKeys(info, info.usage.allocated, session.total)
             roots.add(chain[-1])
         self._roots = sorted(roots)
 
@@ -167,7 +174,7 @@ class VictimQueue:
             offer = self._head(leaf)
             assert offer is not None
             leaf.head = None
-            leaf.taken += offer.amount()
+            leaf.taken += offer.amount
             for queue in self._session.state.queue_chain(name):
                 self._keys.pop(queue, None)
                 self._has.pop(queue, None)
@@ -231,9 +238,7 @@ class VictimQueue:
                 leaf = self._leaves[self._best_leaf(name)]
             head = self._head(leaf)
             assert head is not None
-            victims = leaf.taken + head.amount()
-            queue = self._session.queues[name]
-            key = victim_order_key(queue, self._allocated[name], victims, self._session.total)
+            key = self._orders[name].key(leaf.taken + head.amount)
             self._keys[name] = key
         return key
 
