@@ -30,7 +30,7 @@ from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
 from pykai.engine.actions.solver import Outcome, Solver, request_of
 from pykai.engine.jobs import Job
 from pykai.engine.min_runtime import is_protected, reclaim_min_runtime
-from pykai.engine.ordering import JobQueue, sides
+from pykai.engine.ordering import JobQueue
 from pykai.engine.session import QueueInfo, Session
 from pykai.model.resources import RESOURCE_NAMES, Resources
 
@@ -64,7 +64,7 @@ def reclaim(session: Session) -> None:
             continue
         message = f"Reclaimed by queue {job.queue} for {job.key}"
         protected = partial(_protected, session, runtimes, job)
-        validator = _Validator(session, job, request)
+        validator = _Validator(session, solver, job, request)
         if solver.solve(job, tasks, leaves, _any, protected, message, validator) is not None:
             session.reasons.pop(job.key, None)
 
@@ -90,7 +90,7 @@ def _candidates(session: Session, solver: Solver, reclaimer: Job, request: Resou
     for queue in solver.victim_queues():
         if queue == reclaimer.queue:
             continue
-        levels = sides(session, reclaimer.queue, queue)
+        levels = solver.sides(reclaimer.queue, queue)
         if levels is None or not _may_give(*levels, request):
             continue
         if _saturated(*levels, request, session.config.reclaimer_saturation_multiplier):
@@ -149,8 +149,11 @@ class _Validator:
     """KAI's reclaim scenario validator (Reclaimable), run once the victims are evicted and the
     reclaimer is placed: every figure below is then the queues' live usage."""
 
-    def __init__(self, session: Session, reclaimer: Job, request: Resources) -> None:
+    def __init__(
+        self, session: Session, solver: Solver, reclaimer: Job, request: Resources
+    ) -> None:
         self.session = session
+        self.solver = solver
         self.reclaimer = reclaimer
         self.asked = _involved(request)
         self.chain = session.chain(reclaimer)
@@ -159,7 +162,7 @@ class _Validator:
         last: dict[str, tuple[QueueInfo, QueueInfo, Resources]] = {}
         involved: dict[str, set[str]] = {}
         for unit in outcome.victims:
-            levels = sides(self.session, self.reclaimer.queue, unit.job.queue)
+            levels = self.solver.sides(self.reclaimer.queue, unit.job.queue)
             if levels is None:
                 return False
             amount = request_of(list(unit.tasks))

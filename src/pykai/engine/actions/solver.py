@@ -58,6 +58,7 @@ from pykai.engine.ordering import (
     JobQueue,
     KeyMemo,
     QueueKey,
+    VictimKeys,
     job_order_key,
     queue_order_key,
     sides,
@@ -113,6 +114,8 @@ class Solver:
         self.moves = moves  # victims may be placed again elsewhere (else only where they were)
         self.exhaustive = session.config.exhaustive_search if exhaustive is None else exhaustive
         self.keys: KeyMemo = {}  # queue-order keys by queue, allocation and request
+        self.victim_keys: dict[tuple[str, Resources], VictimKeys] = {}
+        self._sides: dict[tuple[str, str], tuple[QueueInfo, QueueInfo] | None] = {}
         self.simulated = 0  # scenarios simulated (for benchmarks)
         self._failed: set[Shape] = set()
         self._victims: dict[str, list[tuple[JobKey, Job]]] = {}  # leaf -> running jobs
@@ -171,6 +174,13 @@ class Solver:
         if key is None:
             key = self.keys[memo] = queue_order_key(queue, request, self.session.total, allocated)
         return key
+
+    def sides(self, one: str, other: str) -> tuple[QueueInfo, QueueInfo] | None:
+        """``ordering.sides``, kept for the action (the queue tree does not change)."""
+        pair = (one, other)
+        if pair not in self._sides:
+            self._sides[pair] = sides(self.session, one, other)
+        return self._sides[pair]
 
     def until_commit(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()``, kept until the next commit under ``key`` (it must depend on
@@ -288,7 +298,14 @@ class _Search:
         if len(self.tasks) > 1:  # one pod needs one node: node-local scenarios cover it
             generators.append(self._multi_node)
         for generate in generators:
-            victims = VictimQueue(self.session, leaves, self.solver.victims_in, eligible, protected)
+            victims = VictimQueue(
+                self.session,
+                leaves,
+                self.solver.victims_in,
+                eligible,
+                protected,
+                self.solver.victim_keys,
+            )
             for scenario in generate(victims):
                 if self.solver.out_of_time:
                     return None
@@ -435,7 +452,7 @@ class _Search:
         preemptor."""
         if job.queue == self.preemptor.queue:
             return _order(job, len(tasks)) < self.order_key
-        pair = sides(self.session, self.preemptor.queue, job.queue)
+        pair = self.solver.sides(self.preemptor.queue, job.queue)
         if pair is None:
             return False
         mine, theirs = pair
@@ -448,7 +465,7 @@ class _Search:
         of it is evicted (its side's key only falls as more is taken from it)."""
         if leaf == self.preemptor.queue:
             return False
-        pair = sides(self.session, self.preemptor.queue, leaf)
+        pair = self.solver.sides(self.preemptor.queue, leaf)
         if pair is None:
             return False
         mine, theirs = pair

@@ -139,6 +139,7 @@ class VictimQueue:
         jobs_of: Callable[[str], list[tuple[JobKey, Job]]],
         eligible: Callable[[Job], bool],
         protected: Callable[[Job], bool],
+        orders: dict[tuple[str, Resources], VictimKeys] | None = None,
     ) -> None:
         self._session = session
         self._jobs_of = jobs_of
@@ -149,6 +150,7 @@ class VictimQueue:
         self._keys: dict[str, QueueKey] = {}
         self._has: dict[str, bool] = {}  # whether a queue still has victims, until popped from
         self._orders: dict[str, VictimKeys] = {}  # by queue, its allocation before the search
+        known = {} if orders is None else orders  # kept by the caller, by queue and allocation
         self._children: dict[str, list[str]] = {}
         roots: set[str] = set()
         for name in leaves:
@@ -160,7 +162,10 @@ class VictimQueue:
             for queue in chain:
                 if queue not in self._orders:
                     info = session.queues[queue]
-                    self._orders[queue] = VictimKeys(info, info.usage.allocated, session.total)
+                    memo = (queue, info.usage.allocated)
+                    if memo not in known:
+                        known[memo] = VictimKeys(info, info.usage.allocated, session.total)
+                    self._orders[queue] = known[memo]
             roots.add(chain[-1])
         self._roots = sorted(roots)
 
