@@ -149,6 +149,7 @@ class VictimQueue:
         self._leaves = {name: _Leaf(name) for name in leaves}
         self._keys: dict[str, QueueKey] = {}
         self._has: dict[str, bool] = {}  # whether a queue still has victims, until popped from
+        self._under_cache: dict[str, str] = {}  # the leaf a queue's next victim comes from
         self._orders: dict[str, VictimKeys] = {}  # by queue, its allocation before the search
         known = {} if orders is None else orders  # kept by the caller, by queue and allocation
         self._children: dict[str, list[str]] = {}
@@ -183,6 +184,7 @@ class VictimQueue:
             for queue in self._session.state.queue_chain(name):
                 self._keys.pop(queue, None)
                 self._has.pop(queue, None)
+                self._under_cache.pop(queue, None)
             tasks = offer.take()
             if offer.tasks:
                 heapq.heappush(leaf.again, _Reversed(offer.key(), next(self._seq), offer))
@@ -225,30 +227,40 @@ class VictimQueue:
     def _next_leaf(self) -> str | None:
         """The leaf the next victim comes from: at each level the child queue order ranks
         last."""
-        level = self._roots
-        chosen = None
-        while level:
-            candidates = [q for q in level if self._has_victims(q)]
-            if not candidates:
-                break
-            chosen = max(candidates, key=self._key)
-            level = self._children.get(chosen, [])
-        return chosen
+        best = self._last(self._roots)
+        return None if best is None else self._under(best)
+
+    def _last(self, queues: list[str]) -> str | None:
+        """Of the queues that still have victims, the one queue order ranks last."""
+        best = None
+        best_key: QueueKey | None = None
+        for queue in queues:
+            if self._has_victims(queue):
+                key = self._key(queue)
+                if best_key is None or key > best_key:
+                    best, best_key = queue, key
+        return best
+
+    def _under(self, name: str) -> str:
+        """The leaf a queue's next victim comes from."""
+        leaf = self._under_cache.get(name)
+        if leaf is None:
+            if name in self._leaves:
+                leaf = name
+            else:
+                child = self._last(self._children[name])
+                assert child is not None
+                leaf = self._under(child)
+            self._under_cache[name] = leaf
+        return leaf
 
     def _key(self, name: str) -> QueueKey:
+        """Victim order's key of a queue: a parent is judged with its next leaf's victims."""
         key = self._keys.get(name)
         if key is None:
-            leaf = self._leaves.get(name)
-            if leaf is None:  # a parent queue: judged with its best child's victims
-                leaf = self._leaves[self._best_leaf(name)]
+            leaf = self._leaves[self._under(name)]
             head = self._head(leaf)
             assert head is not None
             key = self._orders[name].key(leaf.taken + head.amount)
             self._keys[name] = key
         return key
-
-    def _best_leaf(self, name: str) -> str:
-        while name not in self._leaves:
-            children = [c for c in self._children[name] if self._has_victims(c)]
-            name = max(children, key=self._key)
-        return name
