@@ -461,13 +461,18 @@ class _Search:
         return key < self._side_key(mine)
 
     def _always_before(self, leaf: str) -> bool:
-        """Whether every victim of a leaf queue is served before the preemptor, however much
-        of it is evicted (its side's key only falls as more is taken from it)."""
+        """Whether every victim of a leaf queue is put back before the preemptor, however
+        much of it is evicted: its side's key only falls as more is taken from it, and no
+        limit can refuse it (its queues are within their limits now)."""
         if leaf == self.preemptor.queue:
             return False
         pair = self.solver.sides(self.preemptor.queue, leaf)
         if pair is None:
             return False
+        queues = self.session.queues
+        for name in self.session.state.queue_chain(leaf):
+            if not queues[name].usage.allocated.fits_in(queues[name].limit):
+                return False
         mine, theirs = pair
         key = self.solver.key(theirs, theirs.usage.allocated, Resources.ZERO)
         return key < self._side_key(mine)
