@@ -31,6 +31,7 @@ def test_bench_engine_prints_the_contended_figures() -> None:
     ):
         assert figures[key] > 0, key
     assert figures["reclaim_cycle_evictions"] > 0  # the reclaim-heavy cycle does reclaim
+    assert figures["reclaim_cycle_same_as_exhaustive"] is True
 
 
 def test_contended_cluster_has_the_issue_shape() -> None:

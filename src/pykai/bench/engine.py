@@ -8,7 +8,8 @@ Measurements on synthetic clusters fed straight into a ClusterState (no store, n
 - contended cycles (``contended.py``): the first full cycle on a cluster where every queue
   wants more than it gets, at 1,000 nodes and at 4,000 nodes / 140,000 running / 20,000
   pending, and a reclaim-heavy cycle at 400 nodes. Each is the median of ``repeat`` runs,
-  each on a freshly built state (building is not timed).
+  each on a freshly built state (building is not timed). The reclaim-heavy cycle also runs once
+  with the exhaustive search, whose decisions must be the same.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import time
 from typing import Any
 
 from pykai.bench.contended import Workload, build, contended, reclaim_heavy
+from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import ClusterState
@@ -121,7 +123,9 @@ def _large_cycle(nodes: int, pods: int, pending_jobs: int) -> dict[str, float]:
     }
 
 
-def _first_cycle(workload: Workload, repeat: int) -> tuple[float, CycleResult]:
+def _first_cycle(
+    workload: Workload, repeat: int, config: SchedulerConfig | None = None
+) -> tuple[float, CycleResult]:
     """The median time of the first full cycle on ``repeat`` fresh states, and one result."""
     times: list[float] = []
     result = CycleResult()
@@ -129,10 +133,19 @@ def _first_cycle(workload: Workload, repeat: int) -> tuple[float, CycleResult]:
         state = build(workload)
         gc.collect()
         started = time.perf_counter()
-        result = Scheduler().run_cycle(state, 2.0e9)
+        result = Scheduler(config).run_cycle(state, 2.0e9)
         times.append(time.perf_counter() - started)
         del state
     return statistics.median(times), result
+
+
+def _decided(result: CycleResult) -> tuple[list[tuple[str, str]], list[str], list[str]]:
+    """What a cycle decided, comparable between runs."""
+    return (
+        sorted((e.name, e.reason) for e in result.evictions),
+        sorted(f"{b.name}@{b.node}" for b in result.binds),
+        sorted(result.pipelined),
+    )
 
 
 def run_engine_bench(
@@ -165,6 +178,9 @@ def run_engine_bench(
     )
     cycle_large, _ = _first_cycle(large_contended, repeat)
     reclaim, reclaimed = _first_cycle(reclaim_heavy(reclaim_nodes), repeat)
+    exhaustive_seconds, exhaustive = _first_cycle(
+        reclaim_heavy(reclaim_nodes), 1, SchedulerConfig(exhaustive_search=True)
+    )
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "nodes": nodes,
@@ -186,6 +202,8 @@ def run_engine_bench(
         "reclaim_nodes": reclaim_nodes,
         "reclaim_cycle_seconds": round(reclaim, 4),
         "reclaim_cycle_evictions": len(reclaimed.evictions),
+        "reclaim_cycle_same_as_exhaustive": _decided(reclaimed) == _decided(exhaustive),
+        "reclaim_cycle_exhaustive_seconds": round(exhaustive_seconds, 4),
         "repeat": repeat,
         "peak_rss_mb": round(peak_kb / 1024, 1),
     }
