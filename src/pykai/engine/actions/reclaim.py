@@ -65,7 +65,8 @@ def reclaim(session: Session) -> None:
         message = f"Reclaimed by queue {job.queue} for {job.key}"
         protected = partial(_protected, session, runtimes, job)
         validator = _Validator(session, solver, job, request)
-        if solver.solve(job, tasks, leaves, _any, protected, message, validator) is not None:
+        outcome = solver.solve(job, tasks, leaves, _any, protected, message, validator, shared=True)
+        if outcome is not None:
             session.reasons.pop(job.key, None)
 
 

@@ -50,7 +50,7 @@ from typing import Any, TypeVar
 from pykai.engine.actions.allocate import tasks_to_allocate
 from pykai.engine.actions.capacity_bound import Capacity, feasible_mask, spare
 from pykai.engine.actions.gang import FitKey, fit_key, place_gang
-from pykai.engine.actions.victims import VictimQueue, VictimUnit, victim_key
+from pykai.engine.actions.victims import Start, VictimQueue, VictimUnit, victim_key
 from pykai.engine.capacity import over_capacity, over_limit
 from pykai.engine.jobs import Job, Task, TaskStatus
 from pykai.engine.ordering import (
@@ -116,6 +116,7 @@ class Solver:
         self.keys: KeyMemo = {}  # queue-order keys by queue, allocation and request
         self.victim_keys: dict[tuple[str, Resources], VictimKeys] = {}
         self._sides: dict[tuple[str, str], tuple[QueueInfo, QueueInfo] | None] = {}
+        self._starts: dict[tuple[str, ...], Start] = {}  # by leaves, for searches that share
         self.simulated = 0  # scenarios simulated (for benchmarks)
         self._failed: set[Shape] = set()
         self._victims: dict[str, list[tuple[JobKey, Job]]] = {}  # leaf -> running jobs
@@ -144,15 +145,19 @@ class Solver:
         protected: Callable[[Job], bool],
         message: str,
         validate: Validator | None = None,
+        *,
+        shared: bool = False,
     ) -> Outcome | None:
         """Evict the victims (running jobs of ``leaves`` that ``eligible`` accepts) that let
         ``tasks`` of ``preemptor`` run, commit, and say what was evicted and moved; or change
-        nothing and return None."""
+        nothing and return None. ``shared``: ``eligible`` is the same for every search of the
+        action, so searches over the same leaves start from what earlier ones found."""
         shape = _shape(preemptor, tasks)
         if not self.exhaustive and shape in self._failed:
             return None
         search = _Search(self, preemptor, tasks, message, validate)
-        outcome = search.run(leaves, eligible, protected)
+        start = self._starts.setdefault(tuple(leaves), Start()) if shared else None
+        outcome = search.run(leaves, eligible, protected, start)
         if outcome is None:
             self._failed.add(shape)
             return None
@@ -160,9 +165,14 @@ class Solver:
         self._until_commit.clear()
         jobs = self.session.state.jobs
         changed = {t.job_key for unit in outcome.victims for t in unit.tasks}
-        for key in changed | {t.job_key for t in outcome.moved}:
+        changed |= {t.job_key for t in outcome.moved}
+        queues = set(self.session.state.queue_chain(preemptor.queue))
+        for key in changed:
             if key in jobs:
                 self._reposition(jobs[key])
+                queues.update(self.session.state.queue_chain(jobs[key].queue))
+        for start in self._starts.values():
+            start.forget(queues)
         self._sorted.pop(preemptor.queue, None)  # the preemptor runs now, or runs more
         self._requests.pop(preemptor.key, None)
         return outcome
@@ -290,7 +300,11 @@ class _Search:
         self.first_request = solver.pending_request(first[0]) if first else self.request
 
     def run(
-        self, leaves: list[str], eligible: Callable[[Job], bool], protected: Callable[[Job], bool]
+        self,
+        leaves: list[str],
+        eligible: Callable[[Job], bool],
+        protected: Callable[[Job], bool],
+        start: Start | None,
     ) -> Outcome | None:
         if self.capacity is not None and not self._may_fit(leaves):
             return None
@@ -305,6 +319,7 @@ class _Search:
                 eligible,
                 protected,
                 self.solver.victim_keys,
+                start,
             )
             for scenario in generate(victims):
                 if self.solver.out_of_time:

@@ -77,24 +77,25 @@ class _Offer:
 
     job: Job
     tasks: list[Task]
-    protected: bool
-    amount: Resources = Resources.ZERO
+    amount: Resources
 
-    def __post_init__(self) -> None:
-        self.amount = _sum(self.tasks)
+    @classmethod
+    def of(cls, job: Job, tasks: list[Task]) -> _Offer:
+        return cls(job, tasks, _sum(tasks))
 
     def key(self) -> JobKey:
         """Job order of what is left (KAI re-queues a clone of the job with its other pods)."""
         return _left_key(self.job, len(self.tasks))
 
-    def take(self) -> tuple[Task, ...]:
-        """The next unit: one pod beyond the minimum, else the rest of the gang."""
+    def take(self, protected: Callable[[Job], bool]) -> tuple[Task, ...]:
+        """The next unit: one pod beyond the minimum, else the rest of the gang (none if
+        min-runtime protects the job)."""
         extra = len(self.tasks) - self.job.min_member
         if extra > 0:
             task = self.tasks.pop(0)
             self.amount = _sum(self.tasks)
             return (task,)
-        unit = () if self.protected else tuple(self.tasks)
+        unit = () if protected(self.job) else tuple(self.tasks)
         self.tasks, self.amount = [], Resources.ZERO
         return unit
 
@@ -126,6 +127,28 @@ class _Leaf:
     again: list[_Reversed] = field(default_factory=list)  # jobs given back after a unit
     head: _Offer | None = None  # the next offer, once looked at
     taken: Resources = Resources.ZERO  # Σ of what popped offers held when popped
+    touched: bool = False  # popped from in this search
+
+
+Head = tuple[int, Job, tuple[Task, ...], Resources] | None  # cursor after it, job, pods, amount
+
+
+@dataclass(slots=True)
+class Start:
+    """What every search over the same leaves (and the same eligibility) sees before its first
+    pop: each leaf's first offer and each queue's key, kept by the caller between searches and
+    forgotten for the queues a commit changes."""
+
+    heads: dict[str, Head] = field(default_factory=dict)
+    keys: dict[str, QueueKey] = field(default_factory=dict)
+    has: dict[str, bool] = field(default_factory=dict)
+    under: dict[str, str] = field(default_factory=dict)
+
+    def forget(self, queues: set[str]) -> None:
+        """Drop what depends on the given queues (leaves, and every queue above them)."""
+        for table in (self.heads, self.keys, self.has, self.under):
+            for name in queues & table.keys():
+                del table[name]
 
 
 class VictimQueue:
@@ -140,6 +163,7 @@ class VictimQueue:
         eligible: Callable[[Job], bool],
         protected: Callable[[Job], bool],
         orders: dict[tuple[str, Resources], VictimKeys] | None = None,
+        start: Start | None = None,
     ) -> None:
         self._session = session
         self._jobs_of = jobs_of
@@ -147,9 +171,11 @@ class VictimQueue:
         self._protected = protected
         self._seq = itertools.count()
         self._leaves = {name: _Leaf(name) for name in leaves}
-        self._keys: dict[str, QueueKey] = {}
-        self._has: dict[str, bool] = {}  # whether a queue still has victims, until popped from
-        self._under_cache: dict[str, str] = {}  # the leaf a queue's next victim comes from
+        self._start = Start() if start is None else start
+        self._keys = dict(self._start.keys)
+        self._has = dict(self._start.has)  # whether a queue still has victims
+        self._under = dict(self._start.under)  # the leaf a queue's next victim comes from
+        self._popped: set[str] = set()  # queues popped from (their start figures are stale)
         self._orders: dict[str, VictimKeys] = {}  # by queue, its allocation before the search
         known = {} if orders is None else orders  # kept by the caller, by queue and allocation
         self._children: dict[str, list[str]] = {}
@@ -180,12 +206,14 @@ class VictimQueue:
             offer = self._head(leaf)
             assert offer is not None
             leaf.head = None
+            leaf.touched = True
             leaf.taken += offer.amount
             for queue in self._session.state.queue_chain(name):
                 self._keys.pop(queue, None)
                 self._has.pop(queue, None)
-                self._under_cache.pop(queue, None)
-            tasks = offer.take()
+                self._under.pop(queue, None)
+                self._popped.add(queue)
+            tasks = offer.take(self._protected)
             if offer.tasks:
                 heapq.heappush(leaf.again, _Reversed(offer.key(), next(self._seq), offer))
             if tasks:
@@ -196,6 +224,13 @@ class VictimQueue:
         jobs given back."""
         if leaf.head is not None:
             return leaf.head
+        if not leaf.touched and leaf.name in self._start.heads:
+            first = self._start.heads[leaf.name]
+            if first is None:
+                return None
+            leaf.cursor, first_job, pods, amount = first
+            leaf.head = _Offer(first_job, list(pods), amount)
+            return leaf.head
         if leaf.jobs is None:
             leaf.jobs = self._jobs_of(leaf.name)
         listed = None
@@ -203,7 +238,7 @@ class VictimQueue:
             job = leaf.jobs[-1 - leaf.cursor][1]
             tasks = offers(job) if self._eligible(job) else []
             if tasks:
-                listed = _Offer(job, tasks, self._protected(job))
+                listed = _Offer.of(job, tasks)
             else:
                 leaf.cursor += 1
         if leaf.again and (listed is None or leaf.again[0].key > listed.key()):
@@ -211,6 +246,11 @@ class VictimQueue:
         elif listed is not None:
             leaf.cursor += 1
             leaf.head = listed
+        if not leaf.touched:
+            head = leaf.head
+            self._start.heads[leaf.name] = (
+                None if head is None else (leaf.cursor, head.job, tuple(head.tasks), head.amount)
+            )
         return leaf.head
 
     def _has_victims(self, name: str) -> bool:
@@ -222,13 +262,15 @@ class VictimQueue:
             else:
                 has = any(self._has_victims(c) for c in self._children.get(name, []))
             self._has[name] = has
+            if name not in self._popped:
+                self._start.has[name] = has
         return has
 
     def _next_leaf(self) -> str | None:
         """The leaf the next victim comes from: at each level the child queue order ranks
         last."""
         best = self._last(self._roots)
-        return None if best is None else self._under(best)
+        return None if best is None else self._under_of(best)
 
     def _last(self, queues: list[str]) -> str | None:
         """Of the queues that still have victims, the one queue order ranks last."""
@@ -241,26 +283,30 @@ class VictimQueue:
                     best, best_key = queue, key
         return best
 
-    def _under(self, name: str) -> str:
+    def _under_of(self, name: str) -> str:
         """The leaf a queue's next victim comes from."""
-        leaf = self._under_cache.get(name)
+        leaf = self._under.get(name)
         if leaf is None:
             if name in self._leaves:
                 leaf = name
             else:
                 child = self._last(self._children[name])
                 assert child is not None
-                leaf = self._under(child)
-            self._under_cache[name] = leaf
+                leaf = self._under_of(child)
+            self._under[name] = leaf
+            if name not in self._popped:
+                self._start.under[name] = leaf
         return leaf
 
     def _key(self, name: str) -> QueueKey:
         """Victim order's key of a queue: a parent is judged with its next leaf's victims."""
         key = self._keys.get(name)
         if key is None:
-            leaf = self._leaves[self._under(name)]
+            leaf = self._leaves[self._under_of(name)]
             head = self._head(leaf)
             assert head is not None
             key = self._orders[name].key(leaf.taken + head.amount)
             self._keys[name] = key
+            if name not in self._popped:
+                self._start.keys[name] = key
         return key
