@@ -25,6 +25,10 @@ class TaskStatus(Enum):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
 
+    # members are singletons and compare by identity: hash them by identity too (in C),
+    # since every accounting step asks whether a status is in a set
+    __hash__ = object.__hash__
+
 
 # Statuses that hold node resources now.
 HOLDS_NODE = frozenset(

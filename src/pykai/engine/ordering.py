@@ -169,12 +169,14 @@ class JobQueue:
         level = self._roots
         chosen = ""
         heads: dict[str, Job] = {}
+        counts = self._counts
+        queues = self._session.queues
         while level:
-            candidates = [q for q in level if self._counts.get(q, 0) > 0]
-            if not candidates:
+            best = self._best([q for q in level if counts.get(q, 0) > 0], heads)
+            if best is None:
                 break
-            chosen = self._best(candidates, heads)
-            level = self._session.queues[chosen].children
+            chosen = best
+            level = queues[chosen].children
         if not chosen or not self._heaps.get(chosen):
             return None
         _, _, job = heapq.heappop(self._heaps[chosen])
@@ -193,13 +195,22 @@ class JobQueue:
                 children = [
                     c for c in self._session.queues[queue].children if self._counts.get(c, 0) > 0
                 ]
-                heads[queue] = self._head(self._best(children, heads), heads)
+                best = self._best(children, heads)
+                assert best is not None
+                heads[queue] = self._head(best, heads)
         return heads[queue]
 
-    def _best(self, candidates: list[str], heads: dict[str, Job]) -> str:
-        if len(candidates) == 1:
-            return candidates[0]
-        return min(candidates, key=lambda name: self._key(name, heads))
+    def _best(self, candidates: list[str], heads: dict[str, Job]) -> str | None:
+        """The candidate queue order ranks first (None if there is none)."""
+        if len(candidates) < 2:
+            return candidates[0] if candidates else None
+        best = candidates[0]
+        best_key = self._key(best, heads)
+        for name in candidates[1:]:
+            key = self._key(name, heads)
+            if key < best_key:
+                best, best_key = name, key
+        return best
 
     def _key(self, name: str, heads: dict[str, Job]) -> QueueKey:
         key = self._keys.get(name)

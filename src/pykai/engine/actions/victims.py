@@ -53,8 +53,9 @@ def victim_key(job: Job) -> JobKey:
     """A running job's place in job order, judged by what it can give (a leaf queue gives
     victims from the last place back)."""
     left = 0
+    evictable = EVICTABLE
     for task in job.tasks.values():
-        if task.status in EVICTABLE:
+        if task.status in evictable:
             left += 1
     group = job.group
     least = group.spec.min_member
