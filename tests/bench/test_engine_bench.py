@@ -14,7 +14,7 @@ from pykai.engine.jobs import ON_NODE, TaskStatus
 TINY = [
     "--nodes", "20", "--pods", "40", "--large-nodes", "40", "--large-pods", "1400",
     "--contended-nodes", "20", "--contended-large-nodes", "40", "--reclaim-nodes", "20",
-    "--repeat", "1",
+    "--repeat", "1", "--growth", "10,20",
 ]  # fmt: skip
 
 
@@ -32,6 +32,8 @@ def test_bench_engine_prints_the_contended_figures() -> None:
         assert figures[key] > 0, key
     assert figures["reclaim_cycle_evictions"] > 0  # the reclaim-heavy cycle does reclaim
     assert figures["reclaim_cycle_same_as_exhaustive"] is True
+    assert set(figures["contended_growth_seconds"]) == {"10", "20"}
+    assert isinstance(figures["contended_growth_exponent"], float)
 
 
 def test_contended_cluster_has_the_issue_shape() -> None:

@@ -15,6 +15,7 @@ Measurements on synthetic clusters fed straight into a ClusterState (no store, n
 from __future__ import annotations
 
 import gc
+import math
 import resource
 import statistics
 import time
@@ -148,6 +149,22 @@ def _decided(result: CycleResult) -> tuple[list[tuple[str, str]], list[str], lis
     )
 
 
+def growth(sizes: tuple[int, ...], repeat: int) -> dict[str, Any]:
+    """The contended first cycle at several sizes, and the exponent of its growth in N (the
+    least-squares slope of log time on log N)."""
+    seconds = {n: _first_cycle(contended(n), repeat)[0] for n in sizes}
+    xs = [math.log(n) for n in sizes]
+    ys = [math.log(max(t, 1e-9)) for t in seconds.values()]
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mean_x) ** 2 for x in xs
+    )
+    return {
+        "contended_growth_seconds": {str(n): round(t, 4) for n, t in seconds.items()},
+        "contended_growth_exponent": round(slope, 2),
+    }
+
+
 def run_engine_bench(
     nodes: int = 5000,
     pods: int = 10_000,
@@ -158,8 +175,10 @@ def run_engine_bench(
     contended_large_nodes: int = 4000,
     reclaim_nodes: int = 400,
     repeat: int = 3,
+    growth_nodes: tuple[int, ...] = (),
 ) -> dict[str, Any]:
-    """Run every measurement and return one flat record of figures."""
+    """Run every measurement and return one flat record of figures (with the contended
+    cycle's growth in N when ``growth_nodes`` gives two sizes or more)."""
     gc.collect()
     state = _base(nodes)
     _jobs(state, pods, 1)
@@ -181,6 +200,7 @@ def run_engine_bench(
     exhaustive_seconds, exhaustive = _first_cycle(
         reclaim_heavy(reclaim_nodes), 1, SchedulerConfig(exhaustive_search=True)
     )
+    grown = growth(growth_nodes, repeat) if len(growth_nodes) > 1 else {}
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "nodes": nodes,
@@ -205,5 +225,6 @@ def run_engine_bench(
         "reclaim_cycle_same_as_exhaustive": _decided(reclaimed) == _decided(exhaustive),
         "reclaim_cycle_exhaustive_seconds": round(exhaustive_seconds, 4),
         "repeat": repeat,
+        **grown,
         "peak_rss_mb": round(peak_kb / 1024, 1),
     }

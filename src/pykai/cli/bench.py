@@ -37,9 +37,16 @@ def engine(
     ] = 4000,
     reclaim_nodes: Annotated[int, typer.Option(help="Nodes of the reclaim-heavy cycle")] = 400,
     repeat: Annotated[int, typer.Option(help="Runs per contended figure (medians)", min=1)] = 3,
+    growth: Annotated[
+        str, typer.Option(help="Comma-separated node counts: the contended cycle's growth in N")
+    ] = "",
     output: OutputOption = "table",
 ) -> None:
     """Engine throughput (pods/s) and cycle latency on synthetic clusters."""
+    try:
+        growth_nodes = tuple(int(n) for n in growth.split(",") if n.strip())
+    except ValueError:
+        fail(f'--growth "{growth}": give node counts separated by commas, such as 250,500,1000')
     try:
         from pykai.bench.engine import run_engine_bench
     except ModuleNotFoundError as exc:
@@ -55,6 +62,7 @@ def engine(
         contended_large_nodes=contended_large_nodes,
         reclaim_nodes=reclaim_nodes,
         repeat=repeat,
+        growth_nodes=growth_nodes,
     )
     _print(figures, output)
 
