@@ -152,14 +152,18 @@ class Solver:
         ``tasks`` of ``preemptor`` run, commit, and say what was evicted and moved; or change
         nothing and return None. ``shared``: ``eligible`` is the same for every search of the
         action, so searches over the same leaves start from what earlier ones found."""
-        shape = _shape(preemptor, tasks)
-        if not self.exhaustive and shape in self._failed:
+        # a failed search is not repeated for a job of the same shape until something is
+        # committed; consolidation's order also depends on when the job was created (victims
+        # may share its queue and priority), so there every job searches
+        shape = None if self.exhaustive or self.moves else _shape(preemptor, tasks)
+        if shape is not None and shape in self._failed:
             return None
         search = _Search(self, preemptor, tasks, message, validate)
         start = self._starts.setdefault(tuple(leaves), Start()) if shared else None
         outcome = search.run(leaves, eligible, protected, start)
         if outcome is None:
-            self._failed.add(shape)
+            if shape is not None:
+                self._failed.add(shape)
             return None
         self._failed.clear()  # the cluster changed: what failed may work now
         self._until_commit.clear()
