@@ -27,6 +27,7 @@ def test_bench_engine_prints_the_contended_figures() -> None:
         "cycle_seconds_4000_nodes_140k_pods",
         "contended_cycle_seconds",
         "contended_cycle_seconds_4000_nodes",
+        "contended_next_cycle_seconds_4000_nodes",
         "reclaim_cycle_seconds",
     ):
         assert figures[key] > 0, key

@@ -147,6 +147,16 @@ class Job:
     pending_request: Resources = Resources.ZERO
     last_start: float | None = None
     stale_since: float | None = None
+    # (-priority, min member, creation, uid): what job order needs besides the live counts,
+    # worked out once for the job (a PodGroup or priority change makes a new Job)
+    order_parts: tuple[int, int, float, str] | None = None
+
+    def static_order(self) -> tuple[int, int, float, str]:
+        """``order_parts``, worked out on first use."""
+        if self.order_parts is None:
+            meta = self.group.meta
+            self.order_parts = (-self.priority, self.group.spec.min_member, meta.creation, meta.uid)
+        return self.order_parts
 
     @property
     def min_member(self) -> int:

@@ -225,8 +225,8 @@ class Solver:
         if entries is None:
             jobs = self.session.state.jobs
             buckets = self.session.state.running_jobs.get(leaf, {})
-            entries = [(victim_key(jobs[k]), jobs[k]) for keys in buckets.values() for k in keys]
-            entries = [entry for entry in entries if entry[1].preemptible]
+            running = [jobs[k] for keys in buckets.values() for k in keys]
+            entries = [(victim_key(job), job) for job in running if job.preemptible]
             entries.sort(key=_first)
             self._victims[leaf] = entries
         return entries

@@ -52,23 +52,18 @@ def first_unit(job: Job) -> list[Task]:
 def victim_key(job: Job) -> JobKey:
     """A running job's place in job order, judged by what it can give (a leaf queue gives
     victims from the last place back)."""
-    left = 0
-    evictable = EVICTABLE
-    for task in job.tasks.values():
-        if task.status in evictable:
-            left += 1
-    group = job.group
-    least = group.spec.min_member
-    state = 0 if left < least else 1 if left == least else 2
-    return (-job.priority, state, group.meta.creation, group.meta.uid)
+    tasks = job.tasks
+    if len(tasks) == 1:  # most jobs: no loop
+        left = int(next(iter(tasks.values())).status in EVICTABLE)
+    else:
+        left = sum(1 for task in tasks.values() if task.status in EVICTABLE)
+    return _left_key(job, left)
 
 
 def _left_key(job: Job, left: int) -> JobKey:
     """Job order of a victim job with ``left`` pods on offer."""
-    group = job.group
-    least = group.spec.min_member
-    state = 0 if left < least else 1 if left == least else 2
-    return (-job.priority, state, group.meta.creation, group.meta.uid)
+    priority, least, creation, uid = job.order_parts or job.static_order()
+    return (priority, 0 if left < least else 1 if left == least else 2, creation, uid)
 
 
 @dataclass(slots=True, eq=False)
