@@ -43,12 +43,6 @@ def offers(job: Job) -> list[Task]:
     )
 
 
-def first_unit(job: Job) -> list[Task]:
-    """The smallest unit a job can give: one pod beyond its minimum, else its gang."""
-    tasks = offers(job)
-    return tasks[:1] if len(tasks) > job.min_member else tasks
-
-
 def victim_key(job: Job) -> JobKey:
     """A running job's place in job order, judged by what it can give (a leaf queue gives
     victims from the last place back)."""
