@@ -349,10 +349,15 @@ def test_bench_engine_is_wired_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     monkeypatch.undo()
     monkeypatch.setattr(
-        "pykai.bench.engine.run_engine_bench", lambda nodes, pods: {"nodes": nodes, "pods": pods}
+        "pykai.bench.engine.run_engine_bench",
+        lambda nodes, pods, **sizes: {"nodes": nodes, "pods": pods, **sizes},
     )
-    result = CliRunner().invoke(app, ["bench", "engine", "--nodes", "3", "-o", "json"])
-    assert json.loads(result.stdout) == {"nodes": 3, "pods": 10_000}
+    result = CliRunner().invoke(
+        app, ["bench", "engine", "--nodes", "3", "--reclaim-nodes", "20", "-o", "json"]
+    )
+    figures = json.loads(result.stdout)
+    assert (figures["nodes"], figures["pods"], figures["reclaim_nodes"]) == (3, 10_000, 20)
+    assert figures["contended_nodes"] == 1000 and figures["repeat"] == 3
 
 
 def test_demo_plays_every_chapter() -> None:
