@@ -21,7 +21,7 @@ import math
 import time
 from typing import Any
 
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pykai.embedded.cluster import EmbeddedCluster
@@ -297,6 +297,12 @@ def over_allocated_on(nodes: list[Obj], all_pods: list[Obj], prebound: set[str])
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
 @given(hostile_objects)
+@example(  # found by this test: the victim search looked up the missing queue "a" of a
+    # running job, and every cycle failed, so nothing was scheduled anywhere
+    [
+        pod("a-pod", node_name="n1", labels={c.GPU_GROUP_LABEL: "a", c.QUEUE_LABEL: "a"}),
+    ]
+)
 def test_hostile_objects_never_stop_the_embedded_cluster(objects: list[Obj]) -> None:
     cluster = clean_cluster()
     prebound = {

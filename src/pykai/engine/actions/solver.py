@@ -205,14 +205,17 @@ class Solver:
         return value
 
     def victim_queues(self) -> list[str]:
-        """Leaf queues with running preemptible jobs, by name."""
+        """Leaf queues with running preemptible jobs, by name (a queue that is missing, cannot
+        be read or sits in a parent cycle has no place in the order: its jobs are no victims)."""
         state = self.session.state
 
         def queues() -> list[str]:
             return [
                 queue
                 for queue, buckets in sorted(state.running_jobs.items())
-                if any(state.jobs[k].preemptible for keys in buckets.values() for k in keys)
+                if queue in self.session.queues
+                and state.queue_chain(queue)
+                and any(state.jobs[k].preemptible for keys in buckets.values() for k in keys)
             ]
 
         return self.until_commit("victim queues", queues)
