@@ -235,6 +235,29 @@ def _pytorchjob(name: str, master: str = "replicas: 1", container: str = "pytorc
     )
 
 
+def _cluster_queue(
+    name: str, quota: str, *, cohort: str = "", spec: str = "", resource: str = "cpu"
+) -> str:
+    """A Kueue ClusterQueue (v1beta2) covering cpu with one flavor: ``quota`` is the inline
+    fields of its one resource (named ``resource``)."""
+    lines = [f"cohortName: {cohort}"] if cohort else []
+    lines += [spec] if spec else []
+    return _yaml(
+        f"""
+        apiVersion: kueue.x-k8s.io/v1beta2
+        kind: ClusterQueue
+        metadata: {{name: {name}}}
+        spec:
+          namespaceSelector: {{}}
+          resourceGroups:
+          - coveredResources: [cpu]
+            flavors:
+            - name: default-flavor
+              resources: [{{name: {resource}, {quota}}}]
+        """
+    ) + "".join(f"  {line}\n" for line in lines)
+
+
 def _queue(name: str, resources: str = "", spec: str = "") -> str:
     body = resources or (
         "  resources:\n"
@@ -1488,6 +1511,106 @@ CASES: tuple[BadInput, ...] = (
         _pytorchjob("nameless-torch", container="trainer"),
         ("nameless-torch", "spec.pytorchReplicaSpecs.Master.template.spec.containers", "pytorch"),
         False,
+        True,
+    ),
+    # ---- Kueue (rules from kubernetes-sigs/kueue apis/kueue/v1beta2 and pkg/webhooks) ----------
+    BadInput(
+        "clusterqueue-negative-quota",
+        _cluster_queue("minus-cq", "nominalQuota: -2"),
+        ("minus-cq", "spec.resourceGroups[0].flavors[0].resources[0].nominalQuota"),
+        True,
+        True,
+    ),
+    BadInput(
+        "clusterqueue-borrowing-limit-without-cohort",
+        _cluster_queue("lonely-cq", "nominalQuota: 2, borrowingLimit: 1"),
+        ("lonely-cq", "spec.resourceGroups[0].flavors[0].resources[0].borrowingLimit", "cohort"),
+        True,
+        True,
+    ),
+    BadInput(
+        "clusterqueue-lending-above-nominal",
+        _cluster_queue("lavish-cq", "nominalQuota: 2, lendingLimit: 3", cohort="team"),
+        (
+            "lavish-cq",
+            "spec.resourceGroups[0].flavors[0].resources[0].lendingLimit",
+            "nominalQuota",
+        ),
+        True,
+        True,
+    ),
+    BadInput(
+        "clusterqueue-flavor-resource-out-of-order",
+        _cluster_queue("shuffled-cq", "nominalQuota: 2", resource="memory"),
+        ("shuffled-cq", "spec.resourceGroups[0].flavors[0].resources[0].name", "coveredResources"),
+        True,
+        True,
+    ),
+    BadInput(
+        "clusterqueue-unknown-strategy",
+        _cluster_queue("lifo-cq", "nominalQuota: 2", spec="queueingStrategy: LIFO"),
+        ("lifo-cq", "spec.queueingStrategy"),
+        True,
+        True,
+    ),
+    BadInput(
+        "clusterqueue-borrow-without-reclaim",
+        _cluster_queue(
+            "greedy-cq",
+            "nominalQuota: 2",
+            cohort="team",
+            spec="preemption: {borrowWithinCohort: {policy: LowerPriority}}",
+        ),
+        ("greedy-cq", "spec.preemption", "reclaimWithinCohort=Never"),
+        True,
+        True,
+    ),
+    BadInput(
+        "clusterqueue-v1beta1-cohort-field-in-v1beta2",
+        _cluster_queue("old-field-cq", "nominalQuota: 2", spec="cohort: team"),
+        ("old-field-cq", "spec.cohort", "not a known field"),
+        True,
+        True,
+    ),
+    BadInput(
+        "localqueue-without-clusterqueue",
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: LocalQueue\n"
+        "metadata: {name: adrift-lq, namespace: default}\nspec: {}\n",
+        ("adrift-lq", "spec.clusterQueue"),
+        True,
+        True,
+    ),
+    BadInput(
+        "workloadpriorityclass-value-words",
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: WorkloadPriorityClass\n"
+        "metadata: {name: wordy-wpc}\nvalue: high\n",
+        ("wordy-wpc", "value"),
+        True,
+        True,
+    ),
+    BadInput(
+        "resourceflavor-taint-effect-unknown",
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ResourceFlavor\nmetadata: {name: odd-rf}\n"
+        "spec: {nodeTaints: [{key: gpu, value: 'yes', effect: Sometimes}]}\n",
+        ("odd-rf", "spec.nodeTaints[0].effect"),
+        True,
+        True,
+    ),
+    BadInput(
+        "admissioncheck-without-controller",
+        "apiVersion: kueue.x-k8s.io/v1beta1\nkind: AdmissionCheck\nmetadata: {name: idle-ac}\n"
+        "spec: {parameters: {apiGroup: kueue.x-k8s.io, kind: ProvisioningRequestConfig, "
+        "name: cfg}}\n",
+        ("idle-ac", "spec.controllerName"),
+        True,
+        True,
+    ),
+    BadInput(
+        "workload-without-podsets",
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: Workload\n"
+        "metadata: {name: empty-wl, namespace: default}\nspec: {podSets: [], queueName: lq}\n",
+        ("empty-wl", "spec.podSets"),
+        True,
         True,
     ),
     # ---- everything else ----------------------------------------------------------------------

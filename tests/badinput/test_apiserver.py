@@ -39,6 +39,9 @@ THROUGH_KUBECTL = (  # stored without the webhook, refused by it: one or more pe
     "rayjob-cluster-replicas-words",
     "rayjob-submission-mode-unknown",
     "rayservice-worker-memory-negative",
+    "clusterqueue-lending-above-nominal",
+    "localqueue-without-clusterqueue",
+    "workload-without-podsets",
 )
 BY_ID = {case.id: case for case in CASES}
 

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from functools import cached_property
 from typing import Any
 
+from pykai.cli.kueue_columns import KUEUE_COLUMNS
 from pykai.cli.related import Reader, descendant_pods, pods_by_node, usage
 from pykai.cli.tables import age, table
 from pykai.model import constants as c
@@ -276,6 +277,8 @@ _GENERIC: list[Column] = [("NAME", _name), ("AGE", _age)]
 
 def columns_for(kind: str, *, wide: bool = False) -> list[Column]:
     """The columns of a kind (with -o wide's extra columns when ``wide``)."""
+    if kind in KUEUE_COLUMNS:
+        return KUEUE_COLUMNS[kind][wide]
     normal, extra = _COLUMNS.get(kind, (_GENERIC, []))
     return normal + extra if wide else normal
 

@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterator
 from pykai.engine.config import config_from_mapping
 from pykai.model import kinds
 from pykai.model.errors import FieldProblem, ValidationError
+from pykai.model.kueue import KINDS as KUEUE_KINDS
+from pykai.model.kueue import immutable_problems, kueue_problems
 from pykai.model.meta import Obj, mapping
 from pykai.model.names import metadata_problems
 from pykai.model.node import parse_node
@@ -58,6 +60,7 @@ _CHECKS: dict[str, Callable[[Obj], Problems]] = {
     "Queue": _parsed(parse_queue),
     "SchedulingShard": _parsed(config_from_mapping),
     **dict.fromkeys(WORKLOAD_CHECKS, workload_problems),
+    **dict.fromkeys(KUEUE_KINDS, kueue_problems),
 }
 
 
@@ -77,6 +80,7 @@ def validate_objects(
             valid.append(obj)
     problems += _queue_tree_problems(valid, stored)
     problems += _priority_class_problems(valid, stored)
+    problems += _kueue_update_problems(valid, stored)
     if problems:
         raise ValidationError(problems)
 
@@ -286,6 +290,26 @@ def _priority_class_problems(objects: list[Obj], stored: Lister) -> Problems:
             )
             for name in defaults
         ]
+    return problems
+
+
+def _kueue_update_problems(objects: list[Obj], stored: Lister) -> Problems:
+    """Kueue's immutable fields changed by an update of a stored object."""
+    problems: Problems = []
+    for obj in objects:
+        if obj["kind"] in ("LocalQueue", "AdmissionCheck"):
+            meta = obj["metadata"]
+            old = next(
+                (
+                    s
+                    for s in stored(obj["kind"])
+                    if s["metadata"]["name"] == meta["name"]
+                    and (s["metadata"].get("namespace") or "default")
+                    == (meta.get("namespace") or "default")
+                ),
+                None,
+            )
+            problems += immutable_problems(obj, old)
     return problems
 
 

@@ -30,6 +30,7 @@ from pykai.engine.config import SchedulerConfig, config_from_mapping
 from pykai.engine.decisions import CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import KINDS, ClusterState
+from pykai.model.kueue import as_stored
 from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.problems import ObjectProblem
@@ -300,7 +301,7 @@ class EmbeddedCluster:
             self.state.upsert(obj)
 
     def _apply_one(self, manifest: Obj) -> ApplyOutcome:
-        stored, action = self.store.apply(manifest)
+        stored, action = self.store.apply(as_stored(manifest))  # Kueue's kinds kept as v1beta2
         if action != "unchanged":
             self._observe(stored)
         return ApplyOutcome(

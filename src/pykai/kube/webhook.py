@@ -7,6 +7,8 @@ apply`` refuses on the embedded cluster, with the same checks and messages
   RayJob, RayService, PyTorchJob (fields, and every pod template as a pod); CREATE of a Pod.
   An UPDATE is refused only for problems the old object did not have, so an object stored
   before the webhook existed can still be changed (finalizers removed, labels fixed).
+- CREATE/UPDATE of Kueue's objects (kueue.x-k8s.io, any served version): Kueue's own rules
+  (model/kueue.py), with its immutable fields checked against the stored object.
 - DELETE of a Queue still used by child queues or PodGroups (counted, never named: they live
   in namespaces the requester may not see).
 
@@ -46,11 +48,15 @@ from pykai.controllers.validation import Lister, check_queue_unused, validate_ob
 from pykai.kube.api import API_ERRORS, KINDS, KubeApi
 from pykai.kube.gpu_env import SHARING_ANNOTATIONS, env_patch
 from pykai.model.errors import FieldProblem, ValidationError
+from pykai.model.kueue import KINDS as KUEUE_KINDS
 from pykai.model.meta import Obj
 from pykai.model.workloads import CHECKS as WORKLOAD_KINDS
 from pykai.model.workloads import pod_templates
 
 log = logging.getLogger("pykai.webhook")
+KUEUE_CONFIG_KINDS = tuple(k for k in KUEUE_KINDS if k != "Workload")
+"""Kueue's objects written by people (refused while the webhook is down, as Kueue's own
+webhooks do); Workloads are written by controllers and fail open like the workloads."""
 CONFIGURATION_NAME = "pykai-validation"
 PATH = "/validate"
 MUTATION_NAME = "pykai-mutation"
@@ -125,13 +131,21 @@ def _problem(request: Obj, stored: Lister, gpu_sharing: bool) -> str:
     obj.setdefault("kind", kind)
     if not gpu_sharing and (refusal := _sharing_refusal(obj)):
         return refusal
-    problems = _problems(obj, stored)
     old = request.get("oldObject")
+    if kind in KUEUE_KINDS:  # the object's stored self is the request's oldObject, if any
+        stored = _stored_as(kind, old if operation == "UPDATE" else None, stored)
+    problems = _problems(obj, stored)
     if operation == "UPDATE" and isinstance(old, dict) and problems:
         old.setdefault("kind", kind)
         before = {str(p) for p in _problems(old, stored)}
         problems = [p for p in problems if str(p) not in before]
     return str(ValidationError(problems)) if problems else ""
+
+
+def _stored_as(kind: str, old: object, stored: Lister) -> Lister:
+    """``stored``, but objects of ``kind`` are just ``old`` (none on a CREATE)."""
+    own = [old] if isinstance(old, dict) else []
+    return lambda wanted: own if wanted == kind else stored(wanted)
 
 
 def _problems(obj: Obj, stored: Lister) -> list[FieldProblem]:
@@ -373,7 +387,7 @@ def _webhook(
         "rules": [
             {
                 "apiGroups": [KINDS[kind].group],
-                "apiVersions": [KINDS[kind].version],
+                "apiVersions": list(KINDS[kind].versions),
                 "operations": operations,
                 "resources": [KINDS[kind].plural],
                 "scope": "*",
@@ -400,6 +414,8 @@ def configuration(client_config: Obj) -> Obj:
             _webhook("podgroups", client_config, ("PodGroup",), writes, "Ignore"),
             _webhook("pods", client_config, ("Pod",), ["CREATE"], "Ignore"),
             _webhook("workloads", client_config, tuple(WORKLOAD_KINDS), writes, "Ignore"),
+            _webhook("kueue", client_config, KUEUE_CONFIG_KINDS, writes, "Fail"),
+            _webhook("kueue-workloads", client_config, ("Workload",), writes, "Ignore"),
         ],
     }
 

@@ -62,8 +62,30 @@ def _core(
 _RBAC = "rbac.authorization.k8s.io"
 _ADMISSION = "admissionregistration.k8s.io"
 
+_KUEUE_GROUP = "kueue.x-k8s.io"
+_KUEUE_VERSIONS = ("v1beta2", "v1beta1")  # pykai stores and prints v1beta2, Kueue's storage version
+
+
+def _kueue(kind: str, plural: str, namespaced: bool, *short: str) -> KindSpec:
+    """A kind of Kueue's API (kueue.x-k8s.io)."""
+    return KindSpec(kind, _KUEUE_GROUP, _KUEUE_VERSIONS, plural, namespaced, short)
+
+
+# Kueue's kinds, with its short names except LocalQueue's ``queue``/``queues``: in pykai those
+# stay KAI's Queue (``lq`` reaches a LocalQueue).
+_KUEUE = (
+    _kueue("ResourceFlavor", "resourceflavors", False, "flavor", "flavors", "rf"),
+    _kueue("ClusterQueue", "clusterqueues", False, "cq"),
+    _kueue("Cohort", "cohorts", False, "co"),
+    _kueue("LocalQueue", "localqueues", True, "lq"),
+    _kueue("Workload", "workloads", True, "kwl", "kueueworkload", "kueueworkloads"),
+    _kueue("WorkloadPriorityClass", "workloadpriorityclasses", False, "wpc"),
+    _kueue("AdmissionCheck", "admissionchecks", False, "ac"),
+    _kueue("ProvisioningRequestConfig", "provisioningrequestconfigs", False, "prc"),
+)
+
 # Kubernetes v1.20's built-in kinds a manifest for pykai may carry, and the custom kinds of KAI,
-# KubeRay and Kubeflow that pykai reads.
+# Kueue, KubeRay and Kubeflow that pykai reads.
 KINDS: tuple[KindSpec, ...] = (
     _core("Pod", "pods", True, "po"),
     _core("Node", "nodes", False, "no"),
@@ -95,6 +117,7 @@ KINDS: tuple[KindSpec, ...] = (
     KindSpec("RayJob", "ray.io", ("v1",), "rayjobs", True),
     KindSpec("RayService", "ray.io", ("v1",), "rayservices", True),
     KindSpec("PyTorchJob", "kubeflow.org", ("v1",), "pytorchjobs", True),
+    *_KUEUE,
     KindSpec("Lease", "coordination.k8s.io", ("v1",), "leases", True),
     KindSpec("PodDisruptionBudget", "policy", ("v1beta1",), "poddisruptionbudgets", True, ("pdb",)),
     KindSpec("NetworkPolicy", "networking.k8s.io", ("v1",), "networkpolicies", True, ("netpol",)),
