@@ -21,6 +21,7 @@ from typing import Protocol
 
 from pykai.controllers.events import WARNING
 from pykai.controllers.faults import INVALID, Isolation
+from pykai.controllers.kueue_jobs import KUEUE_JOBS
 from pykai.controllers.round import COMPONENTS, Round
 from pykai.controllers.validation import StoredCheck, check_queue_unused, validate_objects
 from pykai.embedded import events
@@ -31,6 +32,7 @@ from pykai.engine.decisions import CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import KINDS, ClusterState
 from pykai.model.kueue import as_stored
+from pykai.model.kueue_jobs import suspended_on_create
 from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.problems import ObjectProblem
@@ -77,7 +79,7 @@ class EmbeddedCluster:
         self.stored_check = StoredCheck()  # apply's rules, for objects that got in anyway
         self._round = Round(
             frozenset(COMPONENTS),
-            workloads=(*KUBERAY, *APPS),
+            workloads=(*KUEUE_JOBS, *KUBERAY, *APPS),
             check=self.stored_check,
             owner_check=self.stored_check,
         )
@@ -301,6 +303,11 @@ class EmbeddedCluster:
             self.state.upsert(obj)
 
     def _apply_one(self, manifest: Obj) -> ApplyOutcome:
+        if (
+            self.store.get(manifest["kind"], manifest["metadata"]["name"], namespace_of(manifest))
+            is None
+        ):
+            manifest = suspended_on_create(manifest)  # Kueue's defaulting webhook
         stored, action = self.store.apply(as_stored(manifest))  # Kueue's kinds kept as v1beta2
         if action != "unchanged":
             self._observe(stored)

@@ -79,8 +79,9 @@ def merge_patch(target: Obj, patch: Obj) -> Obj:
     for key, value in patch.items():
         if value is None:
             result.pop(key, None)
-        elif isinstance(value, dict) and isinstance(result.get(key), dict):
-            result[key] = merge_patch(result[key], value)
+        elif isinstance(value, dict):  # onto a non-mapping, a patch applies to {} (RFC 7386)
+            current = result.get(key)
+            result[key] = merge_patch(current if isinstance(current, dict) else {}, value)
         else:
             result[key] = copy.deepcopy(value)
     return result

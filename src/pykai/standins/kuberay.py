@@ -12,6 +12,8 @@ from pykai.controllers.events import WARNING
 from pykai.controllers.host import Host
 from pykai.grouping.ray import RayGroupingError, worker_groups
 from pykai.model import constants as c
+from pykai.model.kueue import QUEUE_NAME_LABEL
+from pykai.model.kueue_jobs import is_managed, submitter_template
 from pykai.model.meta import Obj
 from pykai.standins.pods import (
     create_named,
@@ -27,11 +29,14 @@ def reconcile_raycluster(host: Host, raycluster: Obj) -> None:
     """Head and worker pods of a RayCluster, and its status."""
     name = raycluster["metadata"]["name"]
     spec = raycluster.get("spec") or {}
+    if spec.get("suspend") is True:
+        _suspend_raycluster(host, raycluster)
+        return
     labels = raycluster["metadata"].get("labels") or {}
     common = {"ray.io/cluster": name, "app.kubernetes.io/created-by": "kuberay-operator"}
     if c.QUEUE_LABEL in labels:
         common[c.QUEUE_LABEL] = labels[c.QUEUE_LABEL]
-    else:
+    elif QUEUE_NAME_LABEL not in labels:  # a Kueue-managed cluster has no KAI queue
         host.record(
             raycluster,
             "QueueLabelMissing",
@@ -81,6 +86,20 @@ def reconcile_raycluster(host: Host, raycluster: Obj) -> None:
     _ray_status(host, raycluster, wanted)
 
 
+def _suspend_raycluster(host: Host, raycluster: Obj) -> None:
+    """``spec.suspend: true``: every pod deleted; ``state: suspended`` once none is left."""
+    pods = host.owned(raycluster, "Pod")
+    for pod in pods:
+        if not pod["metadata"].get("deletionTimestamp"):
+            host.delete(pod)
+    if not pods:
+        merge_status(
+            host,
+            raycluster,
+            {"state": "suspended", "readyWorkerReplicas": 0, "availableWorkerReplicas": 0},
+        )
+
+
 def _ray_status(host: Host, raycluster: Obj, wanted: dict[str, tuple[int, Obj]]) -> None:
     pods = host.owned(raycluster, "Pod")
     running = [p for p in pods if (p.get("status") or {}).get("phase") == "Running"]
@@ -122,10 +141,20 @@ def _child_cluster(host: Host, parent: Obj, spec_key: str, prefix: str) -> Obj:
 
 
 def reconcile_rayjob(host: Host, job: Obj) -> None:
-    """A RayJob's RayCluster and status (K8sJobMode is refused, as KubeRay's kai plugin
-    does)."""
+    """A RayJob's RayCluster and status. K8sJobMode is refused, as KubeRay's kai plugin does,
+    unless Kueue manages the RayJob (label ``kueue.x-k8s.io/queue-name``). ``spec.suspend``
+    is KubeRay's state machine: Suspending (the RayCluster and submitter Job deleted), then
+    Suspended with the run's status cleared (startTime kept); unsuspended, it starts anew."""
     spec = job.get("spec") or {}
-    if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
+    deployment = (job.get("status") or {}).get("jobDeploymentStatus") or ""
+    if spec.get("suspend") is True:
+        _suspend_rayjob(host, job, deployment)
+        return
+    if deployment == "Suspended":
+        merge_status(host, job, {"jobDeploymentStatus": None})  # New: a fresh cluster follows
+        return
+    kueue = is_managed(job)
+    if spec.get("submissionMode", "K8sJobMode") == "K8sJobMode" and not kueue:
         message = (
             "RayJob submissionMode K8sJobMode is not supported with kai-scheduler (the submitter "
             "pod is created after the cluster is ready, so it cannot join the gang); "
@@ -137,6 +166,8 @@ def reconcile_rayjob(host: Host, job: Obj) -> None:
         return
     child = _child_cluster(host, job, "rayClusterSpec", f"{job['metadata']['name']}-")
     ready = (child.get("status") or {}).get("state") == "ready"
+    if ready and kueue and spec.get("submissionMode", "K8sJobMode") == "K8sJobMode":
+        _submitter(host, job)
     merge_status(
         host,
         job,
@@ -146,6 +177,42 @@ def reconcile_rayjob(host: Host, job: Obj) -> None:
             "jobStatus": "RUNNING" if ready else "PENDING",
         },
     )
+
+
+_CLEARED = ("rayClusterName", "jobId", "dashboardURL", "message", "reason", "endTime")
+
+
+def _suspend_rayjob(host: Host, job: Obj, deployment: str) -> None:
+    if deployment == "Suspended":
+        return
+    children = [*host.owned(job, "RayCluster"), *host.owned(job, "Job")]
+    if children:
+        for child in children:
+            if not child["metadata"].get("deletionTimestamp"):
+                host.delete(child)
+        merge_status(host, job, {"jobDeploymentStatus": "Suspending"})
+        return
+    cleared: dict[str, object] = dict.fromkeys(_CLEARED)
+    merge_status(host, job, {**cleared, "jobStatus": None, "jobDeploymentStatus": "Suspended"})
+
+
+def _submitter(host: Host, job: Obj) -> None:
+    """K8sJobMode: the submitter batch/v1 Job named after the RayJob, once its cluster is
+    ready (its template: ``submitterPodTemplate`` or KubeRay's default)."""
+    if host.owned(job, "Job"):
+        return
+    meta = job["metadata"]
+    submitter = {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": meta["name"],
+            "namespace": meta.get("namespace", "default"),
+            "ownerReferences": [owner_ref(job)],
+        },
+        "spec": {"backoffLimit": 2, "template": submitter_template(job)},
+    }
+    host.create(submitter)
 
 
 def reconcile_rayservice(host: Host, service: Obj) -> None:
