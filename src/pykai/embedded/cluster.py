@@ -32,7 +32,7 @@ from pykai.engine.decisions import CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import KINDS, ClusterState
 from pykai.model.kueue import as_stored
-from pykai.model.kueue_jobs import suspended_on_create
+from pykai.model.kueue_jobs import is_managed, suspended_on_create
 from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.problems import ObjectProblem
@@ -303,11 +303,12 @@ class EmbeddedCluster:
             self.state.upsert(obj)
 
     def _apply_one(self, manifest: Obj) -> ApplyOutcome:
+        meta = manifest["metadata"]
         if (
-            self.store.get(manifest["kind"], manifest["metadata"]["name"], namespace_of(manifest))
-            is None
+            is_managed(manifest)
+            and self.store.get(manifest["kind"], meta["name"], namespace_of(manifest)) is None
         ):
-            manifest = suspended_on_create(manifest)  # Kueue's defaulting webhook
+            manifest = suspended_on_create(manifest)  # Kueue's defaulting webhook, on create
         stored, action = self.store.apply(as_stored(manifest))  # Kueue's kinds kept as v1beta2
         if action != "unchanged":
             self._observe(stored)
