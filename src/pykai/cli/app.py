@@ -322,6 +322,9 @@ def run(
         ),
     ] = None,
     log_level: Annotated[LogLevel, typer.Option(help="Least severe log lines shown")] = "info",
+    scheduled_events: Annotated[
+        bool, typer.Option(help="A Scheduled event per bind, as kube-scheduler writes")
+    ] = True,
 ) -> None:
     """Run pykai's components against a real Kubernetes cluster (foreground; stops cleanly on
     SIGTERM)."""
@@ -353,7 +356,8 @@ def run(
             api, name, name=lease, namespace=lease_namespace, duration=lease_duration
         )
     with refused():
-        KubeRunner(api, config, chosen).run(stop, period, elector)
+        runner = KubeRunner(api, config, chosen, scheduled_events=scheduled_events)
+        runner.run(stop, period, elector)
 
 
 @app.command()

@@ -73,19 +73,32 @@ def _gone_within(pid: int, seconds: float) -> bool:
 
 
 def alive(pid: int) -> bool:
-    """True if the process runs (a zombie child is reaped and counts as gone)."""
-    try:
-        reaped, _ = os.waitpid(pid, os.WNOHANG)
-        if reaped:
-            return False
-    except ChildProcessError:
-        pass
+    """True if the process runs. A child of this process counts as gone once reaped (a
+    multi-threaded one shows as a zombie while its threads still exit, and cannot be reaped
+    yet); another's zombie counts as gone."""
+    if _reaped(pid):
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()
+    except OSError:
+        return False
+    state, parent = fields[0], int(fields[1])
+    if state != "Z":
+        return True
+    return parent == os.getpid() and not _reaped(pid)
+
+
+def _reaped(pid: int) -> bool:
+    """Reap ``pid`` if it is a child of this process that has ended; True if it was."""
+    try:
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return bool(reaped)
 
 
 @dataclass
