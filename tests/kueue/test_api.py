@@ -119,15 +119,15 @@ def test_get_prints_kueues_columns_and_v1beta2(cli: Cli) -> None:
     assert cli("apply", "-f", PRIORITY_GUIDE).code == 0
     assert cli.lines("get", "clusterqueues") == [
         ["NAME", "COHORT", "PENDING", "WORKLOADS"],
-        ["cluster-queue"],
+        ["cluster-queue", "0"],  # status written by pykai's Kueue controllers
     ]
     assert cli.lines("get", "cq", "-o", "wide") == [
         ["NAME", "COHORT", "STRATEGY", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"],
-        ["cluster-queue", "BestEffortFIFO"],
+        ["cluster-queue", "BestEffortFIFO", "0", "0"],
     ]
     assert cli.lines("get", "localqueues") == [
         ["NAME", "CLUSTERQUEUE", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"],
-        ["user-queue", "cluster-queue"],
+        ["user-queue", "cluster-queue", "0", "0"],
     ]
     assert cli.lines("get", "wpc") == [
         ["NAME", "VALUE"],

@@ -32,7 +32,8 @@ def reconcile_kueue_job(host: Host, job: Obj) -> None:
         _create_workload(host, job)
         return
     workload = workloads[0]
-    admitted = condition(workload, "Admitted") == "True"
+    evicted = condition(workload, "Evicted") == "True"
+    admitted = condition(workload, "Admitted") == "True" and not evicted
     suspended = mapping(job.get("spec")).get("suspend") is True
     if admitted and suspended:
         host.patch(job, {"spec": {"suspend": False}})
@@ -42,7 +43,14 @@ def reconcile_kueue_job(host: Host, job: Obj) -> None:
         host.record(job, "Started", f"Admitted by clusterQueue {cluster_queue}", NORMAL)
     elif not admitted and not suspended:
         host.patch(job, {"spec": {"suspend": True}})
-        host.record(job, "Stopped", "Not admitted by cluster queue", NORMAL)
+        message = "Not admitted by cluster queue"
+        if evicted:
+            message = next(
+                str(found.get("message") or message)
+                for found in objects(mapping(workload.get("status")).get("conditions"))
+                if found.get("type") == "Evicted"
+            )
+        host.record(job, "Stopped", message, NORMAL)
 
 
 def condition(obj: Obj, kind: str) -> str:

@@ -41,12 +41,15 @@ class Round:
     owner_check: Callable[[Obj], None] = lambda _: None  # owners the pod-grouper must not read
     scheduled_events: bool = True  # a Scheduled event per bind (off for benchmarks)
     after_binds: tuple[Callable[[], None], ...] = field(default=())  # e.g. a BindRequest binder
+    admission: tuple[Callable[[Host], None], ...] = ()  # e.g. Kueue's, before the workloads
 
     def run(
         self, host: Host, decide: Callable[[], CycleResult], *, full_status: bool = False
     ) -> CycleResult:
         """One round; ``decide`` runs the scheduling cycle on the host's state. Status is
         written for what changed, or (``full_status``) checked for every object."""
+        for admit in self.admission:
+            admit(host)
         if self.workloads:
             run_workloads(host, self.workloads, self.check)
         if "podgrouper" in self.components:

@@ -21,6 +21,7 @@ from typing import Protocol
 
 from pykai.controllers.events import WARNING
 from pykai.controllers.faults import INVALID, Isolation
+from pykai.controllers.kueue_admission import run_kueue
 from pykai.controllers.kueue_jobs import KUEUE_JOBS
 from pykai.controllers.round import COMPONENTS, Round
 from pykai.controllers.validation import StoredCheck, check_queue_unused, validate_objects
@@ -82,6 +83,7 @@ class EmbeddedCluster:
             workloads=(*KUEUE_JOBS, *KUBERAY, *APPS),
             check=self.stored_check,
             owner_check=self.stored_check,
+            admission=(lambda host: run_kueue(host, self.config),),
         )
         self.writes = 0  # writes made through this object (a round that makes none settles)
         self.host = ClusterHost(self)

@@ -13,6 +13,7 @@ from pykai.engine.actions.reclaim import reclaim
 from pykai.engine.actions.stale_gang import stale_gang_eviction
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import CycleResult
+from pykai.engine.kueue_place import place_admitted
 from pykai.engine.session import Session
 from pykai.engine.state import ClusterState
 
@@ -40,6 +41,7 @@ class Scheduler:
         started = time.perf_counter()
         session = Session.open(state, self.config, now)
         opened = time.perf_counter()
+        place_admitted(session)
         for name in self.config.actions:
             action = ACTIONS.get(name)
             if action is not None:

@@ -28,6 +28,7 @@ from pykai.engine.jobs import (
 from pykai.engine.nodes import NodeTable
 from pykai.model import constants as c
 from pykai.model.errors import FieldProblem, ValidationError
+from pykai.model.kueue import ADMITTED_QUEUE
 from pykai.model.meta import Obj, kind_of, parse_time
 from pykai.model.node import read_node
 from pykai.model.pod import PodView, read_pod
@@ -385,8 +386,13 @@ class ClusterState:
         self.nodes.add_pod(task.node, sign)
         if releasing:
             self.nodes.add_usage(task.node, amount, sign, releasing=True)
-        if not task.job_key and task.status in HOLDS_NODE:
-            self.foreign_used += amount.scaled(sign)
+        if task.status in HOLDS_NODE and (not task.job_key or self._kueue_task(task)):
+            self.foreign_used += amount.scaled(sign)  # outside KAI's queues' fair share
+
+    def _kueue_task(self, task: Task) -> bool:
+        """A pod of a job Kueue admitted (KAI's queues do not govern it)."""
+        job = self.jobs.get(task.job_key)
+        return job is not None and job.queue == ADMITTED_QUEUE
 
     def portion(self, task: Task, node: str) -> float:
         """The portion of each device a shared task takes on a node."""

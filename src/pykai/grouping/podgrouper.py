@@ -7,10 +7,12 @@ their own use the default one: one PodGroup per top owner with minMember 1.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pykai.model import constants as c
+from pykai.model.kueue import ADMITTED_QUEUE
+from pykai.model.kueue_jobs import is_managed
 from pykai.model.meta import Obj
 from pykai.model.names import bounded_name
 
@@ -129,7 +131,12 @@ def plan_for(
     for owner in context.owners:
         check(owner)
     grouper = GROUPERS.get(group_key(context.top), default_grouper)
-    return grouper(context)
+    plan = grouper(context)
+    if any(
+        is_managed(o) for o in context.owners
+    ):  # admitted by Kueue: placed by the engine, outside KAI's queues
+        return replace(plan, queue=ADMITTED_QUEUE)
+    return plan
 
 
 def labels(obj: Obj) -> dict[str, str]:

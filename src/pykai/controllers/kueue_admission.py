@@ -1,0 +1,278 @@
+"""Kueue's scheduler and its status writers, over a host: a Workload of a finished job is
+Finished and frees its quota; a preempted (Evicted) Workload whose job is suspended loses its
+reservation and is requeued; then one admission pass (engine/kueue_admission.py) and its
+outcome written as Kueue writes it: Workload conditions (QuotaReserved, Admitted, Evicted,
+Preempted, Requeued) with Kueue's reasons and messages and events, and the status of every
+ClusterQueue and LocalQueue (kubernetes-sigs/kueue ``pkg/scheduler/scheduler.go``,
+``pkg/workload/``, ``pkg/controller/core/``)."""
+
+from __future__ import annotations
+
+from pykai.controllers.events import NORMAL, WARNING
+from pykai.controllers.host import Host
+from pykai.engine.config import SchedulerConfig
+from pykai.engine.kueue_admission import (
+    Decisions,
+    Objects,
+    WorkloadView,
+    admit,
+    condition_of,
+    is_true,
+    read_workload,
+)
+from pykai.engine.kueue_quota import ClusterQueueView, quantity
+from pykai.model.meta import Obj, format_time, mapping, objects
+
+COMPONENT = "the Kueue scheduler"
+
+
+def run_kueue(host: Host, config: SchedulerConfig | None = None) -> None:
+    """One pass of Kueue's controllers and scheduler."""
+    if not host.list("ClusterQueue") and not host.list("Workload"):
+        return
+    for workload in host.list("Workload"):
+        _finish_or_release(host, workload)
+    objs = Objects(
+        host.list("Workload"),
+        host.list("LocalQueue"),
+        host.list("ClusterQueue"),
+        host.list("Cohort"),
+        host.list("ResourceFlavor"),
+    )
+    decisions = admit(objs, host.state, config or SchedulerConfig(), host.now())
+    _write_workloads(host, decisions)
+    _write_queues(host, decisions, objs)
+
+
+def conditions(obj: Obj, now: float, *changes: tuple[str, str, str, str]) -> list[Obj]:
+    """The Workload's conditions with (type, status, reason, message) changes; a condition
+    keeps its lastTransitionTime while its status stays."""
+    out = [dict(found) for found in objects(mapping(obj.get("status")).get("conditions"))]
+    for kind, status, reason, message in changes:
+        old = next((found for found in out if found.get("type") == kind), None)
+        new = {"type": kind, "status": status, "reason": reason, "message": message}
+        new["lastTransitionTime"] = (
+            old["lastTransitionTime"]
+            if old is not None and old.get("status") == status and old.get("lastTransitionTime")
+            else format_time(now)
+        )
+        if old is None:
+            out.append(new)
+        else:
+            old.update(new)
+    return out
+
+
+def _owner(host: Host, workload: Obj) -> Obj | None:
+    meta = workload["metadata"]
+    for ref in objects(meta.get("ownerReferences")):
+        return host.get(str(ref.get("kind")), str(ref.get("name")), str(meta.get("namespace")))
+    return None
+
+
+def _job_finished(job: Obj) -> tuple[str, str] | None:
+    """(reason, message) when a job is done: a Job's Complete/Failed condition, a RayJob's
+    deployment status Complete/Failed."""
+    status = mapping(job.get("status"))
+    if job.get("kind") == "RayJob":
+        deployment = status.get("jobDeploymentStatus")
+        if deployment in ("Complete", "Failed"):
+            reason = "Succeeded" if deployment == "Complete" else "Failed"
+            return reason, str(status.get("message") or f"RayJob {deployment.lower()}")
+        return None
+    for found in objects(status.get("conditions")):
+        if found.get("type") in ("Complete", "Failed") and found.get("status") == "True":
+            reason = "Succeeded" if found["type"] == "Complete" else "Failed"
+            return reason, str(found.get("message") or "Job finished successfully")
+    return None
+
+
+def _finish_or_release(host: Host, workload: Obj) -> None:
+    if is_true(workload, "Finished"):
+        return
+    job = _owner(host, workload)
+    now = host.now()
+    done = _job_finished(job) if job is not None else None
+    if done is not None:
+        reason, message = done
+        finished = conditions(workload, now, ("Finished", "True", reason, message))
+        host.patch(workload, {"status": {"conditions": finished}}, status=True)
+        meta = workload["metadata"]
+        host.record(
+            job or workload,
+            "FinishedWorkload",
+            f"Workload '{meta['namespace']}/{meta['name']}' is declared finished",
+            NORMAL,
+        )
+        return
+    stopped = job is None or mapping(job.get("spec")).get("suspend") is True
+    if is_true(workload, "Evicted") and is_true(workload, "QuotaReserved") and stopped:
+        evicted = condition_of(workload, "Evicted")
+        released = conditions(
+            workload,
+            now,
+            ("QuotaReserved", "False", "Pending", str(evicted.get("message") or "")),
+            ("Admitted", "False", "NoReservation", "The workload has no reservation"),
+            ("Requeued", "True", str(evicted.get("reason") or ""), str(evicted.get("message"))),
+        )
+        host.patch(workload, {"status": {"conditions": released, "admission": None}}, status=True)
+
+
+def _write_workloads(host: Host, decisions: Decisions) -> None:
+    now = host.now()
+    for admitted in decisions.admitted:
+        w = admitted.workload
+        cq = admitted.admission["clusterQueue"]
+        changes = [
+            ("QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cq}"),
+            ("Admitted", "True", "Admitted", "The workload is admitted"),
+        ]
+        for kind in ("Evicted", "Preempted"):
+            if is_true(w.obj, kind):
+                previous = str(condition_of(w.obj, kind).get("message") or "")
+                changes.append((kind, "False", "QuotaReserved", f"Previously: {previous}"))
+        status: Obj = {
+            "admission": admitted.admission,
+            "conditions": conditions(w.obj, now, *changes),
+        }
+        host.patch(w.obj, {"status": status}, status=True)
+        waited = max(0.0, now - (w.creation or now))
+        host.record(
+            w.obj,
+            "QuotaReserved",
+            f"Quota reserved in ClusterQueue {cq}, wait time since queued was {waited:.0f}s",
+            NORMAL,
+        )
+        host.record(
+            w.obj,
+            "Admitted",
+            f"Admitted by ClusterQueue {cq}, wait time since reservation was 0s",
+            NORMAL,
+        )
+    for pending in decisions.pending:
+        _write_pending(host, pending.workload, pending.reason, pending.message, now)
+    for preempt in decisions.preempted:
+        target, why = preempt.workload, preempt.reason
+        evicted = conditions(
+            target.obj,
+            now,
+            ("Evicted", "True", "Preempted", preempt.message),
+            ("Preempted", "True", why, preempt.message),
+        )
+        host.patch(target.obj, {"status": {"conditions": evicted}}, status=True)
+        host.record(target.obj, "Preempted", preempt.message, NORMAL)
+        host.record(target.obj, "EvictedDueToPreempted", preempt.message, NORMAL)
+        host.record(
+            preempt.preemptor.obj,
+            "PreemptedWorkload",
+            f"Preempted workload {target.key} (UID: {target.uid}) in ClusterQueue "
+            f"{target.cluster_queue}",
+            NORMAL,
+        )
+
+
+def _write_pending(host: Host, w: WorkloadView, reason: str, message: str, now: float) -> None:
+    old = condition_of(w.obj, "QuotaReserved")
+    if (old.get("status"), old.get("reason"), old.get("message")) == ("False", reason, message):
+        return
+    pending = conditions(w.obj, now, ("QuotaReserved", "False", reason, message))
+    host.patch(w.obj, {"status": {"conditions": pending}}, status=True)
+    host.record(w.obj, reason, message, WARNING)
+
+
+def _write_queues(host: Host, decisions: Decisions, objs: Objects) -> None:
+    workloads = [read_workload(w) for w in host.list("Workload")]
+    live = [w for w in workloads if not is_true(w.obj, "Finished")]
+    admitted_keys = {a.workload.key for a in decisions.admitted}
+    pending_by_cq = {
+        name: [w for w in queue if w.key not in admitted_keys]
+        for name, queue in decisions.queued.items()
+    }
+    for obj in objs.cluster_queues:
+        name = str(obj["metadata"]["name"])
+        cq = decisions.queues[name]
+        holding = [w for w in live if w.cluster_queue == name]
+        status: Obj = {
+            "pendingWorkloads": len(pending_by_cq.get(name, [])),
+            "reservingWorkloads": len(holding),
+            "admittedWorkloads": sum(1 for w in holding if is_true(w.obj, "Admitted")),
+            "flavorsReservation": _flavor_usage(cq, holding, borrowed=True),
+            "flavorsUsage": _flavor_usage(
+                cq, [w for w in holding if is_true(w.obj, "Admitted")], borrowed=True
+            ),
+            "conditions": _active(
+                obj,
+                host.now(),
+                ("True", "Ready", "Can admit new workloads")
+                if cq.active
+                else (
+                    "False",
+                    "FlavorNotFound",
+                    "Can't admit new workloads: references missing ResourceFlavor(s): "
+                    + ", ".join(cq.missing_flavors),
+                ),
+            ),
+        }
+        _patch_if_changed(host, obj, status)
+    for obj in objs.local_queues:
+        meta = obj["metadata"]
+        namespace, name = str(meta.get("namespace") or "default"), str(meta["name"])
+        cq_name = str(mapping(obj.get("spec")).get("clusterQueue") or "")
+        mine = [w for w in live if (w.namespace, w.queue_name) == (namespace, name)]
+        holding = [w for w in mine if w.cluster_queue]
+        target = decisions.queues.get(cq_name)
+        queued = {w.key for w in pending_by_cq.get(cq_name, [])}
+        status = {
+            "pendingWorkloads": sum(1 for w in mine if w.key in queued),
+            "reservingWorkloads": len(holding),
+            "admittedWorkloads": sum(1 for w in holding if is_true(w.obj, "Admitted")),
+            "conditions": _active(
+                obj,
+                host.now(),
+                ("True", "Ready", "Can submit new workloads to localQueue")
+                if target is not None
+                else (
+                    "False",
+                    "ClusterQueueDoesNotExist",
+                    "Can't submit new workloads to clusterQueue",
+                ),
+            ),
+        }
+        if target is not None:
+            status["flavorsReservation"] = _flavor_usage(target, holding, borrowed=False)
+            status["flavorsUsage"] = _flavor_usage(
+                target, [w for w in holding if is_true(w.obj, "Admitted")], borrowed=False
+            )
+        _patch_if_changed(host, obj, status)
+
+
+def _flavor_usage(
+    cq: ClusterQueueView, holding: list[WorkloadView], *, borrowed: bool
+) -> list[Obj]:
+    """One entry per flavor of every resource group, resources sorted by name: ``total`` and,
+    for a ClusterQueue, ``borrowed`` (beyond nominal, only inside a cohort)."""
+    out: list[Obj] = []
+    for group in cq.groups:
+        for flavor in group.flavors:
+            resources = []
+            for resource in sorted(group.resources):
+                fr = (flavor, resource)
+                total = sum(w.usage.get(fr, 0.0) for w in holding)
+                entry: Obj = {"name": resource, "total": quantity(resource, total)}
+                if borrowed:
+                    nominal = cq.node.quotas[fr].nominal if fr in cq.node.quotas else 0.0
+                    over = max(0.0, total - nominal) if cq.node.parent is not None else 0.0
+                    entry["borrowed"] = quantity(resource, over)
+                resources.append(entry)
+            out.append({"name": flavor, "resources": resources})
+    return out
+
+
+def _active(obj: Obj, now: float, state: tuple[str, str, str]) -> list[Obj]:
+    return conditions(obj, now, ("Active", *state))
+
+
+def _patch_if_changed(host: Host, obj: Obj, status: Obj) -> None:
+    old = mapping(obj.get("status"))
+    if any(old.get(key) != value for key, value in status.items()):
+        host.patch(obj, {"status": status}, status=True)

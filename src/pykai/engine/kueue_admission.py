@@ -1,0 +1,480 @@
+"""Kueue's admission (kubernetes-sigs/kueue ``pkg/scheduler/scheduler.go``, ``pkg/cache/queue``,
+``pkg/scheduler/preemption``) as one pass over the Workloads: per ClusterQueue the pending
+Workloads in Kueue's order (priority, then creation), one head per ClusterQueue per cycle;
+heads that do not borrow first; quota reserved for all PodSets at once; StrictFIFO blocks
+behind a head that does not fit, BestEffortFIFO moves on; preemption by Kueue's classic
+candidate order, carried out by suspension. Before admitting, the engine's placement checks
+that the whole gang fits on the current nodes (beyond Kueue). Pure: objects and the engine's
+state in, decisions out; the state is left as it was."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pykai.engine.actions.gang import place_gang
+from pykai.engine.config import SchedulerConfig
+from pykai.engine.jobs import ON_NODE, Task
+from pykai.engine.kueue_quota import (
+    Assignment,
+    ClusterQueueView,
+    FlavorResource,
+    Mode,
+    PodSetRequests,
+    amount,
+    assign_flavors,
+    build_tree,
+    fits,
+    quantity,
+    reserve,
+)
+from pykai.engine.session import Session
+from pykai.engine.state import ClusterState
+from pykai.grouping.podgrouper import podgroup_name
+from pykai.model import constants as c
+from pykai.model.meta import Obj, mapping, objects, parse_time
+from pykai.model.pod import read_pod
+
+JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+PREEMPTION_CAUSES = {
+    "InClusterQueue": "prioritization in the ClusterQueue",
+    "InCohortReclamation": "reclamation within the cohort",
+    "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing",
+}
+
+
+def condition_of(obj: Obj, kind: str) -> Obj:
+    """A condition of an object's status, or {}."""
+    for found in objects(mapping(obj.get("status")).get("conditions")):
+        if found.get("type") == kind:
+            return found
+    return {}
+
+
+def is_true(obj: Obj, kind: str) -> bool:
+    """Whether a condition is True."""
+    return condition_of(obj, kind).get("status") == "True"
+
+
+@dataclass(slots=True)
+class WorkloadView:
+    """What admission reads of a Workload."""
+
+    obj: Obj
+    namespace: str
+    name: str
+    uid: str
+    priority: int
+    creation: float
+    queue_name: str
+    pod_sets: list[tuple[str, int, PodSetRequests, Obj]]  # name, count, total requests, selector
+    templates: list[tuple[str, int, Obj]]  # name, count, pod template
+    cluster_queue: str  # where it holds quota, "" when it holds none
+    usage: dict[FlavorResource, float]
+    reserved_at: float
+    evicted: bool
+
+    @property
+    def key(self) -> str:
+        """``namespace/name``."""
+        return f"{self.namespace}/{self.name}"
+
+    @property
+    def job_uid(self) -> str:
+        """The UID of the job it stands for."""
+        return str(mapping(self.obj["metadata"].get("labels")).get(JOB_UID_LABEL) or "")
+
+    @property
+    def job_key(self) -> str:
+        """The key of the PodGroup pykai's pod-grouper makes for its job's pods."""
+        for ref in objects(self.obj["metadata"].get("ownerReferences")):
+            return f"{self.namespace}/{podgroup_name(str(ref.get('name')), str(ref.get('uid')))}"
+        return ""
+
+
+def read_workload(obj: Obj) -> WorkloadView:
+    """A Workload as admission sees it."""
+    meta, spec, status = obj["metadata"], mapping(obj.get("spec")), mapping(obj.get("status"))
+    pod_sets: list[tuple[str, int, PodSetRequests, Obj]] = []
+    templates: list[tuple[str, int, Obj]] = []
+    for pod_set in objects(spec.get("podSets")):
+        name, count = str(pod_set.get("name")), int(pod_set.get("count") or 0)
+        template = mapping(pod_set.get("template"))
+        pod, _ = read_pod(_pod(template, meta, f"{name}-0"))
+        per_pod: PodSetRequests = {
+            "cpu": pod.requests.cpu,
+            "memory": pod.requests.memory,
+            c.GPU_RESOURCE: pod.requests.gpu,
+            **dict(pod.extended),
+        }
+        selector = mapping(mapping(template.get("spec")).get("nodeSelector"))
+        pod_sets.append((name, count, {r: v * count for r, v in per_pod.items()}, selector))
+        templates.append((name, count, template))
+    reserving = is_true(obj, "QuotaReserved")
+    admission = mapping(status.get("admission")) if reserving else {}
+    usage: dict[FlavorResource, float] = {}
+    for assignment in objects(admission.get("podSetAssignments")):
+        flavors = mapping(assignment.get("flavors"))
+        for resource, value in mapping(assignment.get("resourceUsage")).items():
+            fr = (str(flavors.get(resource, "")), str(resource))
+            usage[fr] = usage.get(fr, 0.0) + amount(str(resource), value)
+    reserved = condition_of(obj, "QuotaReserved").get("lastTransitionTime")
+    return WorkloadView(
+        obj=obj,
+        namespace=str(meta.get("namespace") or "default"),
+        name=str(meta["name"]),
+        uid=str(meta.get("uid") or ""),
+        priority=int(spec.get("priority") or 0),
+        creation=parse_time(meta["creationTimestamp"]) if meta.get("creationTimestamp") else 0.0,
+        queue_name=str(spec.get("queueName") or ""),
+        pod_sets=pod_sets,
+        templates=templates,
+        cluster_queue=str(admission.get("clusterQueue") or ""),
+        usage=usage,
+        reserved_at=parse_time(reserved) if reserved else 0.0,
+        evicted=is_true(obj, "Evicted"),
+    )
+
+
+def _pod(template: Obj, meta: Obj, name: str) -> Obj:
+    """A pod of a PodSet, as its job's controller would make it, for pykai's placement."""
+    spec = dict(mapping(template.get("spec")))
+    spec["schedulerName"] = c.SCHEDULER_NAME
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            **mapping(template.get("metadata")),
+            "name": f"{meta['name']}-{name}",
+            "namespace": meta.get("namespace") or "default",
+            "uid": f"{meta.get('uid', '')}-{name}",
+        },
+        "spec": spec,
+    }
+
+
+@dataclass(slots=True)
+class Pending:
+    """A Workload that stays without quota this pass: QuotaReserved False."""
+
+    workload: WorkloadView
+    reason: str
+    message: str
+
+
+@dataclass(slots=True)
+class Admit:
+    """Quota reserved in a ClusterQueue: ``status.admission``."""
+
+    workload: WorkloadView
+    admission: Obj
+
+
+@dataclass(slots=True)
+class Preempt:
+    """A Workload to evict (suspend) for a preemptor."""
+
+    workload: WorkloadView
+    reason: str  # InClusterQueue | InCohortReclamation | InCohortReclaimWhileBorrowing
+    message: str
+    preemptor: WorkloadView
+
+
+@dataclass(slots=True)
+class Decisions:
+    """What one admission pass decided."""
+
+    admitted: list[Admit] = field(default_factory=list)
+    pending: list[Pending] = field(default_factory=list)
+    preempted: list[Preempt] = field(default_factory=list)
+    queued: dict[str, list[WorkloadView]] = field(default_factory=dict)  # by ClusterQueue
+    queues: dict[str, ClusterQueueView] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class Objects:
+    """The Kueue objects admission reads."""
+
+    workloads: list[Obj]
+    local_queues: list[Obj]
+    cluster_queues: list[Obj]
+    cohorts: list[Obj]
+    flavors: list[Obj]
+
+
+def admit(objs: Objects, state: ClusterState, config: SchedulerConfig, now: float) -> Decisions:
+    """One admission pass."""
+    views = build_tree(
+        objs.cluster_queues, objs.cohorts, {str(f["metadata"]["name"]) for f in objs.flavors}
+    )
+    decisions = Decisions(queues=views)
+    local = {
+        (str(q["metadata"].get("namespace") or "default"), str(q["metadata"]["name"])): str(
+            mapping(q.get("spec")).get("clusterQueue") or ""
+        )
+        for q in objs.local_queues
+    }
+    workloads = [read_workload(w) for w in objs.workloads]
+    for w in workloads:
+        if is_true(w.obj, "Finished"):
+            w.cluster_queue, w.usage = "", {}  # a finished Workload frees its quota
+    reserving = [w for w in workloads if w.cluster_queue]
+    for w in reserving:
+        if w.cluster_queue in views:
+            reserve(views[w.cluster_queue].node, w.usage)
+    for w in workloads:
+        inactive = mapping(w.obj.get("spec")).get("active") is False
+        if w.cluster_queue or is_true(w.obj, "Finished") or inactive:
+            continue
+        cq_name = local.get((w.namespace, w.queue_name))
+        if cq_name is None:
+            decisions.pending.append(
+                Pending(w, "Misconfigured", f"LocalQueue {w.queue_name} doesn't exist")
+            )
+        elif cq_name not in views:
+            decisions.pending.append(
+                Pending(w, "Misconfigured", f"ClusterQueue {cq_name} doesn't exist")
+            )
+        elif not views[cq_name].active:
+            decisions.pending.append(
+                Pending(w, "Misconfigured", f"ClusterQueue {cq_name} is inactive")
+            )
+        else:
+            decisions.queued.setdefault(cq_name, []).append(w)
+    for queue in decisions.queued.values():
+        queue.sort(key=lambda w: (-w.priority, w.creation, w.uid))
+    fit = NodeFit(state, config, now)
+    try:
+        for w in reserving:
+            fit.reserve_missing(w)
+        _cycles(decisions, reserving, fit)
+    finally:
+        fit.close()
+    return decisions
+
+
+def _cycles(decisions: Decisions, reserving: list[WorkloadView], fit: NodeFit) -> None:
+    """Kueue's scheduling cycles until one admits nothing: one head per ClusterQueue."""
+    views = decisions.queues
+    done: set[str] = set()
+    blocked: set[str] = set()
+    while True:
+        heads: list[tuple[WorkloadView, ClusterQueueView, Assignment]] = []
+        for cq_name, queue in sorted(decisions.queued.items()):
+            head = next((w for w in queue if w.key not in done), None)
+            if head is not None and cq_name not in blocked:
+                cq = views[cq_name]
+                heads.append((head, cq, assign_flavors(cq, head.pod_sets)))
+        if not heads:
+            return
+        heads.sort(
+            key=lambda e: (
+                e[2].mode in (Mode.FIT_BORROWING, Mode.PREEMPT_BORROWING),
+                -e[0].priority,
+                e[0].creation,
+            )
+        )
+        for w, cq, assignment in heads:
+            done.add(w.key)
+            usage = assignment.usage()
+            if assignment.mode <= Mode.FIT_BORROWING and not fits(cq, usage, borrowing=True):
+                done.discard(w.key)  # no longer fits after another admission: next cycle
+                continue
+            if assignment.mode <= Mode.FIT_BORROWING:
+                placed = fit.place(w)
+                if placed is None:
+                    reserve(cq.node, usage)
+                    w.cluster_queue, w.usage = cq.name, usage
+                    reserving.append(w)
+                    decisions.admitted.append(Admit(w, _admission(cq, assignment)))
+                    continue
+                outcome = Pending(w, "WaitingForNodes", placed)
+            elif assignment.mode < Mode.NO_FIT:
+                targets = _targets(views, cq, w, assignment, reserving)
+                message = assignment.message()
+                if targets:
+                    fresh = [(t, why) for t, why in targets if not t.evicted]
+                    for target, why in fresh:
+                        decisions.preempted.append(
+                            Preempt(target, why, _preemption_message(views, cq, w, target, why), w)
+                        )
+                        target.evicted = True
+                    message += f". Pending the preemption of {len(targets)} workload(s)"
+                    decisions.pending.append(Pending(w, "WaitingForPreemptedWorkloads", message))
+                    blocked.add(cq.name)  # the preemptor stays head
+                    continue
+                outcome = Pending(w, "WaitingForQuota", message)
+            else:
+                outcome = Pending(w, assignment.reason(), assignment.message())
+            decisions.pending.append(outcome)
+            if cq.strategy == "StrictFIFO":
+                blocked.add(cq.name)
+
+
+def _admission(cq: ClusterQueueView, assignment: Assignment) -> Obj:
+    return {
+        "clusterQueue": cq.name,
+        "podSetAssignments": [
+            {
+                "name": p.name,
+                "flavors": dict(sorted(p.flavors.items())),
+                "resourceUsage": {r: quantity(r, v) for (_, r), v in sorted(p.usage.items())},
+                "count": p.count,
+            }
+            for p in assignment.pod_sets
+        ],
+    }
+
+
+def _targets(
+    views: dict[str, ClusterQueueView],
+    cq: ClusterQueueView,
+    w: WorkloadView,
+    assignment: Assignment,
+    reserving: list[WorkloadView],
+) -> list[tuple[WorkloadView, str]]:
+    """Kueue's classic preemption: candidates in ``CandidatesOrdering``, taken until the
+    preemptor fits, then the minimal set (fill back)."""
+    needed = {fr for p in assignment.pod_sets if p.mode >= Mode.PREEMPT for fr in p.usage}
+    policy = cq.preemption
+    within = str(policy.get("withinClusterQueue") or "Never")
+    reclaim = str(policy.get("reclaimWithinCohort") or "Never")
+    borrow_policy = mapping(policy.get("borrowWithinCohort"))
+    while_borrowing_on = borrow_policy.get("policy", "Never") != "Never"
+    threshold = borrow_policy.get("maxPriorityThreshold")
+    candidates: list[tuple[WorkloadView, str]] = []
+    for other in reserving:
+        if other is w or not set(other.usage) & needed or other.cluster_queue not in views:
+            continue
+        lower = other.priority < w.priority
+        if other.cluster_queue == cq.name:
+            newer = other.priority == w.priority and other.creation > w.creation
+            if (within == "LowerPriority" and lower) or (
+                within == "LowerOrNewerEqualPriority" and (lower or newer)
+            ):
+                candidates.append((other, "InClusterQueue"))
+        elif reclaim != "Never" and cq.node.parent is not None:
+            if views[other.cluster_queue].node.root() is not cq.node.root():
+                continue
+            if reclaim == "LowerPriority" and not lower:
+                continue
+            borrowing = while_borrowing_on and lower
+            borrowing = borrowing and (threshold is None or other.priority <= int(threshold))
+            reason = "InCohortReclaimWhileBorrowing" if borrowing else "InCohortReclamation"
+            candidates.append((other, reason))
+    candidates.sort(
+        key=lambda t: (
+            not t[0].evicted,
+            t[0].cluster_queue == cq.name,
+            t[0].priority,
+            -t[0].reserved_at,
+            t[0].uid,
+        )
+    )
+    usage = assignment.usage()
+    attempts = (True, False) if while_borrowing_on else (False, True)
+    for allow_borrowing in attempts:
+        # reclaiming without borrowing is no candidate when the preemptor may borrow
+        usable = [t for t in candidates if not allow_borrowing or t[1] != "InCohortReclamation"]
+        found = _take_until_fits(views, cq, usage, needed, usable, allow_borrowing)
+        if found:
+            return found
+    return []
+
+
+def _take_until_fits(
+    views: dict[str, ClusterQueueView],
+    cq: ClusterQueueView,
+    usage: dict[FlavorResource, float],
+    needed: set[FlavorResource],
+    candidates: list[tuple[WorkloadView, str]],
+    borrowing: bool,
+) -> list[tuple[WorkloadView, str]]:
+    taken: list[tuple[WorkloadView, str]] = []
+    try:
+        for target, why in candidates:
+            node = views[target.cluster_queue].node
+            if why != "InClusterQueue" and not any(node.borrowing(fr) for fr in needed):
+                continue  # its ClusterQueue is back within its nominal quota
+            reserve(node, target.usage, -1.0)
+            taken.append((target, why))
+            if fits(cq, usage, borrowing=borrowing):
+                break
+        else:
+            return []
+        for target, why in reversed(taken[:-1]):  # fill back: the minimal set
+            reserve(views[target.cluster_queue].node, target.usage)
+            if fits(cq, usage, borrowing=borrowing):
+                taken.remove((target, why))
+            else:
+                reserve(views[target.cluster_queue].node, target.usage, -1.0)
+        return taken
+    finally:
+        for target, _ in taken:
+            reserve(views[target.cluster_queue].node, target.usage)
+
+
+def _preemption_message(
+    views: dict[str, ClusterQueueView],
+    cq: ClusterQueueView,
+    preemptor: WorkloadView,
+    target: WorkloadView,
+    why: str,
+) -> str:
+    return (
+        f"Preempted to accommodate a workload (UID: {preemptor.uid}, JobUID: "
+        f"{preemptor.job_uid}) due to {PREEMPTION_CAUSES[why]}; preemptor path: "
+        f"{cq.node.path()}; preemptee path: {views[target.cluster_queue].node.path()}"
+    )
+
+
+class NodeFit:
+    """The engine's placement over the current nodes, inside one statement that is undone at
+    the end: the pods of admitted Workloads that are not on nodes yet are placed first, then
+    each candidate's whole gang (all PodSets) must be placed to be admitted."""
+
+    def __init__(self, state: ClusterState, config: SchedulerConfig, now: float) -> None:
+        self._state = state
+        self._session = Session(state=state, config=config, now=now)
+        self._statement = self._session.statement()
+
+    def reserve_missing(self, w: WorkloadView) -> None:
+        """Hold room for an admitted Workload's pods that are not on a node yet."""
+        members = self._state.members.get(w.job_key, {})
+        present = sum(1 for t in members.values() if t.status in ON_NODE)
+        tasks = self._tasks(w)[present:]
+        if tasks:
+            place_gang(self._session, self._statement, tasks, satisfied=True)
+
+    def place(self, w: WorkloadView) -> str | None:
+        """Place a Workload's gang (kept placed); None if it fits, else why not."""
+        tasks = self._tasks(w)
+        failed = place_gang(self._session, self._statement, tasks, satisfied=False)
+        if failed is None:
+            return None
+        name = tasks[failed].pod.meta.labels.get("kueue.pykai.io/pod-set", "")
+        return (
+            f"the gang does not fit on the current nodes: no node for a pod of pod set {name} "
+            f"({failed} of {len(tasks)} pods placed)"
+        )
+
+    def close(self) -> None:
+        """Undo every placement."""
+        self._statement.discard()
+
+    def _tasks(self, w: WorkloadView) -> list[Task]:
+        tasks: list[Task] = []
+        for name, count, template in w.templates:
+            labelled = {
+                **template,
+                "metadata": {
+                    **mapping(template.get("metadata")),
+                    "labels": {
+                        **mapping(mapping(template.get("metadata")).get("labels")),
+                        "kueue.pykai.io/pod-set": name,
+                    },
+                },
+            }
+            for i in range(count):
+                pod, _ = read_pod(_pod(labelled, w.obj["metadata"], f"{name}-{i}"))
+                tasks.append(Task(pod=pod, job_key="", subgroup="", request=pod.requests))
+        return tasks

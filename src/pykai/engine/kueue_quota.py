@@ -1,0 +1,403 @@
+"""Kueue's quota model (kubernetes-sigs/kueue ``pkg/cache/scheduler/resource_node.go`` and
+``pkg/scheduler/flavorassigner/flavorassigner.go``), beside KAI's queues: ClusterQueues and
+Cohorts form trees; each holds quota per (flavor, resource); usage of a ClusterQueue beyond the
+part it never lends counts in its cohort; what a ClusterQueue may still take is its unlent
+quota left plus what its cohort has available, capped by its borrowing limit. Pure: built from
+objects, changed only by ``reserve`` / ``release`` during one admission pass."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import IntEnum
+
+from pykai.model.meta import Obj, mapping, objects
+from pykai.model.quantity import resource_amount
+from pykai.model.resources import format_cpu
+
+FlavorResource = tuple[str, str]  # (flavor, resource)
+PodSetRequests = dict[str, float]  # resource -> total over the PodSet's pods, engine units
+
+
+@dataclass(slots=True)
+class Quota:
+    """One (flavor, resource) of a node: nominal quota and optional limits."""
+
+    nominal: float = 0.0
+    borrowing_limit: float | None = None
+    lending_limit: float | None = None
+
+
+@dataclass(slots=True)
+class QuotaNode:
+    """A ClusterQueue or a Cohort in the quota tree."""
+
+    name: str
+    is_cluster_queue: bool
+    parent: QuotaNode | None = None
+    children: list[QuotaNode] = field(default_factory=list)
+    quotas: dict[FlavorResource, Quota] = field(default_factory=dict)
+    usage: dict[FlavorResource, float] = field(default_factory=dict)  # a ClusterQueue's own
+
+    def subtree_quota(self, fr: FlavorResource) -> float:
+        """Nominal quota, plus for a cohort what its children lend it."""
+        own = self.quotas[fr].nominal if fr in self.quotas else 0.0
+        if self.is_cluster_queue:
+            return own
+        return own + sum(c.subtree_quota(fr) - c.guaranteed(fr) for c in self.children)
+
+    def guaranteed(self, fr: FlavorResource) -> float:
+        """The part never lent: subtree quota beyond the lending limit (0 without one)."""
+        quota = self.quotas.get(fr)
+        if quota is None or quota.lending_limit is None:
+            return 0.0
+        return max(0.0, self.subtree_quota(fr) - quota.lending_limit)
+
+    def used(self, fr: FlavorResource, *, ignore_usage: bool = False) -> float:
+        """Usage; a cohort's is what its children use beyond their guaranteed quota."""
+        if ignore_usage:
+            return 0.0
+        if self.is_cluster_queue:
+            return self.usage.get(fr, 0.0)
+        return sum(max(0.0, c.used(fr) - c.guaranteed(fr)) for c in self.children)
+
+    def available(self, fr: FlavorResource, *, ignore_usage: bool = False) -> float:
+        """What this node may still take of ``fr`` (Kueue's ``available``; with
+        ``ignore_usage``, ``potentialAvailable``)."""
+        used = self.used(fr, ignore_usage=ignore_usage)
+        if self.parent is None:
+            return self.subtree_quota(fr) - used
+        guaranteed = self.guaranteed(fr)
+        local = max(0.0, guaranteed - used)
+        from_parent = self.parent.available(fr, ignore_usage=ignore_usage)
+        quota = self.quotas.get(fr)
+        if quota is not None and quota.borrowing_limit is not None:
+            stored = self.subtree_quota(fr) - guaranteed
+            used_in_parent = max(0.0, used - guaranteed)
+            from_parent = min(stored - used_in_parent + quota.borrowing_limit, from_parent)
+        return local + from_parent
+
+    def borrowing(self, fr: FlavorResource) -> bool:
+        """Whether a ClusterQueue uses more than its nominal quota of ``fr``."""
+        nominal = self.quotas[fr].nominal if fr in self.quotas else 0.0
+        return self.usage.get(fr, 0.0) > nominal + 1e-9
+
+    def path(self) -> str:
+        """``/<cohort>…/<cq>``, as Kueue writes it in preemption messages."""
+        names: list[str] = []
+        node: QuotaNode | None = self
+        while node is not None:
+            names.append(node.name)
+            node = node.parent
+        return "/" + "/".join(reversed(names))
+
+    def root(self) -> QuotaNode:
+        """The top of this node's tree."""
+        node = self
+        while node.parent is not None:
+            node = node.parent
+        return node
+
+
+@dataclass(slots=True)
+class ResourceGroup:
+    """Resources that share one flavor per PodSet, and the flavors to try, in order."""
+
+    resources: tuple[str, ...]
+    flavors: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class ClusterQueueView:
+    """What admission reads of a ClusterQueue."""
+
+    name: str
+    node: QuotaNode
+    groups: list[ResourceGroup]
+    strategy: str  # StrictFIFO | BestEffortFIFO
+    preemption: Obj
+    fungibility: Obj
+    missing_flavors: list[str]
+
+    @property
+    def active(self) -> bool:
+        """A ClusterQueue whose flavors all exist can admit."""
+        return not self.missing_flavors
+
+    def group_of(self, resource: str) -> ResourceGroup | None:
+        """The resource group that covers a resource."""
+        return next((g for g in self.groups if resource in g.resources), None)
+
+
+def amount(resource: str, value: object) -> float:
+    """A quantity in engine units (cpu in millicores, memory in bytes, else a count)."""
+    return resource_amount(resource, value if isinstance(value, (str, int, float)) else 0)
+
+
+def quantity(resource: str, value: float) -> str:
+    """Engine units back as a Kubernetes quantity."""
+    if resource == "cpu":
+        return format_cpu(value)
+    if resource == "memory":
+        return _memory(value)
+    return f"{value:g}"
+
+
+_SUFFIXES = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20),
+             ("Ki", 2**10), ("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9),
+             ("M", 10**6), ("k", 10**3))  # fmt: skip
+
+
+def _memory(size: float) -> str:
+    """Bytes in the shortest exact Kubernetes form ("8G", "200Mi", "1500M")."""
+    whole = int(size)
+    if whole != size or whole <= 0:
+        return f"{size:g}"
+    forms = [f"{whole // unit}{suffix}" for suffix, unit in _SUFFIXES if whole % unit == 0]
+    return min([str(whole), *forms], key=len)
+
+
+def _quotas(spec: Obj) -> tuple[dict[FlavorResource, Quota], list[ResourceGroup]]:
+    quotas: dict[FlavorResource, Quota] = {}
+    groups: list[ResourceGroup] = []
+    for group in objects(spec.get("resourceGroups")):
+        flavors = objects(group.get("flavors"))
+        groups.append(
+            ResourceGroup(
+                tuple(str(r) for r in group.get("coveredResources") or []),
+                tuple(str(f.get("name")) for f in flavors),
+            )
+        )
+        for flavor in flavors:
+            for res in objects(flavor.get("resources")):
+                name = str(res.get("name"))
+                limits = {
+                    key: amount(name, res[key]) if res.get(key) is not None else None
+                    for key in ("borrowingLimit", "lendingLimit")
+                }
+                quotas[(str(flavor.get("name")), name)] = Quota(
+                    amount(name, res.get("nominalQuota", 0)),
+                    limits["borrowingLimit"],
+                    limits["lendingLimit"],
+                )
+    return quotas, groups
+
+
+def build_tree(
+    cluster_queues: list[Obj], cohorts: list[Obj], flavors: set[str]
+) -> dict[str, ClusterQueueView]:
+    """The ClusterQueues, linked into cohort trees (a cohort named but not defined is an
+    implicit root without quota of its own)."""
+    nodes: dict[str, QuotaNode] = {}
+
+    def cohort(name: str, seen: frozenset[str] = frozenset()) -> QuotaNode:
+        if name in nodes:
+            return nodes[name]
+        node = nodes[name] = QuotaNode(name, is_cluster_queue=False)
+        found = next((c for c in cohorts if c["metadata"]["name"] == name), None)
+        if found is not None:
+            spec = mapping(found.get("spec"))
+            node.quotas, _ = _quotas(spec)
+            parent = str(spec.get("parentName") or spec.get("parent") or "")
+            if parent and parent not in seen | {name}:
+                _link(node, cohort(parent, seen | {name}))
+        return node
+
+    views: dict[str, ClusterQueueView] = {}
+    for obj in cluster_queues:
+        spec = mapping(obj.get("spec"))
+        name = str(obj["metadata"]["name"])
+        quotas, groups = _quotas(spec)
+        node = QuotaNode(name, is_cluster_queue=True, quotas=quotas)
+        parent = str(spec.get("cohortName") or spec.get("cohort") or "")
+        if parent:
+            _link(node, cohort(parent))
+        missing = sorted({f for g in groups for f in g.flavors} - flavors)
+        views[name] = ClusterQueueView(
+            name,
+            node,
+            groups,
+            str(spec.get("queueingStrategy") or "BestEffortFIFO"),
+            mapping(spec.get("preemption")),
+            mapping(spec.get("flavorFungibility")),
+            missing,
+        )
+    return views
+
+
+def _link(child: QuotaNode, parent: QuotaNode) -> None:
+    child.parent = parent
+    parent.children.append(child)
+
+
+class Mode(IntEnum):
+    """How a flavor serves a PodSet, best first (Kueue's ``isPreferred`` with the default
+    BorrowingOverPreemption)."""
+
+    FIT = 0
+    FIT_BORROWING = 1
+    PREEMPT = 2
+    PREEMPT_BORROWING = 3
+    NO_FIT = 4
+
+
+@dataclass(slots=True)
+class PodSetAssignment:
+    """The flavor of each resource of one PodSet, its usage, and how it fits."""
+
+    name: str
+    count: int
+    flavors: dict[str, str]
+    usage: dict[FlavorResource, float]
+    mode: Mode
+    reasons: list[str] = field(default_factory=list)
+    reason: str = ""  # the QuotaReserved reason when it does not fit
+
+
+@dataclass(slots=True)
+class Assignment:
+    """A whole Workload's flavor assignment."""
+
+    pod_sets: list[PodSetAssignment]
+
+    @property
+    def mode(self) -> Mode:
+        """The worst PodSet's mode."""
+        return max((p.mode for p in self.pod_sets), default=Mode.FIT)
+
+    def usage(self) -> dict[FlavorResource, float]:
+        """What the Workload takes, per flavor and resource."""
+        total: dict[FlavorResource, float] = {}
+        for pod_set in self.pod_sets:
+            for fr, value in pod_set.usage.items():
+                total[fr] = total.get(fr, 0.0) + value
+        return total
+
+    def message(self) -> str:
+        """Kueue's ``Assignment.Message``."""
+        return "; ".join(
+            f"couldn't assign flavors to pod set {p.name}: {', '.join(sorted(p.reasons))}"
+            for p in self.pod_sets
+            if p.mode in (Mode.NO_FIT, Mode.PREEMPT, Mode.PREEMPT_BORROWING) and p.reasons
+        )
+
+    def reason(self) -> str:
+        """The QuotaReserved reason of the first PodSet that does not fit."""
+        return next((p.reason for p in self.pod_sets if p.mode == Mode.NO_FIT), "")
+
+
+def assign_flavors(
+    cq: ClusterQueueView, pod_sets: list[tuple[str, int, PodSetRequests, Obj]]
+) -> Assignment:
+    """Kueue's flavor assignment: PodSets in order, each resource group's flavors in order;
+    a flavor whose labels the PodSet's node selector contradicts is skipped. ``pod_sets``:
+    (name, count, total requests, node selector)."""
+    earlier: dict[FlavorResource, float] = {}
+    out: list[PodSetAssignment] = []
+    for name, count, requests, selector in pod_sets:
+        result = PodSetAssignment(name, count, {}, {}, Mode.FIT)
+        for resource in sorted(r for r, v in requests.items() if v > 0):
+            if cq.group_of(resource) is None:
+                result.mode = Mode.NO_FIT
+                result.reason = "ExceedsMaxQuota"
+                result.reasons.append(f"resource {resource} unavailable in ClusterQueue")
+        for group in cq.groups:
+            wanted = {r: requests[r] for r in group.resources if requests.get(r, 0) > 0}
+            if wanted:
+                _assign_group(cq, group, wanted, selector, earlier, result)
+        for fr, value in result.usage.items():
+            earlier[fr] = earlier.get(fr, 0.0) + value
+        out.append(result)
+    return Assignment(out)
+
+
+def _assign_group(
+    cq: ClusterQueueView,
+    group: ResourceGroup,
+    wanted: dict[str, float],
+    selector: Obj,
+    earlier: dict[FlavorResource, float],
+    result: PodSetAssignment,
+) -> None:
+    best: tuple[Mode, str] | None = None
+    reasons: list[str] = []
+    kinds: set[str] = set()
+    stop_on_borrow = cq.fungibility.get("whenCanBorrow", "MayStopSearch") == "MayStopSearch"
+    stop_on_preempt = cq.fungibility.get("whenCanPreempt", "TryNextFlavor") == "MayStopSearch"
+    for flavor in group.flavors:
+        mode = Mode.FIT
+        for resource, value in sorted(wanted.items()):
+            fr = (flavor, resource)
+            fr_mode, why, kind = _fits(cq, fr, earlier.get(fr, 0.0), value)
+            mode = max(mode, fr_mode)
+            if why:
+                reasons.append(why)
+                kinds.add(kind)
+        if best is None or mode < best[0]:
+            best = (mode, flavor)
+        if mode == Mode.FIT or (mode == Mode.FIT_BORROWING and stop_on_borrow):
+            break
+        if mode in (Mode.PREEMPT, Mode.PREEMPT_BORROWING) and stop_on_preempt:
+            break
+    if best is None or best[0] == Mode.NO_FIT:
+        result.mode = Mode.NO_FIT
+        result.reasons.extend(reasons)
+        result.reason = "WaitingForQuota" if "WaitingForQuota" in kinds else "ExceedsMaxQuota"
+        return
+    mode, flavor = best
+    result.mode = max(result.mode, mode)
+    if mode >= Mode.PREEMPT:
+        result.reasons.extend(reasons)
+    for resource, value in wanted.items():
+        result.flavors[resource] = flavor
+        result.usage[(flavor, resource)] = value
+
+
+def _fits(
+    cq: ClusterQueueView, fr: FlavorResource, before: float, request: float
+) -> tuple[Mode, str, str]:
+    """Kueue's ``fitsResourceQuota`` for one flavor-resource: the mode, the reason text and
+    its kind (ExceedsMaxQuota / WaitingForQuota)."""
+    flavor, resource = fr
+    value = before + request
+    node = cq.node
+    maximum = node.available(fr, ignore_usage=True)
+    if value > maximum + 1e-9:
+        return (
+            Mode.NO_FIT,
+            f"insufficient quota for {resource} in flavor {flavor}, previously considered "
+            f"podsets requests ({quantity(resource, before)}) + current podset request "
+            f"({quantity(resource, request)}) > maximum capacity ({quantity(resource, maximum)})",
+            "ExceedsMaxQuota",
+        )
+    nominal = node.quotas[fr].nominal if fr in node.quotas else 0.0
+    borrow = node.usage.get(fr, 0.0) + value > nominal + 1e-9
+    available = node.available(fr)
+    if value <= available + 1e-9:
+        return (Mode.FIT_BORROWING if borrow else Mode.FIT), "", ""
+    why = (
+        f"insufficient unused quota for {resource} in flavor {flavor}, "
+        f"{quantity(resource, value - max(available, 0.0))} more needed"
+    )
+    bwc = mapping(cq.preemption.get("borrowWithinCohort")).get("policy", "Never") != "Never"
+    if nominal >= value or bwc:
+        return (Mode.PREEMPT_BORROWING if borrow else Mode.PREEMPT), why, "WaitingForQuota"
+    return Mode.NO_FIT, why, "WaitingForQuota"
+
+
+def fits(cq: ClusterQueueView, usage: dict[FlavorResource, float], *, borrowing: bool) -> bool:
+    """Whether ``usage`` fits the ClusterQueue now (Kueue's ``workloadFits``): within what is
+    available, and without borrowing within the nominal quota."""
+    node = cq.node
+    for fr, value in usage.items():
+        if value > node.available(fr) + 1e-9:
+            return False
+        nominal = node.quotas[fr].nominal if fr in node.quotas else 0.0
+        if not borrowing and node.usage.get(fr, 0.0) + value > nominal + 1e-9:
+            return False
+    return True
+
+
+def reserve(node: QuotaNode, usage: dict[FlavorResource, float], sign: float = 1.0) -> None:
+    """Add (or with ``sign`` -1 remove) a Workload's usage to its ClusterQueue."""
+    for fr, value in usage.items():
+        node.usage[fr] = node.usage.get(fr, 0.0) + sign * value
