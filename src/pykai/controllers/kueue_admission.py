@@ -32,12 +32,14 @@ def run_kueue(host: Host, config: SchedulerConfig | None = None) -> None:
         return
     for workload in host.list("Workload"):
         _finish_or_release(host, workload)
+    workloads = host.list("Workload")
     objs = Objects(
-        host.list("Workload"),
+        workloads,
         host.list("LocalQueue"),
         host.list("ClusterQueue"),
         host.list("Cohort"),
         host.list("ResourceFlavor"),
+        {_key(w): _makers(host, w) for w in workloads if is_true(w, "QuotaReserved")},
     )
     decisions = admit(objs, host.state, config or SchedulerConfig(), host.now())
     _write_workloads(host, decisions)
@@ -68,6 +70,22 @@ def _owner(host: Host, workload: Obj) -> Obj | None:
     for ref in objects(meta.get("ownerReferences")):
         return host.get(str(ref.get("kind")), str(ref.get("name")), str(meta.get("namespace")))
     return None
+
+
+def _key(obj: Obj) -> str:
+    return f"{obj['metadata'].get('namespace') or 'default'}/{obj['metadata']['name']}"
+
+
+def _makers(host: Host, workload: Obj) -> frozenset[str]:
+    """The UIDs of a Workload's job and of what the job made (a RayJob's RayCluster and
+    submitter Job): the owners of its pods."""
+    job = _owner(host, workload)
+    if job is None:
+        return frozenset()
+    children = (o for kind in ("RayCluster", "Job") for o in host.owned(job, kind))
+    return frozenset(
+        {str(job["metadata"].get("uid")), *(str(o["metadata"].get("uid")) for o in children)}
+    )
 
 
 def _job_finished(job: Obj) -> tuple[str, str] | None:

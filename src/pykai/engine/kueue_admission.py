@@ -29,7 +29,6 @@ from pykai.engine.kueue_quota import (
 )
 from pykai.engine.session import Session
 from pykai.engine.state import ClusterState
-from pykai.grouping.podgrouper import podgroup_name
 from pykai.model import constants as c
 from pykai.model.meta import Obj, mapping, objects, parse_time
 from pykai.model.pod import read_pod
@@ -82,13 +81,6 @@ class WorkloadView:
     def job_uid(self) -> str:
         """The UID of the job it stands for."""
         return str(mapping(self.obj["metadata"].get("labels")).get(JOB_UID_LABEL) or "")
-
-    @property
-    def job_key(self) -> str:
-        """The key of the PodGroup pykai's pod-grouper makes for its job's pods."""
-        for ref in objects(self.obj["metadata"].get("ownerReferences")):
-            return f"{self.namespace}/{podgroup_name(str(ref.get('name')), str(ref.get('uid')))}"
-        return ""
 
 
 def read_workload(obj: Obj) -> WorkloadView:
@@ -199,6 +191,7 @@ class Objects:
     cluster_queues: list[Obj]
     cohorts: list[Obj]
     flavors: list[Obj]
+    makers: dict[str, frozenset[str]]  # Workload key -> UIDs of its job and what the job made
 
 
 def admit(objs: Objects, state: ClusterState, config: SchedulerConfig, now: float) -> Decisions:
@@ -245,7 +238,7 @@ def admit(objs: Objects, state: ClusterState, config: SchedulerConfig, now: floa
     fit = NodeFit(state, config, now)
     try:
         for w in reserving:
-            fit.reserve_missing(w)
+            fit.reserve_missing(w, objs.makers.get(w.key, frozenset()))
         _cycles(decisions, reserving, fit)
     finally:
         fit.close()
@@ -436,11 +429,16 @@ class NodeFit:
         self._state = state
         self._session = Session(state=state, config=config, now=now)
         self._statement = self._session.statement()
+        self._on_node: dict[str, int] = {}  # owner UID -> its pods on nodes
+        for task in state.tasks.values():
+            if task.status in ON_NODE:
+                for owner in task.pod.meta.owners:
+                    self._on_node[owner.uid] = self._on_node.get(owner.uid, 0) + 1
 
-    def reserve_missing(self, w: WorkloadView) -> None:
-        """Hold room for an admitted Workload's pods that are not on a node yet."""
-        members = self._state.members.get(w.job_key, {})
-        present = sum(1 for t in members.values() if t.status in ON_NODE)
+    def reserve_missing(self, w: WorkloadView, makers: frozenset[str]) -> None:
+        """Hold room for an admitted Workload's pods that are not on a node yet (``makers``:
+        the UIDs of what owns its pods)."""
+        present = sum(self._on_node.get(uid, 0) for uid in makers)
         tasks = self._tasks(w)[present:]
         if tasks:
             place_gang(self._session, self._statement, tasks, satisfied=True)

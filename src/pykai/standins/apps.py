@@ -68,11 +68,14 @@ def reconcile_replicaset(host: Host, replicaset: Obj) -> None:
 
 
 def reconcile_job(host: Host, job: Obj) -> None:
-    """A Job's pods: parallelism of them, no more than completions."""
+    """A Job's pods: parallelism of them, no more than completions; none while suspended
+    (the active ones are deleted, as kube's Job controller does)."""
     spec = mapping(job.get("spec"))
     parallelism = int(spec.get("parallelism", 1))
     completions = spec.get("completions")
     count = min(parallelism, int(completions)) if completions is not None else parallelism
+    if spec.get("suspend") is True:
+        count = 0
     prototype = pod_from_template(
         spec.get("template") or {},
         f"{job['metadata']['name']}-",
