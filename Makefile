@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean kube-binaries helm-template
+.PHONY: setup demo test lint bench clean kube-binaries helm-template prometheus
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -28,7 +28,10 @@ kube-binaries:
 helm-template:  # helm, or the stand-in built from Debian's Go packages (cached)
 	scripts/helm-template deploy/helm/pykai > /dev/null
 
-test: lint kube-binaries helm-template
+prometheus:  # Debian's Prometheus server, for the test that scrapes pykai run (cached)
+	bash scripts/prometheus > /dev/null
+
+test: lint kube-binaries helm-template prometheus
 	$(BIN)/pytest
 
 bench: $(STAMP)

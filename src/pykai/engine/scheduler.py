@@ -38,10 +38,13 @@ class Scheduler:
         started = time.perf_counter()
         session = Session.open(state, self.config, now)
         opened = time.perf_counter()
+        action_timings: dict[str, float] = {}
         for name in self.config.actions:
             action = ACTIONS.get(name)
             if action is not None:
+                begun = time.perf_counter()
                 action(session)
+                action_timings[name] = time.perf_counter() - begun
         acted = time.perf_counter()
         result = session.close()
         result.timings = {
@@ -49,4 +52,5 @@ class Scheduler:
             "actions": acted - opened,
             "close": time.perf_counter() - acted,
         }
+        result.action_timings = action_timings
         return result

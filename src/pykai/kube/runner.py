@@ -55,6 +55,7 @@ from pykai.kube.events import WARNING, EventRecorder
 from pykai.kube.grouper import group_pods
 from pykai.kube.informer import Change, Informer
 from pykai.kube.leader import LeaderElector
+from pykai.kube.metrics import RunMetrics
 from pykai.kube.workloads import KubeWorkloads
 from pykai.model import constants as c
 from pykai.model.meta import Obj, format_time, mapping
@@ -125,9 +126,11 @@ class KubeRunner:
         config: SchedulerConfig | None = None,
         components: frozenset[str] = DEFAULT_COMPONENTS,
         pool: Executor | None = None,
+        metrics: RunMetrics | None = None,
     ) -> None:
         """``pool`` carries out the writes (default: 32 threads)."""
         self.api = api
+        self.metrics = metrics or RunMetrics(components)
         self.components = components
         config = config or SchedulerConfig()
         if "scheduler" not in components:  # status only: fair share without actions
@@ -173,15 +176,20 @@ class KubeRunner:
             while not stop.is_set():
                 self.drain()
                 try:
-                    if self.ready() and (elector is None or elector.step()):
+                    ready = self.ready()
+                    leading = ready and (elector is None or elector.step())
+                    self.metrics.loop(ready, leading)
+                    if leading:
                         self.cycle()
                         self._cycled()
                 except API_ERRORS as exc:  # the apiserver may be restarting
                     log.warning("cycle failed: %s", exc)
+                    self.metrics.cycle_failed("api")
                 except RefusedAtStart:
                     raise
                 except Exception:  # a bug: objects cannot make a cycle fail; go on with the next
                     log.exception("cycle failed; the state is rebuilt from the cache")
+                    self.metrics.cycle_failed("bug")
                     self.rebuild_state()
                 stop.wait(period)
         except RefusedAtStart:
@@ -335,16 +343,14 @@ class KubeRunner:
             self.run_pods()
         self.write_status(result)
         marks.append(("status", time.perf_counter()))
+        phases = {name: end - begin for (_, begin), (name, end) in itertools.pairwise(marks)}
+        self.metrics.cycle(result, phases, self.state)
         if result.binds or result.evictions:
-            phases = ", ".join(
-                f"{name} {end - begin:.3f}s"
-                for (_, begin), (name, end) in itertools.pairwise(marks)
-            )
             log.info(
                 "cycle: %d binds, %d evictions (%s)",
                 len(result.binds),
                 len(result.evictions),
-                phases,
+                ", ".join(f"{name} {seconds:.3f}s" for name, seconds in phases.items()),
             )
         return result
 
@@ -381,7 +387,7 @@ class KubeRunner:
     def _carry_out(self, result: CycleResult) -> None:
         """Binds in parallel, evictions, events and PodGroup annotations."""
         for decision, error in zip(
-            result.binds, self.pool.map(self.binder.bind, result.binds), strict=True
+            result.binds, self.pool.map(self._bind, result.binds), strict=True
         ):
             if error:
                 self._bind_failed(decision, error)
@@ -411,6 +417,12 @@ class KubeRunner:
             if group is not None and self._reported.get(key) != text:
                 self._reported[key] = text
                 self.events.record(group, "Unschedulable", text, WARNING)
+
+    def _bind(self, decision: Bind) -> str:
+        started = time.perf_counter()
+        error = self.binder.bind(decision)
+        self.metrics.bound(time.perf_counter() - started, bool(error))
+        return error
 
     def _bind_failed(self, decision: Bind, error: str) -> None:
         log.warning("bind of %s/%s failed: %s", decision.namespace, decision.name, error)
