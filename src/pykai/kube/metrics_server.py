@@ -8,9 +8,12 @@ from __future__ import annotations
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import generate_latest
 
 from pykai.kube.metrics import RunMetrics
+
+# the classic text format, which every Prometheus reads (and what generate_latest writes)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def serve_metrics(address: tuple[str, int], metrics: RunMetrics) -> ThreadingHTTPServer:
@@ -20,7 +23,7 @@ def serve_metrics(address: tuple[str, int], metrics: RunMetrics) -> ThreadingHTT
         def do_GET(self) -> None:
             path = self.path.split("?", 1)[0]
             if path == "/metrics":
-                self._send(200, generate_latest(metrics.registry), CONTENT_TYPE_LATEST)
+                self._send(200, generate_latest(metrics.registry), CONTENT_TYPE)
             elif path == "/healthz":
                 alive = metrics.alive()
                 self._text(200 if alive else 503, "ok" if alive else "the run loop is stuck")
