@@ -31,7 +31,7 @@ from pykai.model import constants as c
 from pykai.model.queue import QueueView
 from pykai.model.resources import MB, Resources
 
-disable_created_metrics()  # no *_created series: KAI's Go client exposes none
+disable_created_metrics()  # type: ignore[no-untyped-call]  # no *_created series, as KAI
 
 # KAI's units (pkg/scheduler/api/resource_info: MilliCPUToCores, MemoryToGB)
 MILLI_PER_CORE = 1000.0
