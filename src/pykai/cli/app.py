@@ -27,7 +27,7 @@ from pykai.cli.printers import render
 from pykai.cli.selectors import select
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.embedded.store import explain
-from pykai.engine.config import config_from_mapping
+from pykai.engine.config import config_from_documents
 from pykai.model.duration import parse_duration
 
 DEFAULT_CLUSTER = Path(".pykai/cluster.db")
@@ -328,7 +328,8 @@ def run(
         typer.Option(
             "--scheduler-config",
             "--config",
-            help="YAML: a SchedulingShard or a plain scheduler config",
+            help="YAML: a SchedulingShard or a plain scheduler config; several documents: "
+            "each overrides the fields it sets",
         ),
     ] = None,
     metrics_address: Annotated[
@@ -362,7 +363,7 @@ def run(
             documents = read_manifests([str(scheduler_config)])
             if not documents:
                 raise ManifestError(f"{scheduler_config} holds no configuration")
-            config = config_from_mapping(documents[0], str(scheduler_config))
+            config = config_from_documents(documents, str(scheduler_config))
         api = KubeApi.connect(kubeconfig)
 
     stop = _serving(log_level, log_format)
