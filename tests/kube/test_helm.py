@@ -273,6 +273,16 @@ def test_probes_disruption_budgets_and_the_metrics_service(
     assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
 
 
+def test_the_webhook_has_a_writable_tmp_on_its_read_only_root(rendered: list[Obj]) -> None:
+    """It loads its certificate from files in a temporary directory (kube/webhook.py)."""
+    spec = container(rendered, "pykai-webhook")
+    main = spec["containers"][0]
+    assert main["securityContext"]["readOnlyRootFilesystem"] is True
+    mounts = {m["mountPath"]: m["name"] for m in main["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    assert volumes[mounts["/tmp"]]["emptyDir"]["medium"] == "Memory"
+
+
 def test_same_built_ins_and_webhook_rules_as_the_code(rendered: list[Obj]) -> None:
     classes = {n: o["value"] for n, o in of_kind(rendered, "PriorityClass").items()}
     assert classes == {o["metadata"]["name"]: o["value"] for o in builtin_priority_classes()}
