@@ -152,7 +152,8 @@ class RunMetrics:
 
     def cycle(self, result: CycleResult, phases: dict[str, float], state: ClusterState) -> None:
         """After a cycle: what it decided (``result``), how long each of the runner's phases
-        took (seconds, by name), and the engine state it decided on."""
+        took (seconds by name: group, schedule, bind+evict, status; KAI's end-to-end latency
+        is schedule + bind+evict), and the engine state it decided on."""
         now = time.time()
         self.cycles.inc()
         for name, seconds in phases.items():

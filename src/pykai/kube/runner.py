@@ -419,6 +419,7 @@ class KubeRunner:
                 self.events.record(group, "Unschedulable", text, WARNING)
 
     def _bind(self, decision: Bind) -> str:
+        """One bind (see Binder.bind), timed for the metrics."""
         started = time.perf_counter()
         error = self.binder.bind(decision)
         self.metrics.bound(time.perf_counter() - started, bool(error))
