@@ -177,6 +177,8 @@ KAI_VALUES: Obj = {  # KAI's value names (its chart's values.yaml), as a KAI use
         "actions": {"consolidation": {"enabled": False}},
         "ports": {"metricsPort": 9090},
     },
+    "binder": {"resources": {"requests": {"cpu": "1"}}, "ports": {"metricsPort": 9091}},
+    "podgrouper": {"enabled": False},
     "queuecontroller": {"enabled": False},
     "admission": {"ports": {"webhookPort": 9444}},
     "defaultPriorityClasses": {"enabled": False},
@@ -205,6 +207,11 @@ def test_kai_value_names(local_cluster: LocalCluster, tmp_path: Path) -> None:
     assert "consolidation" not in config.actions and config.stale_gang_grace_period == 90
     controllers = container(objects, "pykai-controllers")["containers"][0]["args"]
     assert "--components=podgroupcontroller" in controllers
+    binder = container(objects, "pykai-binder")["containers"][0]
+    limits, requests = {"memory": "1Gi"}, {"cpu": "1", "memory": "256Mi"}  # merged, as helm does
+    assert binder["resources"] == {"limits": limits, "requests": requests}
+    assert "--metrics-address=0.0.0.0:9091" in binder["args"]
+    assert "pykai-podgrouper" not in of_kind(objects, "Deployment")
     webhook = container(objects, "pykai-webhook")["containers"][0]["args"]
     assert {"--address=0.0.0.0:9444", "--no-gpu-sharing"} <= set(webhook)
     assert not of_kind(objects, "PriorityClass")
