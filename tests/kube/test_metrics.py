@@ -91,7 +91,7 @@ def test_queue_controller_and_scheduler_figures_in_kai_units(cluster: Engine) ->
     result = cluster.cycle()
     assert [b.name for b in result.binds] == ["new-0"]
     metrics = RunMetrics({"scheduler", "queuecontroller"})
-    metrics.cycle(result, {"schedule": 0.25, "bind+evict": 0.5}, cluster.state)
+    metrics.cycle(result, {"schedule": 0.25, "write": 0.5}, cluster.state)
     samples = scrape(metrics)
 
     research = {"queue_name": "research", "queue_metadata_name": "research"}

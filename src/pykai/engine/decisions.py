@@ -63,3 +63,5 @@ class CycleResult:
     queues: dict[str, QueueStatus] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds
     action_timings: dict[str, float] = field(default_factory=dict)  # action -> seconds
+    # action -> pending jobs it did not try because its search budget was spent
+    out_of_budget: dict[str, int] = field(default_factory=dict)

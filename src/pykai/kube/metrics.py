@@ -25,6 +25,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disa
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from pykai.controllers.outcome import ACTIONS
 from pykai.engine.decisions import CycleResult
 from pykai.engine.state import ClusterState
 from pykai.model import constants as c
@@ -41,12 +42,6 @@ LATENCY_BUCKETS_MS = tuple(5.0 * 2**i for i in range(10))
 WAIT_BUCKETS_S = (1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600, 86400)
 QUEUE_LABELS = ("queue_name", "queue_metadata_name", "queue_display_name")
 DEFAULT_NODEPOOL = "default"  # KAI's name for the node pool of nodes without a pool label
-EVICTION_ACTION = {  # pykai's eviction reason -> the KAI action that evicts so
-    "Preempted": "preempt",
-    "Reclaimed": "reclaim",
-    "Consolidated": "consolidation",
-    "StaleGang": "stalegangeviction",
-}
 
 
 class _Snapshot(Collector):
@@ -105,7 +100,7 @@ class RunMetrics:
         )
         self.phases = Histogram(
             "pykai_cycle_phase_seconds",
-            "Duration of each phase of a cycle: group, schedule, bind_evict, status",
+            "Duration of each phase of a cycle: group, schedule, write (decisions carried out)",
             ["phase"],
             registry=registry,
         )
@@ -152,12 +147,12 @@ class RunMetrics:
 
     def cycle(self, result: CycleResult, phases: dict[str, float], state: ClusterState) -> None:
         """After a cycle: what it decided (``result``), how long each of the runner's phases
-        took (seconds by name: group, schedule, bind+evict, status; KAI's end-to-end latency
-        is schedule + bind+evict), and the engine state it decided on."""
+        took (seconds by name: group, schedule, write; KAI's end-to-end latency is schedule +
+        write), and the engine state it decided on."""
         now = time.time()
         self.cycles.inc()
         for name, seconds in phases.items():
-            self.phases.labels(name.replace("+", "_")).observe(seconds)
+            self.phases.labels(name).observe(seconds)
         families: list[Metric] = []
         if "scheduler" in self.components:
             families += _scheduler_families(result, phases, state)
@@ -200,7 +195,7 @@ class RunMetrics:
         for eviction in result.evictions:
             job = state.jobs.get(eviction.job)
             namespace, _, name = eviction.job.partition("/")
-            action = EVICTION_ACTION.get(eviction.reason, eviction.reason.lower())
+            action = ACTIONS.get(eviction.reason, eviction.reason.lower())
             uid = job.uid if job is not None else ""
             self.evicted.labels(name, namespace, uid, DEFAULT_NODEPOOL, action).inc()
         for key, started in result.started.items():
@@ -219,7 +214,7 @@ def _scheduler_families(
         (
             "kai_e2e_scheduling_latency_milliseconds",
             "E2e scheduling latency in milliseconds (scheduling algorithm + binding), as a gauge",
-            phases.get("schedule", 0.0) + phases.get("bind+evict", 0.0),
+            phases.get("schedule", 0.0) + phases.get("write", 0.0),
         ),
         (
             "kai_open_session_latency_milliseconds",
