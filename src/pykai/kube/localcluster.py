@@ -73,19 +73,24 @@ def _gone_within(pid: int, seconds: float) -> bool:
 
 
 def alive(pid: int) -> bool:
-    """True if the process runs (a zombie child is reaped and counts as gone)."""
+    """True until the process has ended: a child of this process is reaped once it has (no
+    zombie is left behind); another process has ended once only its zombie is left. A leader
+    thread that exited while other threads still run shows as a zombie too: that process has
+    not ended."""
     try:
-        reaped, _ = os.waitpid(pid, os.WNOHANG)
-        if reaped:
-            return False
+        return os.waitpid(pid, os.WNOHANG)[0] == 0
     except ChildProcessError:
-        pass
+        pass  # not a child of this process
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        threads = len(os.listdir(f"/proc/{pid}/task"))
+    except FileNotFoundError:
+        return False
+    return not (state == "Z" and threads <= 1)
 
 
 @dataclass
