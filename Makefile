@@ -21,6 +21,7 @@ lint: $(STAMP)
 	$(BIN)/ruff check src tests
 	$(BIN)/ruff format --check src tests
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 
 kube-binaries:
 	bash scripts/kube-binaries

@@ -80,7 +80,7 @@ def test_2_raycluster_gang_of_three_runs(cluster: LocalCluster) -> None:
 
 def test_3_inference_preempts_training(cluster: LocalCluster) -> None:
     kubectl(cluster, "delete", "raycluster", "raycluster-sample", "--wait=false")
-    # garbage-collected: the pods terminate over their grace period (30 s) once deleted
+    # garbage-collected; each pod terminates over its grace period (Kubernetes' default 30 s)
     assert wait_for(lambda: not ray_pods(cluster, "raycluster-sample"), timeout=120)
     kubectl(cluster, "apply", "-f", str(EXAMPLES / "blog-raycluster-train.yaml"))
     assert wait_for(lambda: len(ray_pods(cluster, "raycluster-sample")) == 2)

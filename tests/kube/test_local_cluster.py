@@ -50,10 +50,21 @@ def test_down_leaves_no_process(tmp_path) -> None:  # type: ignore[no-untyped-de
     cluster = LocalCluster(tmp_path)
     cluster.up(controller_manager=False)
     pids = list(cluster.status()["pids"].values())  # type: ignore[union-attr]
+    started = {pid: start_time(pid) for pid in pids}
     assert cluster.running()
     cluster.down()
     assert not any(alive(pid) for pid in pids)
-    assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
+    # reaped too, not left as zombies (a busy machine may give a pid to a new process)
+    assert not any(start_time(pid) == started[pid] for pid in pids)
+
+
+def start_time(pid: int) -> str | None:
+    """When process ``pid`` started (field 22 of /proc/PID/stat), None if there is none."""
+    try:
+        stat_line = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    return stat_line.rsplit(")", 1)[1].split()[19]
 
 
 def test_up_with_the_webhook_then_down(tmp_path: Path) -> None:

@@ -89,3 +89,41 @@ def test_unknown_component_is_a_clear_error(local_cluster: LocalCluster) -> None
     result = pykai_cli("run", f"--kubeconfig={local_cluster.kubeconfig}", "--components=sched")
     assert result.returncode != 0
     assert "unknown component(s) sched" in result.stderr and "scheduler" in result.stderr
+
+
+def pod_events(cluster: LocalCluster, name: str) -> list[tuple[str, str, str]]:
+    """(type, reason, message) of the events on pod ``name``."""
+    items = get_json(cluster, "events", f"--field-selector=involvedObject.name={name}")["items"]
+    return [(e["type"], e["reason"], e["message"]) for e in items]
+
+
+def test_why_pending_shows_where_kubectl_users_look(running: LocalCluster, tmp_path: Path) -> None:
+    """semantics: kube-scheduler's places: a pending pod gets PodScheduled=False/Unschedulable
+    and an Unschedulable Warning; a bound pod gets a Scheduled event."""
+    workload = [podgroup("huge", queue="team-a"), pod("huge-0", group="huge", gpus=16)]
+    workload += [podgroup("quick", queue="team-a"), pod("quick-0", group="quick", cpu="100m")]
+    apply(running, workload, tmp_path / "why.yaml")
+
+    def scheduled_condition() -> dict[str, str]:
+        conditions = get_json(running, "pod", "huge-0")["status"].get("conditions") or []
+        return next((c for c in conditions if c["type"] == "PodScheduled"), {})
+
+    assert wait_for(lambda: scheduled_condition().get("status") == "False"), scheduled_condition()
+    assert scheduled_condition()["reason"] == "Unschedulable"
+    assert "16" in scheduled_condition()["message"]  # says what it asks for, or what is free
+    assert wait_for(
+        lambda: any(
+            t == "Warning" and r == "Unschedulable" for t, r, _ in pod_events(running, "huge-0")
+        )
+    )
+    described = kubectl(running, "describe", "pod", "huge-0")
+    assert "PodScheduled" in described and "Unschedulable" in described
+    assert wait_for(
+        lambda: ("Normal", "Scheduled") in {(t, r) for t, r, _ in pod_events(running, "quick-0")}
+    ), pod_events(running, "quick-0")
+    node = get_json(running, "pod", "quick-0")["spec"]["nodeName"]
+    assert (
+        "Normal",
+        "Scheduled",
+        f"Successfully assigned default/quick-0 to {node}",
+    ) in pod_events(running, "quick-0")

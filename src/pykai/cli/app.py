@@ -341,6 +341,9 @@ def run(
     ] = "",
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "text",
+    scheduled_events: Annotated[
+        bool, typer.Option(help="A Scheduled event per bind, as kube-scheduler writes")
+    ] = True,
 ) -> None:
     """Run pykai's components against a real Kubernetes cluster (foreground; stops cleanly on
     SIGTERM)."""
@@ -382,7 +385,10 @@ def run(
         )
     try:
         with refused():
-            KubeRunner(api, config, chosen, metrics=metrics).run(stop, period, elector)
+            runner = KubeRunner(
+                api, config, chosen, scheduled_events=scheduled_events, metrics=metrics
+            )
+            runner.run(stop, period, elector)
     finally:
         if server is not None:
             server.shutdown()

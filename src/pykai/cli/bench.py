@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
 
@@ -17,13 +18,30 @@ app = typer.Typer(help="Benchmarks; they print figures (JSON with -o json).", no
 OutputOption = Annotated[str, typer.Option("--output", "-o", help="json|table")]
 
 
-def _print(figures: dict[str, object], output: str) -> None:
+def _print(figures: Mapping[str, object], output: str) -> None:
     if output == "json":
         typer.echo(json.dumps(figures))
     elif output == "table":
         typer.echo(table(["FIGURE", "VALUE"], [[k, str(v)] for k, v in figures.items()]))
     else:
         fail(f'unknown output format "{output}": use json or table')
+
+
+@app.command("embedded")
+def embedded(
+    nodes: Annotated[int, typer.Option(help="Nodes of 8 GPUs (1,213: the openb cluster)")] = 1213,
+    jobs: Annotated[int, typer.Option(help="One-GPU jobs already running")] = 2000,
+    applies: Annotated[int, typer.Option(help="One-pod applies timed (median)", min=1)] = 30,
+    output: OutputOption = "table",
+) -> None:
+    """The embedded cluster's latency for one small change: a one-pod apply, settled."""
+    from pykai.bench.embedded import run_embedded_bench
+
+    try:
+        figures = run_embedded_bench(nodes=nodes, jobs=jobs, applies=applies)
+    except ValueError as exc:
+        fail(str(exc))
+    _print(figures, output)
 
 
 @app.command("engine")

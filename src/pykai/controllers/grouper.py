@@ -22,13 +22,7 @@ def group_pods(host: Host, check: Callable[[Obj], None] = lambda _: None) -> Non
     """Group the ungrouped pods, oldest first; ``check`` raises for an owner the grouper must
     not read (see grouping.podgrouper.plan_for)."""
     views = sorted(
-        (
-            task.pod
-            for task in host.state.tasks.values()
-            if task.pod.scheduler_name == c.SCHEDULER_NAME
-            and c.POD_GROUP_ANNOTATION not in task.pod.meta.annotations
-            and not task.pod.deleting
-        ),
+        (task.pod for task in host.state.ungrouped.values()),
         key=lambda view: (view.meta.creation, view.meta.uid),
     )
     pods = [p for v in views if (p := host.get("Pod", v.meta.name, v.meta.namespace))]

@@ -42,8 +42,11 @@ class Round:
     scheduled_events: bool = True  # a Scheduled event per bind (off for benchmarks)
     after_binds: tuple[Callable[[], None], ...] = field(default=())  # e.g. a BindRequest binder
 
-    def run(self, host: Host, decide: Callable[[], CycleResult]) -> CycleResult:
-        """One round; ``decide`` runs the scheduling cycle on the host's state."""
+    def run(
+        self, host: Host, decide: Callable[[], CycleResult], *, full_status: bool = False
+    ) -> CycleResult:
+        """One round; ``decide`` runs the scheduling cycle on the host's state. Status is
+        written for what changed, or (``full_status``) checked for every object."""
         if self.workloads:
             run_workloads(host, self.workloads, self.check)
         if "podgrouper" in self.components:
@@ -55,5 +58,5 @@ class Round:
             step()
         if "kubelet" in self.components:
             run_pods(host)
-        write_status(host, result, self.components)
+        write_status(host, result, self.components, everything=full_status)
         return result

@@ -156,9 +156,13 @@ SCHEDULER_FIELDS = frozenset({"schedulingConditions"})  # the scheduler's part o
 CONTROLLER_FIELDS = frozenset({"phase", "running", "pending", "resourcesStatus"})
 
 
-def write_status(host: Host, result: CycleResult, components: frozenset[str]) -> None:
+def write_status(
+    host: Host, result: CycleResult, components: frozenset[str], *, everything: bool = False
+) -> None:
     """What the status-writing ``components`` own (scheduler, queuecontroller,
-    podgroupcontroller), written where it changed."""
+    podgroupcontroller), written where it changed: the PodGroups whose job changed since the
+    last pass, or whose reasons this cycle gives (``everything``: all, to repair what a lost
+    write left behind)."""
     now = host.now()
     report_problems(
         host.state.problems.values(),
@@ -176,12 +180,25 @@ def write_status(host: Host, result: CycleResult, components: frozenset[str]) ->
         _queues(host, result)
     owned = SCHEDULER_FIELDS if "scheduler" in components else frozenset()
     owned |= CONTROLLER_FIELDS if "podgroupcontroller" in components else frozenset()
-    if owned:
-        host.each(
-            "the status controller",
-            host.list("PodGroup"),
-            lambda group: _podgroup(host, group, result, owned, now),
-        )
+    changed = host.state.take_changed_jobs()
+    if not owned:
+        return
+    if everything:
+        groups = host.list("PodGroup")
+    else:
+        keys = changed | result.unschedulable.keys()
+        keys |= {
+            f"{p.namespace}/{p.name}" for p in host.state.problems.values() if p.kind == "PodGroup"
+        }
+        groups = [group for key in sorted(keys) if (group := _podgroup_of(host, key)) is not None]
+    host.each(
+        "the status controller", groups, lambda group: _podgroup(host, group, result, owned, now)
+    )
+
+
+def _podgroup_of(host: Host, key: str) -> Obj | None:
+    namespace, _, name = key.partition("/")
+    return host.get("PodGroup", name, namespace)
 
 
 def _queues(host: Host, result: CycleResult) -> None:

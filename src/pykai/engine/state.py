@@ -83,6 +83,9 @@ class ClusterState:
         self.running_jobs: dict[str, dict[int, set[str]]] = {}
         self.below_minimum: set[str] = set()  # running jobs whose gang is not satisfied
         self.stale_marked: set[str] = set()  # jobs with a stale-since time
+        self.ungrouped: dict[str, Task] = {}  # pykai's live pods that name no PodGroup, by uid
+        # jobs whose PodGroup or tasks changed since take_changed_jobs was last called
+        self.changed_jobs: set[str] = set()
         # objects taken in only in part, or skipped, and why (see model/problems.py)
         self.problems: dict[tuple[str, str, str], ObjectProblem] = {}
         self._chains: dict[str, tuple[str, ...]] = {}
@@ -269,6 +272,10 @@ class ClusterState:
         task.order_key = task_order_key(pod)
         task.status, task.node, task.gpu_groups = status, node, groups
         self.members.setdefault(job_key, {})[uid] = task
+        if ours and not group and not pod.deleting:
+            self.ungrouped[uid] = task
+        else:
+            self.ungrouped.pop(uid, None)
         self._account(task, 1.0)
 
     def _task_request(self, pod: PodView) -> Resources:
@@ -282,6 +289,7 @@ class ClusterState:
         )
 
     def _remove_task(self, task: Task) -> None:
+        self.ungrouped.pop(task.uid or task.pod.meta.key, None)
         self._account(task, -1.0)
         self._detach(task)
         del self.tasks[task.uid or task.pod.meta.key]
@@ -322,6 +330,7 @@ class ClusterState:
             ),
         )
         self.jobs[key] = job
+        self.changed_jobs.add(key)
         self.mark_stale(job, job.stale_since)
         for task in members.values():
             self._account(task, 1.0)
@@ -333,6 +342,7 @@ class ClusterState:
         for task in job.tasks.values():
             self._account(task, -1.0)
         del self.jobs[key]
+        self.changed_jobs.add(key)
         self.pending_jobs.discard(key)
         self.held_jobs.pop(key, None)
         self.stale_marked.discard(key)
@@ -391,6 +401,7 @@ class ClusterState:
         job = self.jobs.get(task.job_key) if task.job_key else None
         if job is None:
             return
+        self.changed_jobs.add(job.key)
         status = task.status
         step = int(sign)
         group = job.subgroups.get(task.subgroup)
@@ -440,6 +451,11 @@ class ClusterState:
         else:
             bucket.discard(job.key)
             self.below_minimum.discard(job.key)
+
+    def take_changed_jobs(self) -> set[str]:
+        """The keys of the jobs that changed since the last call (their status may have)."""
+        changed, self.changed_jobs = self.changed_jobs, set()
+        return changed
 
     def mark_stale(self, job: Job, since: float | None) -> None:
         """Record since when a job has run below its minimum (None: it does not)."""

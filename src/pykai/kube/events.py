@@ -3,7 +3,6 @@
 Callers report transitions (an eviction, a new reason a job cannot run, a failed bind), not
 every cycle's view, so events cost few writes. A repeat of the same (object, type, reason,
 message) bumps ``count`` on the event already written, as the apiserver's own recorders do.
-No "Scheduled" event is written per bind: a bind stays one write (docs/architecture.md).
 """
 
 from __future__ import annotations

@@ -73,24 +73,32 @@ def _gone_within(pid: int, seconds: float) -> bool:
 
 
 def alive(pid: int) -> bool:
-    """True until the process has ended: a child of this process is reaped once it has (no
-    zombie is left behind); another process has ended once only its zombie is left. A leader
-    thread that exited while other threads still run shows as a zombie too: that process has
-    not ended."""
-    try:
-        return os.waitpid(pid, os.WNOHANG)[0] == 0
-    except ChildProcessError:
-        pass  # not a child of this process
+    """True if the process runs. A child of this process counts as gone once reaped (a
+    multi-threaded one shows as a zombie while its threads still exit, and cannot be reaped
+    yet); another's zombie counts as gone."""
+    if _reaped(pid):
+        return False
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
-        threads = len(os.listdir(f"/proc/{pid}/task"))
-    except FileNotFoundError:
+        fields = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()
+    except OSError:
         return False
-    return not (state == "Z" and threads <= 1)
+    state, parent = fields[0], int(fields[1])
+    if state != "Z":
+        return True
+    return parent == os.getpid() and not _reaped(pid)
+
+
+def _reaped(pid: int) -> bool:
+    """Reap ``pid`` if it is a child of this process that has ended; True if it was."""
+    try:
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        return False
+    return bool(reaped)
 
 
 @dataclass

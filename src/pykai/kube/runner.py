@@ -41,6 +41,7 @@ from pykai.standins.workloads import KUBERAY
 log = logging.getLogger("pykai.run")
 
 DEFAULT_COMPONENTS = frozenset(COMPONENTS[:5])
+STATUS_RESYNC_SECONDS = 60.0  # every object's status is checked this often (else: what changed)
 _ENGINE_KINDS = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod", "BindRequest")
 _NEEDS: dict[str, tuple[str, ...]] = {
     "scheduler": _ENGINE_KINDS,
@@ -115,6 +116,7 @@ class KubeRunner:
         if "podgrouper" in components:
             self.kinds = sorted(set(self.kinds) | _OPTIONAL)
         self.cycles = 0  # cycles run by this process
+        self._next_full_status = 0.0  # when status is next checked for every object
 
     def run(
         self, stop: threading.Event, period: float = 1.0, elector: LeaderElector | None = None
@@ -182,7 +184,10 @@ class KubeRunner:
             marks.append(("schedule", time.perf_counter()))
             return result
 
-        result = self.round.run(self.host, decide)
+        full = time.monotonic() >= self._next_full_status
+        if full:  # a resync: what a lost background write left behind is repaired
+            self._next_full_status = time.monotonic() + STATUS_RESYNC_SECONDS
+        result = self.round.run(self.host, decide, full_status=full)
         marks.append(("after", time.perf_counter()))
         (_, before), (_, decided), (_, done) = marks
         phases = {"group": before - started, "schedule": decided - before, "write": done - decided}
