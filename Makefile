@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean kube-binaries helm-template
+.PHONY: setup demo test lint bench clean kube-binaries helm-template prometheus image-builder
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -29,7 +29,13 @@ kube-binaries:
 helm-template:  # helm, or the stand-in built from Debian's Go packages (cached)
 	scripts/helm-template deploy/helm/pykai > /dev/null
 
-test: lint kube-binaries helm-template
+prometheus:  # Debian's Prometheus server, for the test that scrapes pykai run (cached)
+	bash scripts/prometheus > /dev/null
+
+image-builder:  # buildah and a local Debian base image, to build the Dockerfile in the tests
+	bash scripts/image-builder > /dev/null
+
+test: lint kube-binaries helm-template prometheus image-builder
 	$(BIN)/pytest
 
 bench: $(STAMP)

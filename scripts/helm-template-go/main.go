@@ -2,7 +2,9 @@
 // helm package). It renders a chart as Helm does for the features pykai's chart uses: Go
 // text/template with Helm's function library (sprig, from Debian's package) plus toYaml,
 // fromYaml, include, required, tpl and lookup; .Values (values.yaml, then each --values file, then
-// --set a.b=c), .Release, .Chart and .Capabilities; crds/ first, then templates/*.yaml in name order.
+// --set a.b=c), checked against values.schema.json as Helm checks it (JSON Schema, with Debian's
+// gojsonschema: the library Helm 3 used); .Release, .Chart and .Capabilities; crds/ first, then
+// templates/*.yaml in name order.
 // lookup finds nothing, as in `helm template`, unless --lookup-objects FILE gives the objects (a
 // YAML stream) that `helm upgrade` would find in the cluster.
 package main
@@ -21,6 +23,7 @@ import (
 	"text/template"
 
 	sprig "github.com/Masterminds/sprig"
+	"github.com/xeipuuv/gojsonschema"
 	yaml "gopkg.in/yaml.v3"
 )
 
@@ -104,6 +107,32 @@ func readObjects(path string) []map[string]interface{} {
 	}
 }
 
+// validate checks the values against the chart's values.schema.json, if it has one, and fails
+// with Helm's message listing every problem.
+func validate(chartName, chartDir string, values map[string]interface{}) {
+	schemaPath := filepath.Join(chartDir, "values.schema.json")
+	if _, err := os.Stat(schemaPath); err != nil {
+		return
+	}
+	absolute, err := filepath.Abs(schemaPath)
+	if err != nil {
+		fail("%v", err)
+	}
+	result, err := gojsonschema.Validate(
+		gojsonschema.NewReferenceLoader("file://"+absolute), gojsonschema.NewGoLoader(values))
+	if err != nil {
+		fail("%s: %v", schemaPath, err)
+	}
+	if !result.Valid() {
+		var problems []string
+		for _, problem := range result.Errors() {
+			problems = append(problems, "- "+problem.String())
+		}
+		fail("values don't meet the specifications of the schema(s) in the following chart(s):\n%s:\n%s",
+			chartName, strings.Join(problems, "\n"))
+	}
+}
+
 func toYAML(v interface{}) string {
 	var buf bytes.Buffer
 	enc := yaml.NewEncoder(&buf)
@@ -134,6 +163,7 @@ func main() {
 	for _, assignment := range sets {
 		setValue(values, assignment)
 	}
+	validate(chart["name"].(string), chartDir, values)
 	chartInfo := map[string]interface{}{}
 	for k, v := range chart {
 		chartInfo[strings.ToUpper(k[:1])+k[1:]] = v

@@ -382,3 +382,25 @@ def test_run_rejects_an_invalid_scheduler_config(tmp_path: Path) -> None:
         result.stderr,
         result.exception,
     )
+
+
+def test_bench_fgd_plot_says_how_to_get_matplotlib(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """matplotlib is the plot extra, not installed with pykai (nor in its image)."""
+    monkeypatch.setitem(sys.modules, "matplotlib", None)  # find_spec: not installed
+    result = CliRunner().invoke(app, ["bench", "fgd", "--plot", str(tmp_path / "f.png")])
+    assert result.exit_code == 1
+    assert result.stderr == (
+        "error: --plot needs matplotlib, not installed with pykai: pip install 'pykai[plot]'\n"
+    )
+
+
+def test_run_and_webhook_refuse_a_malformed_address(tmp_path: Path) -> None:
+    none = str(tmp_path / "none")
+    for args in (
+        ["run", "--kubeconfig", none, "--metrics-address", "8080"],
+        ["webhook", "--kubeconfig", none, "--address", "localhost:http"],
+    ):
+        result = CliRunner().invoke(app, args)
+        assert result.exit_code == 1 and "write it as HOST:PORT" in result.stderr, result.stderr

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pykai.engine.config import config_from_mapping
+from pykai.engine.config import config_from_documents, config_from_mapping
 from pykai.model.errors import ValidationError
 
 
@@ -59,3 +59,17 @@ def test_invalid_shard_is_rejected_naming_the_field(spec: dict, field: str) -> N
 def test_plain_mapping_rejects_unknown_actions() -> None:
     with pytest.raises(ValidationError, match="unknown action"):
         config_from_mapping({"actions": ["allocate", "steal"]})
+
+
+def test_later_documents_override_only_the_fields_they_set() -> None:
+    """The Helm chart's file: pykai's schedulerConfig, then a SchedulingShard of KAI's values."""
+    plain = {"maxConsolidationPreemptees": 4, "placementStrategy": {"gpu": "binpack"}}
+    kai = shard({"placementStrategy": {"gpu": "spread", "cpu": "spread"}})
+    config = config_from_documents([plain, kai], "config.yaml")
+    assert (config.placement.gpu, config.placement.cpu) == ("spread", "spread")
+    assert config.max_consolidation_preemptees == 4  # not set by the shard: kept
+    assert config.stale_gang_grace_period == 60  # set by neither: the default
+    again = config_from_documents([kai, {"placementStrategy": {"gpu": "binpack"}}], "c.yaml")
+    assert (again.placement.gpu, again.placement.cpu) == ("binpack", "binpack")
+    with pytest.raises(ValidationError, match="maxConsolidationPreemptees"):
+        config_from_documents([plain, {"maxConsolidationPreemptees": -1}], "config.yaml")

@@ -1,22 +1,28 @@
 """The Helm chart (deploy/helm/pykai): rendered by scripts/helm-template (helm itself when
-installed), every object accepted by the real apiserver's dry-run, values reaching the
-scheduler configuration, the same built-ins as the code, and RBAC that is enough — each
-component runs under its own service account and a pod is scheduled — and no more."""
+installed), values checked by values.schema.json (an unknown key fails the render), KAI's value
+names where pykai has the setting, every object accepted by the real apiserver's dry-run, values
+reaching the scheduler configuration, the same built-ins as the code, probes, disruption
+budgets and the metrics Service, and RBAC that is enough — each component runs with the chart's
+own arguments under its own service account, a pod is scheduled and the probes answer — and no
+more."""
 
 from __future__ import annotations
 
 import base64
+import json
 import shutil
 import subprocess
 from collections.abc import Iterator
+from contextlib import ExitStack
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
-from pykai.engine.config import config_from_mapping
+from pykai.engine.config import SchedulerConfig, config_from_documents
 from pykai.kube.api import KINDS, KubeApi
-from pykai.kube.localcluster import LocalCluster
+from pykai.kube.localcluster import LocalCluster, free_port
 from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.webhook import configuration, mutation
 from pykai.model import builders
@@ -47,16 +53,44 @@ pytestmark = pytest.mark.skipif(
 )
 
 
-def render(*args: str) -> list[Obj]:
-    result = subprocess.run(
+def helm_template(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
         [str(ROOT / "scripts/helm-template"), str(CHART), "--namespace", NAMESPACE, *args],
         capture_output=True,
         text=True,
         check=False,
         timeout=600,
     )
+
+
+def render(*args: str) -> list[Obj]:
+    result = helm_template(*args)
     assert result.returncode == 0, result.stderr
     return [doc for doc in yaml.safe_load_all(result.stdout) if doc]
+
+
+def refusal(*args: str) -> str:
+    """What the renderer says when it refuses the values (it must)."""
+    result = helm_template(*args)
+    assert result.returncode != 0, "rendered values that should have been refused"
+    return result.stderr
+
+
+def with_values(tmp_path: Path, values: Obj) -> list[str]:
+    path = tmp_path / f"values-{len(list(tmp_path.glob('values-*')))}.yaml"
+    path.write_text(yaml.safe_dump(values))
+    return ["--values", str(path)]
+
+
+def container(objects: list[Obj], deployment: str) -> Obj:
+    spec: Obj = of_kind(objects, "Deployment")[deployment]["spec"]["template"]["spec"]
+    return spec
+
+
+def scheduler_config(objects: list[Obj]) -> SchedulerConfig:
+    """The configuration pykai run reads from the chart's ConfigMap."""
+    text = of_kind(objects, "ConfigMap")["pykai-scheduler-config"]["data"]["config.yaml"]
+    return config_from_documents([d for d in yaml.safe_load_all(text) if d], "config.yaml")
 
 
 def of_kind(objects: list[Obj], kind: str) -> dict[str, Obj]:
@@ -83,8 +117,7 @@ def test_renders_every_part(rendered: list[Obj]) -> None:
 
 def test_values_reach_the_scheduler_configuration(rendered: list[Obj]) -> None:
     def placement(objects: list[Obj]) -> tuple[str, str]:
-        text = of_kind(objects, "ConfigMap")["pykai-scheduler-config"]["data"]["config.yaml"]
-        config = config_from_mapping(yaml.safe_load(text), "config.yaml")
+        config = scheduler_config(objects)
         return config.placement.gpu, config.placement.cpu
 
     assert placement(rendered) == ("binpack", "binpack")
@@ -101,6 +134,160 @@ def test_switches(rendered: list[Obj]) -> None:
     args = of_kind(no_sharing, "Deployment")["pykai-webhook"]["spec"]["template"]["spec"]
     assert "--no-gpu-sharing" in args["containers"][0]["args"]
     assert "pykai-resv" not in of_kind(no_sharing, "Namespace")
+
+
+def test_unknown_values_are_refused(tmp_path: Path) -> None:
+    """values.schema.json (checked by helm and by the stand-in): a misspelt key, a KAI value
+    pykai has no setting for, and a KAI value pykai has only at KAI's default, each fail the
+    render, named; KAI's defaults of the latter are accepted."""
+    assert "Additional property schedulr is not allowed" in refusal("--set", "schedulr.replicas=3")
+    assert "Additional property replicaz is not allowed" in refusal("--set", "binder.replicaz=3")
+    kai_only = refusal("--set", "operator.replicaCount=2", "--set", "scheduler.goMemLimit=6Gi")
+    assert "property operator is not" in kai_only and "property goMemLimit is not" in kai_only
+    assert "global.fipsMode" in refusal("--set", "global.fipsMode=on")
+    assert "scheduler.placementStrategy" in refusal("--set", "scheduler.placementStrategy=spreed")
+    flags = with_values(tmp_path, {"scheduler": {"args": {"v": "3"}}})  # no such flag in pykai
+    assert "Additional property v is not allowed" in refusal(*flags)
+    assert "logFormat" in refusal("--set", "logFormat=xml")
+    defaults = {"global": {"fipsMode": "off", "clusterAutoscaling": False}, "openshift": False}
+    defaults["prometheus"] = {"enabled": False}
+    assert render(*with_values(tmp_path, defaults))
+
+
+def test_the_schema_knows_every_scheduler_setting() -> None:
+    schema = json.loads((CHART / "values.schema.json").read_text())
+    known = set(schema["properties"]["schedulerConfig"]["properties"])
+    assert known == {f.alias or name for name, f in SchedulerConfig.model_fields.items()}
+
+
+KAI_VALUES: Obj = {  # KAI's value names (its chart's values.yaml), as a KAI user writes them
+    "global": {
+        "registry": "registry.example.com/mirror",
+        "tag": "v9",
+        "gpuSharing": False,
+        "jsonLog": True,
+        "nodeSelector": {"role": "control"},
+        "securityContext": {"runAsUser": 1000},
+        "priorityClassName": "system-cluster-critical",
+        "leaderElection": True,
+    },
+    "scheduler": {
+        "placementStrategy": "spread",
+        "args": {"default-staleness-grace-period": "90s"},
+        "actions": {"consolidation": {"enabled": False}},
+        "ports": {"metricsPort": 9090},
+    },
+    "binder": {"resources": {"requests": {"cpu": "1"}}, "ports": {"metricsPort": 9091}},
+    "podgrouper": {"enabled": False},
+    "queuecontroller": {"enabled": False},
+    "admission": {"ports": {"webhookPort": 9444}},
+    "defaultPriorityClasses": {"enabled": False},
+    "defaultQueue": {
+        "parentName": "top",
+        "childName": "team",
+        "childResources": {"gpu": {"quota": 4, "limit": -1, "overQuotaWeight": 2}},
+    },
+}
+
+
+def test_kai_value_names(local_cluster: LocalCluster, tmp_path: Path) -> None:
+    """KAI's values where pykai has the setting (deploy/helm/pykai/README.md lists them); the
+    objects they make are accepted by the apiserver."""
+    objects = render(*with_values(tmp_path, KAI_VALUES))
+    scheduler = container(objects, "pykai-scheduler")
+    main = scheduler["containers"][0]
+    assert main["image"] == "registry.example.com/mirror/pykai:v9"
+    assert {"--log-format=json", "--metrics-address=0.0.0.0:9090"} <= set(main["args"])
+    assert scheduler["nodeSelector"] == {"role": "control"}
+    assert scheduler["priorityClassName"] == "system-cluster-critical"
+    assert main["securityContext"]["runAsUser"] == 1000  # merged over pykai's
+    assert main["securityContext"]["readOnlyRootFilesystem"] is True
+    config = scheduler_config(objects)
+    assert (config.placement.gpu, config.placement.cpu) == ("spread", "spread")
+    assert "consolidation" not in config.actions and config.stale_gang_grace_period == 90
+    controllers = container(objects, "pykai-controllers")["containers"][0]["args"]
+    assert "--components=podgroupcontroller" in controllers
+    binder = container(objects, "pykai-binder")["containers"][0]
+    limits, requests = {"memory": "1Gi"}, {"cpu": "1", "memory": "256Mi"}  # merged, as helm does
+    assert binder["resources"] == {"limits": limits, "requests": requests}
+    assert "--metrics-address=0.0.0.0:9091" in binder["args"]
+    assert "pykai-podgrouper" not in of_kind(objects, "Deployment")
+    webhook = container(objects, "pykai-webhook")["containers"][0]["args"]
+    assert {"--address=0.0.0.0:9444", "--no-gpu-sharing"} <= set(webhook)
+    assert not of_kind(objects, "PriorityClass")
+    queues = {name: q["spec"] for name, q in of_kind(objects, "Queue").items()}
+    assert set(queues) == {"top", "team"} and queues["team"]["parentQueue"] == "top"
+    unlimited = {"quota": 0, "limit": -1, "overQuotaWeight": 1}
+    assert queues["team"]["resources"] == {
+        "gpu": {"quota": 4, "limit": -1, "overQuotaWeight": 2},
+        "cpu": unlimited,
+        "memory": unlimited,
+    }
+    for namespace in (NAMESPACE, "pykai-resv"):
+        kubectl(local_cluster, "create", "namespace", namespace, check=False)
+    (tmp_path / "kai.yaml").write_text(yaml.safe_dump_all(objects))
+    out = kubectl(local_cluster, "apply", "--dry-run=server", "-f", str(tmp_path / "kai.yaml"))
+    assert out.count("(server dry run)") == len(objects)
+
+    off = ["--set", "queuecontroller.enabled=false", "--set", "podgroupcontroller.enabled=false"]
+    without = render(*off)
+    assert "pykai-controllers" not in of_kind(without, "Deployment")
+    assert "pykai-controllers" not in of_kind(without, "ServiceAccount")
+    assert "pykai-controllers" not in of_kind(without, "ClusterRole")
+
+
+def test_probes_disruption_budgets_and_the_metrics_service(
+    rendered: list[Obj], tmp_path: Path
+) -> None:
+    service = of_kind(rendered, "Service")["pykai-metrics"]
+    assert service["spec"]["ports"] == [
+        {"name": "metrics", "port": 8080, "targetPort": "metrics", "protocol": "TCP"}
+    ]
+    deployments = of_kind(rendered, "Deployment")
+
+    def selects(selector: dict[str, str], deployment: str) -> bool:
+        labels = deployments[deployment]["spec"]["template"]["metadata"]["labels"]
+        return bool(selector.items() <= labels.items())
+
+    for name in COMPONENTS:
+        main = container(rendered, f"pykai-{name}")["containers"][0]
+        port = {p["name"]: p["containerPort"] for p in main["ports"]}["metrics"]
+        assert f"--metrics-address=0.0.0.0:{port}" in main["args"]
+        assert main["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
+        assert main["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
+        assert selects(service["spec"]["selector"], f"pykai-{name}")
+    assert not selects(service["spec"]["selector"], "pykai-webhook")  # serves no /metrics
+    webhook = container(rendered, "pykai-webhook")["containers"][0]
+    assert webhook["livenessProbe"]["httpGet"]["path"] == "/healthz"
+
+    budgets = of_kind(rendered, "PodDisruptionBudget")
+    assert set(budgets) == {"pykai-scheduler"}  # the only component with two replicas
+    assert budgets["pykai-scheduler"]["spec"]["maxUnavailable"] == 1
+    assert selects(budgets["pykai-scheduler"]["spec"]["selector"]["matchLabels"], "pykai-scheduler")
+    more = render(
+        "--set", "binder.replicas=2", "--set", "scheduler.podDisruptionBudget.enabled=false"
+    )
+    assert set(of_kind(more, "PodDisruptionBudget")) == {"pykai-binder"}
+
+    assert not of_kind(rendered, "ServiceMonitor")
+    monitoring = {"serviceMonitor": {"enabled": True, "labels": {"release": "prometheus"}}}
+    monitored = render(*with_values(tmp_path, {"metrics": monitoring}))
+    monitor = of_kind(monitored, "ServiceMonitor")["pykai"]
+    assert monitor["metadata"]["labels"]["release"] == "prometheus"
+    wanted = monitor["spec"]["selector"]["matchLabels"].items()
+    assert wanted <= service["metadata"]["labels"].items()
+    assert monitor["spec"]["endpoints"][0]["port"] == "metrics"
+    assert monitor["spec"]["namespaceSelector"] == {"matchNames": [NAMESPACE]}
+
+
+def test_the_webhook_has_a_writable_tmp_on_its_read_only_root(rendered: list[Obj]) -> None:
+    """It loads its certificate from files in a temporary directory (kube/webhook.py)."""
+    spec = container(rendered, "pykai-webhook")
+    main = spec["containers"][0]
+    assert main["securityContext"]["readOnlyRootFilesystem"] is True
+    mounts = {m["mountPath"]: m["name"] for m in main["volumeMounts"]}
+    volumes = {v["name"]: v for v in spec["volumes"]}
+    assert volumes[mounts["/tmp"]]["emptyDir"]["medium"] == "Memory"
 
 
 def test_same_built_ins_and_webhook_rules_as_the_code(rendered: list[Obj]) -> None:
@@ -152,11 +339,11 @@ def test_the_webhook_never_serves_a_certificate_the_apiserver_does_not_trust(
             assert hook["clientConfig"]["caBundle"] == first["ca.crt"]
 
 
-def test_network_policies_let_in_only_the_webhook_port(
+def test_network_policies_let_in_only_the_webhook_and_metrics_ports(
     local_cluster: LocalCluster, rendered: list[Obj], tmp_path: Path
 ) -> None:
     policies = of_kind(rendered, "NetworkPolicy")
-    assert set(policies) == {"pykai", "pykai-webhook"}
+    assert set(policies) == {"pykai", "pykai-webhook", "pykai-metrics"}
     pods = {
         name: d["spec"]["template"]["metadata"]["labels"]
         for name, d in of_kind(rendered, "Deployment").items()
@@ -170,26 +357,43 @@ def test_network_policies_let_in_only_the_webhook_port(
 
     assert selected(closed) == set(pods)  # every pykai pod
     assert selected(webhook) == {"pykai-webhook"}
-    container = of_kind(rendered, "Deployment")["pykai-webhook"]["spec"]["template"]["spec"]
-    port = container["containers"][0]["ports"][0]["containerPort"]
+    port = container(rendered, "pykai-webhook")["containers"][0]["ports"][0]["containerPort"]
     assert webhook["ingress"] == [{"ports": [{"protocol": "TCP", "port": port}]}]
+    metrics = policies["pykai-metrics"]["spec"]
+    assert selected(metrics) == {f"pykai-{name}" for name in COMPONENTS}
+    ports = {
+        p["containerPort"]
+        for name in COMPONENTS
+        for p in container(rendered, f"pykai-{name}")["containers"][0]["ports"]
+    }
+    assert metrics["ingress"] == [{"ports": [{"protocol": "TCP", "port": p} for p in ports]}]
 
     values = tmp_path / "values.yaml"
     apiserver = [{"ipBlock": {"cidr": "10.0.0.10/32"}}]
     tools = [{"from": [{"namespaceSelector": {"matchLabels": {"name": "tools"}}}]}]
+    prometheus = [{"namespaceSelector": {"matchLabels": {"name": "monitoring"}}}]
     values.write_text(
-        yaml.safe_dump({"networkPolicy": {"webhookFrom": apiserver, "extraIngress": tools}})
+        yaml.safe_dump(
+            {
+                "networkPolicy": {
+                    "webhookFrom": apiserver,
+                    "extraIngress": tools,
+                    "metricsFrom": prometheus,
+                }
+            }
+        )
     )
     custom = of_kind(render("--values", str(values)), "NetworkPolicy")
     assert custom["pykai-webhook"]["spec"]["ingress"][0]["from"] == apiserver
+    assert custom["pykai-metrics"]["spec"]["ingress"][0]["from"] == prometheus
     assert custom["pykai"]["spec"]["ingress"] == tools
     kubectl(local_cluster, "create", "namespace", NAMESPACE, check=False)
     (tmp_path / "policies.yaml").write_text(yaml.safe_dump_all(list(custom.values())))
     out = kubectl(local_cluster, "apply", "--dry-run=server", "-f", str(tmp_path / "policies.yaml"))
-    assert out.count("(server dry run)") == 2
+    assert out.count("(server dry run)") == 3
     assert not of_kind(render("--set", "networkPolicy.enabled=false"), "NetworkPolicy")
     no_webhook = render("--set", "webhook.enabled=false")
-    assert set(of_kind(no_webhook, "NetworkPolicy")) == {"pykai"}
+    assert set(of_kind(no_webhook, "NetworkPolicy")) == {"pykai", "pykai-metrics"}
 
 
 def test_the_apiserver_accepts_every_object(
@@ -268,11 +472,31 @@ def test_each_component_may_do_no_more_than_it_needs(
         assert not can(local_cluster, account, "get", "secrets", "-n", "default")
 
 
+def chart_arguments(rendered: list[Obj], name: str, directory: Path) -> tuple[list[str], int]:
+    """A component's ``pykai run`` arguments as its Deployment gives them, with the ConfigMap's
+    file in ``directory`` and a free loopback port to serve metrics on; that port."""
+    args = container(rendered, f"pykai-{name}")["containers"][0]["args"]
+    assert args[0] == "run"
+    config = directory / "config.yaml"
+    config.write_text(
+        of_kind(rendered, "ConfigMap")["pykai-scheduler-config"]["data"]["config.yaml"]
+    )
+    port = free_port()
+    local = {
+        "--scheduler-config": f"--scheduler-config={config}",
+        "--metrics-address": f"--metrics-address=127.0.0.1:{port}",
+    }
+    replaced = [local.get(arg.partition("=")[0], arg) for arg in args[1:]]
+    assert len(set(replaced) - set(args)) == len(local)
+    return replaced, port
+
+
 def test_components_run_under_their_own_accounts(
-    local_cluster: LocalCluster, rbac: dict[str, Path]
+    local_cluster: LocalCluster, rendered: list[Obj], rbac: dict[str, Path], tmp_path: Path
 ) -> None:
-    """Enough, not only little: the four components, each with its own token, schedule a
-    whole-GPU pod and a shared-GPU pod (BindRequest, reservation pod) end to end."""
+    """Enough, not only little: the four components, with the chart's arguments and each with
+    its own token, schedule a whole-GPU pod and a shared-GPU pod (BindRequest, reservation pod)
+    end to end, and answer their probes."""
     api = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
     node = builders.node("helm-node", gpus=2, labels={"pool": "helm"})
     create_ready_nodes(KubeApi.from_kubeconfig(local_cluster.kubeconfig), [node], 0.0)
@@ -286,25 +510,11 @@ def test_components_run_under_their_own_accounts(
         )
         pod["spec"]["nodeSelector"] = {"pool": "helm"}
         api.create(KINDS["Pod"], pod)
-    lease = f"--lease-namespace={NAMESPACE}"
-    with (
-        pykai_running(
-            local_cluster, f"--components={COMPONENTS['podgrouper']}", kubeconfig=rbac["podgrouper"]
-        ),
-        pykai_running(
-            local_cluster,
-            "--components=scheduler",
-            "--leader-elect",
-            lease,
-            kubeconfig=rbac["scheduler"],
-        ),
-        pykai_running(local_cluster, "--components=binder", kubeconfig=rbac["binder"]),
-        pykai_running(
-            local_cluster,
-            f"--components={COMPONENTS['controllers']}",
-            kubeconfig=rbac["controllers"],
-        ),
-    ):
+    with ExitStack() as stack:
+        ports = {}
+        for name in COMPONENTS:
+            args, ports[name] = chart_arguments(rendered, name, tmp_path)
+            stack.enter_context(pykai_running(local_cluster, *args, kubeconfig=rbac[name]))
 
         def node_of(name: str) -> str:
             pod = api.get(KINDS["Pod"], name, "default") or {}
@@ -320,3 +530,8 @@ def test_components_run_under_their_own_accounts(
             p for p in api.list(KINDS["Pod"])[0] if p["metadata"]["namespace"] == "pykai-resv"
         ]
         assert any(p["spec"]["nodeName"] == "helm-node" for p in reservations)
+        for name, port in ports.items():
+            main = container(rendered, f"pykai-{name}")["containers"][0]
+            for probe in ("livenessProbe", "readinessProbe"):
+                path = main[probe]["httpGet"]["path"]
+                assert httpx.get(f"http://127.0.0.1:{port}{path}").status_code == 200

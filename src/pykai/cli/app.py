@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import socket
@@ -11,7 +10,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated
 
 import typer
 
@@ -22,24 +21,22 @@ from pykai.cli.describe import describe as describe_object
 from pykai.cli.errors import fail, not_found, refused, reported
 from pykai.cli.kinds import KindInfo, display_name, info_for, resolve_target
 from pykai.cli.local_cluster import app as local_cluster_app
+from pykai.cli.logs import LogFormat, LogLevel, configure_logging
 from pykai.cli.manifests import ManifestError, read_manifests
 from pykai.cli.printers import render
 from pykai.cli.selectors import select
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.embedded.store import explain
-from pykai.engine.config import config_from_mapping
+from pykai.engine.config import config_from_documents
 from pykai.model.duration import parse_duration
 
 DEFAULT_CLUSTER = Path(".pykai/cluster.db")
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"  # of run and webhook
 
 
-def _serving(log_level: str) -> threading.Event:
+def _serving(log_level: LogLevel, log_format: LogFormat) -> threading.Event:
     """Logging and signals for a long-running command (run, webhook): the event is set by
     SIGTERM or SIGINT."""
-    logging.basicConfig(level=log_level.upper(), format=LOG_FORMAT)
-    for chatty in ("httpx", "httpcore"):  # not lines per request
-        logging.getLogger(chatty).setLevel(logging.WARNING)
+    configure_logging(log_level, log_format)
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
@@ -286,7 +283,20 @@ KubeconfigOption = Annotated[
     Path | None,
     typer.Option("--kubeconfig", envvar="KUBECONFIG", help="kubeconfig file (default: in-cluster)"),
 ]
-LogLevel = Literal["debug", "info", "warning", "error"]
+LogLevelOption = Annotated[LogLevel, typer.Option(help="Least severe log lines shown")]
+LogFormatOption = Annotated[
+    LogFormat, typer.Option(help="text, or json: one JSON object per line (ts, level, logger, msg)")
+]
+
+
+def _host_port(option: str, text: str) -> tuple[str, int]:
+    """``HOST:PORT`` -> (host, port); a ManifestError naming ``option`` otherwise."""
+    host, _, port = text.rpartition(":")
+    if not host or not port.isdigit() or int(port) > 65535:
+        raise ManifestError(
+            f"{option} {text!r}: write it as HOST:PORT (0.0.0.0:PORT for every interface)"
+        )
+    return host, int(port)
 
 
 @app.command()
@@ -318,10 +328,19 @@ def run(
         typer.Option(
             "--scheduler-config",
             "--config",
-            help="YAML: a SchedulingShard or a plain scheduler config",
+            help="YAML: a SchedulingShard or a plain scheduler config; several documents: "
+            "each overrides the fields it sets",
         ),
     ] = None,
-    log_level: Annotated[LogLevel, typer.Option(help="Least severe log lines shown")] = "info",
+    metrics_address: Annotated[
+        str,
+        typer.Option(
+            help="HOST:PORT to serve /metrics (Prometheus, KAI's metric names), /healthz and "
+            "/readyz on (default: none)"
+        ),
+    ] = "",
+    log_level: LogLevelOption = "info",
+    log_format: LogFormatOption = "text",
     scheduled_events: Annotated[
         bool, typer.Option(help="A Scheduled event per bind, as kube-scheduler writes")
     ] = True,
@@ -330,10 +349,13 @@ def run(
     SIGTERM)."""
     from pykai.kube.api import KubeApi
     from pykai.kube.leader import LeaderElector
+    from pykai.kube.metrics import RunMetrics
+    from pykai.kube.metrics_server import serve_metrics
     from pykai.kube.runner import KubeRunner, parse_components
 
     config = None
     with reported():
+        address = _host_port("--metrics-address", metrics_address) if metrics_address else None
         try:
             chosen = parse_components(components)
         except ValueError as exc:
@@ -344,10 +366,16 @@ def run(
             documents = read_manifests([str(scheduler_config)])
             if not documents:
                 raise ManifestError(f"{scheduler_config} holds no configuration")
-            config = config_from_mapping(documents[0], str(scheduler_config))
+            config = config_from_documents(documents, str(scheduler_config))
         api = KubeApi.connect(kubeconfig)
 
-    stop = _serving(log_level)
+    stop = _serving(log_level, log_format)
+    metrics = RunMetrics(chosen, stall_after=max(60.0, 30 * period))
+    metrics.count_requests(api.http)
+    server = None
+    if address is not None:
+        with reported():
+            server = serve_metrics(address, metrics)
     elector = None
     if leader_elect:
         name = identity or f"{socket.gethostname()}-{os.getpid()}"
@@ -355,9 +383,15 @@ def run(
         elector = LeaderElector(
             api, name, name=lease, namespace=lease_namespace, duration=lease_duration
         )
-    with refused():
-        runner = KubeRunner(api, config, chosen, scheduled_events=scheduled_events)
-        runner.run(stop, period, elector)
+    try:
+        with refused():
+            runner = KubeRunner(
+                api, config, chosen, scheduled_events=scheduled_events, metrics=metrics
+            )
+            runner.run(stop, period, elector)
+    finally:
+        if server is not None:
+            server.shutdown()
 
 
 @app.command()
@@ -381,6 +415,8 @@ def webhook(
     gpu_sharing: Annotated[
         bool, typer.Option(help="Admit gpu-fraction / gpu-memory pods (off: refuse them)")
     ] = True,
+    log_level: LogLevelOption = "info",
+    log_format: LogFormatOption = "text",
 ) -> None:
     """The admission webhook: refuses what `pykai apply` refuses in Queues, PodGroups, pods and
     workloads (foreground; stops cleanly on SIGTERM). Listens on 127.0.0.1 unless --address
@@ -389,9 +425,7 @@ def webhook(
     from pykai.kube.api import KINDS, KubeApi
 
     with reported(), refused():
-        host, _, port = address.rpartition(":")
-        if not host or not port.isdigit():
-            raise ManifestError(f"--address {address!r}: write it as HOST:PORT")
+        host, port = _host_port("--address", address)
         api = KubeApi.connect(kubeconfig)
         api.list(KINDS["Queue"])  # every review of a queue reads them: refused now, refused then
         if tls_cert_file and tls_key_file:
@@ -401,8 +435,8 @@ def webhook(
             tls = hook.tls_from_secret(api, tls_secret)
         else:
             tls = hook.generate_tls(sorted({host, "127.0.0.1", "localhost"} - {"0.0.0.0"}))
-    stop = _serving("info")
-    server = hook.serve((host, int(port)), tls, hook.api_lister(api), gpu_sharing)
+    stop = _serving(log_level, log_format)
+    server = hook.serve((host, port), tls, hook.api_lister(api), gpu_sharing)
     if register:
         url_host = "127.0.0.1" if host == "0.0.0.0" else host
         with refused():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 from collections.abc import Mapping
@@ -150,6 +151,8 @@ def fgd(
 
     from pykai.sim.fgd import NODES_FILE, PODS_FILE, data_file, parse_seeds, plot, run_fgd
 
+    if plot_file is not None and importlib.util.find_spec("matplotlib") is None:
+        fail("--plot needs matplotlib, not installed with pykai: pip install 'pykai[plot]'")
     try:
         seed_list = parse_seeds(seeds)
         nodes = nodes or data_file(NODES_FILE, data)

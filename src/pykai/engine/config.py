@@ -91,6 +91,17 @@ def config_from_mapping(data: dict[str, Any], source: str = "scheduler config") 
         raise ValidationError(problems_from(exc, "SchedulerConfig", source, "")) from exc
 
 
+def config_from_documents(documents: list[dict[str, Any]], source: str) -> SchedulerConfig:
+    """One configuration from several (plain mappings or SchedulingShards), each overriding
+    the fields it sets in the ones before it: the Helm chart writes pykai's schedulerConfig,
+    then a SchedulingShard made of KAI's scheduler values."""
+    config = SchedulerConfig()
+    for document in documents:
+        layer = config_from_mapping(document, source)
+        config = config.model_copy(update={f: getattr(layer, f) for f in layer.model_fields_set})
+    return config
+
+
 def _from_shard(shard: dict[str, Any]) -> SchedulerConfig:
     """Map KAI's SchedulingShard spec (placementStrategy, actions, minRuntime, args)."""
     name = str((shard.get("metadata") or {}).get("name", "default"))

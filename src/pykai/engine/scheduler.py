@@ -42,10 +42,13 @@ class Scheduler:
         session = Session.open(state, self.config, now)
         opened = time.perf_counter()
         place_admitted(session)
+        action_timings: dict[str, float] = {}
         for name in self.config.actions:
             action = ACTIONS.get(name)
             if action is not None:
+                begun = time.perf_counter()
                 action(session)
+                action_timings[name] = time.perf_counter() - begun
         acted = time.perf_counter()
         result = session.close()
         for spent, skipped in result.out_of_budget.items():
@@ -60,4 +63,5 @@ class Scheduler:
             "actions": acted - opened,
             "close": time.perf_counter() - acted,
         }
+        result.action_timings = action_timings
         return result

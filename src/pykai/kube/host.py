@@ -64,10 +64,18 @@ def key_of(obj: Obj) -> tuple[str, str, str]:
 class KubeHost:
     """The object cache of ``pykai run`` and the writes its controllers make."""
 
-    def __init__(self, api: KubeApi, pool: Executor, report_binds: bool = True) -> None:
+    def __init__(
+        self,
+        api: KubeApi,
+        pool: Executor,
+        report_binds: bool = True,
+        bound: Callable[[float, bool], None] = lambda seconds, failed: None,
+    ) -> None:
         """``report_binds``: this process tells a pod when the binder gave up on it (the
-        scheduler's part: the controllers may not write events)."""
+        scheduler's part: the controllers may not write events); ``bound(seconds, failed)``
+        is told of every bind (the metrics)."""
         self.api, self.pool = api, pool
+        self.bound = bound
         self.events = EventRecorder(api, pool)
         self.backoff = BindBackoff()
         self.binder = Binder(api, pool, self.events)
@@ -277,7 +285,9 @@ class KubeHost:
 
     def bind(self, decision: Bind) -> None:
         """One write: pods/binding, or a BindRequest for a shared-GPU pod (kube/binder.py)."""
+        started = time.perf_counter()
         error = self.binder.bind(decision)
+        self.bound(time.perf_counter() - started, bool(error))
         if error:
             raise BindFailed(error)
 

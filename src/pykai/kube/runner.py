@@ -34,6 +34,7 @@ from pykai.kube.binder import RESERVATION_NAMESPACE, groups_in_use
 from pykai.kube.host import KubeHost
 from pykai.kube.informer import Informer
 from pykai.kube.leader import LeaderElector
+from pykai.kube.metrics import RunMetrics
 from pykai.model import constants as c
 from pykai.standins.workloads import KUBERAY
 
@@ -89,17 +90,21 @@ class KubeRunner:
         pool: Executor | None = None,
         *,
         scheduled_events: bool = True,
+        metrics: RunMetrics | None = None,
     ) -> None:
         """``pool`` carries out the writes (default: 32 threads); ``scheduled_events`` off
         leaves a bind one write (for benchmarks)."""
         self.api = api
+        self.metrics = metrics or RunMetrics(components)
         self.components = components
         config = config or SchedulerConfig()
         if "scheduler" not in components:  # status only: fair share without actions
             config = config.model_copy(update={"actions": []})
         self.scheduler = Scheduler(config)
         self.pool = pool or ThreadPoolExecutor(max_workers=32, thread_name_prefix="pykai-write")
-        self.host = KubeHost(api, self.pool, report_binds="scheduler" in components)
+        self.host = KubeHost(
+            api, self.pool, report_binds="scheduler" in components, bound=self.metrics.bound
+        )
         self.round = Round(
             components,
             workloads=KUBERAY if "kuberay" in components else (),
@@ -128,15 +133,20 @@ class KubeRunner:
             while not stop.is_set():
                 self.host.drain()
                 try:
-                    if self.ready() and (elector is None or elector.step()):
+                    ready = self.ready()
+                    leading = ready and (elector is None or elector.step())
+                    self.metrics.loop(ready, leading)
+                    if leading:
                         self.cycle()
                         self._cycled()
                 except API_ERRORS as exc:  # the apiserver may be restarting
                     log.warning("cycle failed: %s", exc)
+                    self.metrics.cycle_failed("api")
                 except RefusedAtStart:
                     raise
                 except Exception:  # a bug: objects cannot make a cycle fail; go on with the next
                     log.exception("cycle failed; the state is rebuilt from the cache")
+                    self.metrics.cycle_failed("bug")
                     self.host.rebuild_state()
                 stop.wait(period)
         except RefusedAtStart:
@@ -179,8 +189,10 @@ class KubeRunner:
             self._next_full_status = time.monotonic() + STATUS_RESYNC_SECONDS
         result = self.round.run(self.host, decide, full_status=full)
         marks.append(("after", time.perf_counter()))
+        (_, before), (_, decided), (_, done) = marks
+        phases = {"group": before - started, "schedule": decided - before, "write": done - decided}
+        self.metrics.cycle(result, phases, self.host.state)
         if result.binds or result.evictions:
-            (_, before), (_, decided), (_, done) = marks
             log.info(
                 "cycle: %d binds, %d evictions (group %.3fs, schedule %.3fs, write %.3fs)",
                 len(result.binds),
