@@ -18,7 +18,7 @@ import httpx
 import pytest
 import yaml
 
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KINDS, connect
 from pykai.kube.localcluster import DEFAULT_BIN, LocalCluster, free_port
 from pykai.kube.webhook import CONFIGURATION_NAME, unregister
 from pykai.model.meta import Obj
@@ -120,7 +120,7 @@ def webhook_running(cluster: LocalCluster, *flags: str) -> Iterator[str]:
     """`pykai webhook --register` on a free loopback port for the duration of the block (a
     generated certificate unless ``flags`` say otherwise); its address. It must stop cleanly
     on SIGTERM and remove its configurations."""
-    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    api = connect(cluster.kubeconfig)
     address = f"127.0.0.1:{free_port()}"
     process = subprocess.Popen(
         [
@@ -209,7 +209,7 @@ def wait_for(condition: Callable[[], object], timeout: float = 30.0) -> bool:
 def account_kubeconfig(cluster: LocalCluster, namespace: str, account: str, path: Path) -> Path:
     """A kubeconfig at ``path`` for service account ``namespace/account`` (the token the
     controller-manager puts in its Secret), user ``account``."""
-    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    api = connect(cluster.kubeconfig)
 
     def token() -> str:
         for secret in api.list(KINDS["Secret"])[0]:

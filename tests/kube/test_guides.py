@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pykai.kube.api import KubeApi
+from pykai.kube.api import connect
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
 from pykai.model import builders
@@ -26,7 +26,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """Chapter 1: one node with 1 GPU and one CPU-only node, pykai running."""
     with fresh_cluster(tmp_path_factory.mktemp("guides")) as local:
         create_ready_nodes(
-            KubeApi.from_kubeconfig(local.kubeconfig),
+            connect(local.kubeconfig),
             [
                 builders.node("gpu-node-1", gpus=1, cpu="32", memory="128Gi"),
                 builders.node("cpu-node-1", gpus=0, cpu="16", memory="64Gi"),
@@ -106,7 +106,7 @@ def test_3_inference_preempts_training(cluster: LocalCluster) -> None:
 
 def test_4_fractions_share_gpu_groups(cluster: LocalCluster) -> None:
     create_ready_nodes(
-        KubeApi.from_kubeconfig(cluster.kubeconfig),
+        connect(cluster.kubeconfig),
         [builders.node("gpu-node-2", gpus=4, cpu="64", memory="256Gi")],
         time.time(),
     )

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from pykai.engine.config import config_from_mapping
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KINDS, connect
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.webhook import configuration, mutation
@@ -273,9 +273,9 @@ def test_components_run_under_their_own_accounts(
 ) -> None:
     """Enough, not only little: the four components, each with its own token, schedule a
     whole-GPU pod and a shared-GPU pod (BindRequest, reservation pod) end to end."""
-    api = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
+    api = connect(local_cluster.kubeconfig)
     node = builders.node("helm-node", gpus=2, labels={"pool": "helm"})
-    create_ready_nodes(KubeApi.from_kubeconfig(local_cluster.kubeconfig), [node], 0.0)
+    create_ready_nodes(connect(local_cluster.kubeconfig), [node], 0.0)
     api.create(KINDS["Queue"], builders.queue("helm-q"))
     for name, extra, gpus in (
         ("helm-whole", {}, 1),

@@ -3,12 +3,11 @@ Ready fake GPU nodes, and a clean shutdown."""
 
 from __future__ import annotations
 
-import os
 import stat
 import time
 from pathlib import Path
 
-from pykai.kube.api import KubeApi
+from pykai.kube.api import connect
 from pykai.kube.localcluster import LocalCluster, alive
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 from tests.kube.conftest import ROOT, kubectl
@@ -31,9 +30,7 @@ def test_guides_queues_with_kais_columns(local_cluster: LocalCluster) -> None:
 
 
 def test_fake_gpu_nodes_are_ready_and_untainted(local_cluster: LocalCluster) -> None:
-    create_ready_nodes(
-        KubeApi.from_kubeconfig(local_cluster.kubeconfig), gpu_nodes(2, 8), time.time()
-    )
+    create_ready_nodes(connect(local_cluster.kubeconfig), gpu_nodes(2, 8), time.time())
     out = kubectl(
         local_cluster,
         "get",
@@ -84,11 +81,9 @@ def test_keys_tokens_and_kubeconfig_are_private(tmp_path: Path) -> None:
     cluster.up(controller_manager=False, stand_ins=False)
     try:
         assert stat.S_IMODE(directory.stat().st_mode) == 0o700
-        assert stat.S_IMODE((directory / "certs").stat().st_mode) == 0o700
         written = ["sa.key", "sa.pub", "tokens.csv", "kubeconfig"]
-        served = [f"certs/{name}" for name in os.listdir(directory / "certs")]
-        assert served  # the apiserver's serving certificate and key
-        for name in [*written, *served]:
+        certificates = ["ca.crt", "ca.key", "apiserver.crt", "apiserver.key"]
+        for name in [*written, *certificates]:
             assert stat.S_IMODE((directory / name).stat().st_mode) == 0o600, name
         assert "token" in cluster.kubeconfig.read_text()
     finally:

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KINDS, KubeApi, connect
 from pykai.kube.binder import RESERVATION_NAMESPACE
 from pykai.kube.localcluster import LocalCluster, install_basics
 from pykai.kube.nodes import create_ready_nodes
@@ -129,7 +129,7 @@ def test_scenario_on_apiserver(name: str, cluster: LocalCluster, tmp_path: Path)
     if scenario.get("config"):
         (tmp_path / "config.yaml").write_text(yaml.safe_dump(scenario["config"]))
         args.append(f"--scheduler-config={tmp_path / 'config.yaml'}")
-    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    api = connect(cluster.kubeconfig)
     wipe(api)
     view = KubeScenarioCluster(api)
     for number, step in enumerate(scenario["steps"], start=1):

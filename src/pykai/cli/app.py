@@ -284,7 +284,14 @@ def demo(
 
 KubeconfigOption = Annotated[
     Path | None,
-    typer.Option("--kubeconfig", envvar="KUBECONFIG", help="kubeconfig file (default: in-cluster)"),
+    typer.Option(
+        "--kubeconfig",
+        help="kubeconfig file (default: the files KUBECONFIG lists, merged; else the pod's "
+        "service account; else ~/.kube/config)",
+    ),
+]
+ContextOption = Annotated[
+    str | None, typer.Option("--context", help="kubeconfig context (default: current-context)")
 ]
 LogLevel = Literal["debug", "info", "warning", "error"]
 
@@ -292,6 +299,7 @@ LogLevel = Literal["debug", "info", "warning", "error"]
 @app.command()
 def run(
     kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
     components: Annotated[
         str,
         typer.Option(
@@ -325,12 +333,12 @@ def run(
 ) -> None:
     """Run pykai's components against a real Kubernetes cluster (foreground; stops cleanly on
     SIGTERM)."""
-    from pykai.kube.api import KubeApi
+    from pykai.kube.api import connect
     from pykai.kube.leader import LeaderElector
     from pykai.kube.runner import KubeRunner, parse_components
 
     config = None
-    with reported():
+    with reported(), refused():
         try:
             chosen = parse_components(components)
         except ValueError as exc:
@@ -342,7 +350,7 @@ def run(
             if not documents:
                 raise ManifestError(f"{scheduler_config} holds no configuration")
             config = config_from_mapping(documents[0], str(scheduler_config))
-        api = KubeApi.connect(kubeconfig)
+        api = connect(kubeconfig, context)
 
     stop = _serving(log_level)
     elector = None
@@ -359,6 +367,7 @@ def run(
 @app.command()
 def webhook(
     kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
     address: Annotated[
         str, typer.Option(help="HOST:PORT to serve HTTPS on (0.0.0.0:PORT for every interface)")
     ] = "127.0.0.1:9443",
@@ -382,13 +391,13 @@ def webhook(
     workloads (foreground; stops cleanly on SIGTERM). Listens on 127.0.0.1 unless --address
     says otherwise. Without TLS options a self-signed certificate is made for local use."""
     from pykai.kube import webhook as hook
-    from pykai.kube.api import KINDS, KubeApi
+    from pykai.kube.api import KINDS, connect
 
     with reported(), refused():
         host, _, port = address.rpartition(":")
         if not host or not port.isdigit():
             raise ManifestError(f"--address {address!r}: write it as HOST:PORT")
-        api = KubeApi.connect(kubeconfig)
+        api = connect(kubeconfig, context)
         api.list(KINDS["Queue"])  # every review of a queue reads them: refused now, refused then
         if tls_cert_file and tls_key_file:
             cert = tls_cert_file.read_bytes()

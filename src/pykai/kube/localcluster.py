@@ -3,10 +3,13 @@ Deployment, ReplicaSet, Job and garbage-collector controllers), built from Debia
 scripts/kube-binaries, with pykai's CRDs, KubeRay's kinds and KAI's priority classes installed,
 and (optionally) the stand-ins a cluster without kubelets needs: ``pykai run --components
 kubelet,kuberay``. Everything binds to 127.0.0.1; state and logs live in one directory, kept
-0700, whose keys, tokens and kubeconfig are 0600; ``down`` leaves no process behind."""
+0700, whose keys, tokens and kubeconfig are 0600; ``down`` leaves no process behind. The
+directory's CA (``ca.crt``) signs the apiserver's serving certificate and is its client CA:
+the kubeconfig trusts it (inline), and ``issue_client_certificate`` makes users of it."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
@@ -24,7 +27,8 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KINDS, KubeApi, connect
+from pykai.kube.certs import Authority
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.queue import default_queues
 
@@ -123,7 +127,6 @@ class LocalCluster:
                     f"{self.binaries / name} is missing: run scripts/kube-binaries first"
                 )
         private_directory(self.directory)
-        private_directory(self.directory / "certs")  # the apiserver's serving certificate
         token = secrets.token_hex(16)
         ports = {"etcd": free_port(), "peer": free_port(), "api": free_port()}
         self._write_keys(token)
@@ -138,8 +141,6 @@ class LocalCluster:
         except LocalClusterError:
             self.down()
             raise
-        for written in (self.directory / "certs").iterdir():  # its serving certificate and key
-            written.chmod(0o600)
         if controller_manager and (self.binaries / "kube-controller-manager").exists():
             pids["kube-controller-manager"] = self._start(
                 str(self.binaries / "kube-controller-manager"),
@@ -150,12 +151,13 @@ class LocalCluster:
                     "--secure-port=0",
                     f"--controllers={KCM_CONTROLLERS}",
                     f"--service-account-private-key-file={self.directory / 'sa.key'}",
+                    f"--root-ca-file={self.directory / 'ca.crt'}",
                     "--use-service-account-credentials=false",
                     "--leader-elect=false",
                 ],
             )
             self._write_state(pids, ports)
-        install_basics(KubeApi.from_kubeconfig(self.kubeconfig), timeout)
+        install_basics(connect(self.kubeconfig), timeout)
         if stand_ins:
             pids["pykai-stand-ins"] = self._start(
                 sys.executable,
@@ -189,7 +191,7 @@ class LocalCluster:
         return self.kubeconfig
 
     def _wait_registered(self, timeout: float) -> None:
-        api = KubeApi.from_kubeconfig(self.kubeconfig)
+        api = connect(self.kubeconfig)
         deadline = time.monotonic() + timeout
         while api.get(KINDS["ValidatingWebhookConfiguration"], "pykai-validation") is None:
             if time.monotonic() > deadline or not self.running():
@@ -266,7 +268,9 @@ class LocalCluster:
             "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1",
             f"--secure-port={ports['api']}",
-            f"--cert-dir={d / 'certs'}",
+            f"--tls-cert-file={d / 'apiserver.crt'}",
+            f"--tls-private-key-file={d / 'apiserver.key'}",
+            f"--client-ca-file={d / 'ca.crt'}",
             f"--token-auth-file={d / 'tokens.csv'}",
             "--authorization-mode=RBAC",
             f"--service-account-key-file={d / 'sa.pub'}",
@@ -280,7 +284,22 @@ class LocalCluster:
             "--max-mutating-requests-inflight=1000",
         ]
 
+    def issue_client_certificate(
+        self, user: str, groups: tuple[str, ...] = ()
+    ) -> tuple[bytes, bytes]:
+        """A client certificate and key (PEM) the apiserver takes as ``user`` in ``groups``."""
+        authority = Authority.load(
+            (self.directory / "ca.crt").read_bytes(), (self.directory / "ca.key").read_bytes()
+        )
+        return authority.issue(user, organizations=groups)
+
     def _write_keys(self, token: str) -> None:
+        authority = Authority.new("pykai-local-ca")
+        serving, serving_key = authority.issue("kube-apiserver", hosts=["127.0.0.1", "localhost"])
+        write_private(self.directory / "ca.crt", authority.cert_pem)
+        write_private(self.directory / "ca.key", authority.key_pem)
+        write_private(self.directory / "apiserver.crt", serving)
+        write_private(self.directory / "apiserver.key", serving_key)
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         write_private(
             self.directory / "sa.key",
@@ -309,7 +328,9 @@ class LocalCluster:
                     "name": "pykai",
                     "cluster": {
                         "server": f"https://127.0.0.1:{port}",
-                        "insecure-skip-tls-verify": True,
+                        "certificate-authority-data": base64.b64encode(
+                            (self.directory / "ca.crt").read_bytes()
+                        ).decode(),
                     },
                 }
             ],
@@ -329,9 +350,7 @@ class LocalCluster:
         return state
 
     def _wait_ready(self, port: int, token: str, timeout: float) -> None:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
+        context = ssl.create_default_context(cafile=self.directory / "ca.crt")
         request = urllib.request.Request(
             f"https://127.0.0.1:{port}/readyz", headers={"Authorization": f"Bearer {token}"}
         )
