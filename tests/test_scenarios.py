@@ -83,6 +83,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 import yaml
 
+from pykai.controllers.status import queue_figures
 from pykai.engine.config import SchedulerConfig
 from pykai.model.duration import parse_duration
 from pykai.model.errors import ValidationError
@@ -278,6 +279,7 @@ def check(
         queue = cluster.get("Queue", name)
         assert queue is not None, f"{where}: queue {name} does not exist"
         status = queue.get("status") or {}
+        status = {**status, **queue_figures(status)}  # fairShare is in pykai's condition
         for field, amounts in fields.items():
             figures = status.get(field) or {}
             for resource, value in amounts.items():

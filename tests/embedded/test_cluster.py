@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pykai.controllers.status import queue_figures
 from pykai.embedded.cluster import ApplyOutcome, EmbeddedCluster
 from pykai.embedded.store import Store
 from pykai.engine.decisions import CycleResult
@@ -197,7 +198,7 @@ def test_preemption_is_recorded_on_pods_podgroup_and_queue(tmp_path: Path) -> No
     served = cluster.get("Pod", "s0", "default")
     assert served is not None and served["spec"]["nodeName"] == "n1"
     team = cluster.get("Queue", "team")
-    assert team is not None and team["status"]["evictions"] == 2
+    assert team is not None and queue_figures(team["status"])["evictions"] == 2
     messages = [
         e["message"]
         for e in cluster.events_for("PodGroup", "train", "default")

@@ -31,6 +31,7 @@ from pykai.controllers.status import (
     held_pods,
     invalid_podgroup_status,
     podgroup_status,
+    queue_figures,
     queue_statuses,
     reason_text,
 )
@@ -57,7 +58,7 @@ from pykai.kube.informer import Change, Informer
 from pykai.kube.leader import LeaderElector
 from pykai.kube.workloads import KubeWorkloads
 from pykai.model import constants as c
-from pykai.model.meta import Obj, format_time, mapping
+from pykai.model.meta import Obj, format_time
 
 log = logging.getLogger("pykai.run")
 
@@ -528,7 +529,7 @@ class KubeRunner:
         """Evictions in a queue: the count already in its status plus this process's."""
         stored = next(
             (
-                mapping(q.get("status")).get("evictions", 0)
+                queue_figures(q.get("status")).get("evictions", 0)
                 for q in queues
                 if q["metadata"]["name"] == queue_name
             ),
