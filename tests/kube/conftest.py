@@ -19,11 +19,12 @@ import pytest
 import yaml
 
 from pykai.kube.api import KINDS, connect
-from pykai.kube.localcluster import DEFAULT_BIN, LocalCluster, free_port
+from pykai.kube.localcluster import DEFAULT_BIN, PYKAI_CRDS, LocalCluster, free_port
 from pykai.kube.webhook import CONFIGURATION_NAME, unregister
 from pykai.model.meta import Obj
 
 ROOT = Path(__file__).resolve().parents[2]
+KAI_CRDS = Path(__file__).parent / "data/kai-crds"  # KAI Scheduler's own (see SOURCES.md)
 
 
 @pytest.fixture(scope="session")
@@ -34,10 +35,17 @@ def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
     cluster.down()
 
 
+@pytest.fixture(scope="module", params=["pykai-crds", "kai-crds"])
+def crds(request: pytest.FixtureRequest) -> Path:
+    """The CRDs of KAI's kinds a module's cluster runs on: pykai's, then KAI's own (so what
+    pykai writes must pass KAI's schemas, and what it reads must survive their pruning)."""
+    return PYKAI_CRDS if request.param == "pykai-crds" else KAI_CRDS
+
+
 @contextmanager
-def fresh_cluster(directory: Path) -> Iterator[LocalCluster]:
+def fresh_cluster(directory: Path, crds: Path = PYKAI_CRDS) -> Iterator[LocalCluster]:
     """A control plane of its own, for tests that need an empty cluster."""
-    cluster = LocalCluster(directory)
+    cluster = LocalCluster(directory, crds=crds)
     cluster.up()
     try:
         yield cluster

@@ -22,9 +22,10 @@ EXAMPLES = ROOT / "examples"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """Chapter 1: one node with 1 GPU and one CPU-only node, pykai running."""
-    with fresh_cluster(tmp_path_factory.mktemp("guides")) as local:
+def cluster(tmp_path_factory: pytest.TempPathFactory, crds: Path) -> Iterator[LocalCluster]:
+    """Chapter 1: one node with 1 GPU and one CPU-only node, pykai running (on pykai's CRDs,
+    then on KAI's)."""
+    with fresh_cluster(tmp_path_factory.mktemp("guides"), crds) as local:
         create_ready_nodes(
             connect(local.kubeconfig),
             [

@@ -34,7 +34,8 @@ from pykai.model.queue import default_queues
 
 DEFAULT_BIN = Path.home() / ".cache/pykai/kubernetes-v1.20.2/bin"
 REPO = Path(__file__).resolve().parents[3]
-CRD_DIRS = (REPO / "deploy/helm/pykai/crds", REPO / "deploy/local/crds")
+PYKAI_CRDS = REPO / "deploy/helm/pykai/crds"  # KAI's kinds, as pykai defines them
+KUBERAY_CRDS = REPO / "deploy/local/crds"  # the KubeRay kinds the stand-in emulates
 KCM_CONTROLLERS = (
     "garbagecollector,namespace,serviceaccount-token,deployment,replicaset,job,cronjob"
 )
@@ -98,6 +99,7 @@ class LocalCluster:
 
     directory: Path
     binaries: Path = DEFAULT_BIN
+    crds: Path = PYKAI_CRDS  # the CRDs of KAI's kinds to install: pykai's, or KAI's own
 
     @property
     def kubeconfig(self) -> Path:
@@ -157,7 +159,7 @@ class LocalCluster:
                 ],
             )
             self._write_state(pids, ports)
-        install_basics(connect(self.kubeconfig), timeout)
+        install_basics(connect(self.kubeconfig), timeout, self.crds)
         if stand_ins:
             pids["pykai-stand-ins"] = self._start(
                 sys.executable,
@@ -371,21 +373,21 @@ class LocalCluster:
         )
 
 
-def install_basics(api: KubeApi, timeout: float = 60.0) -> None:
-    """Create pykai's CRDs, the KubeRay kinds, KAI's priority classes and default queues if
-    missing, and wait until the CRDs serve."""
-    crds = [
+def install_basics(api: KubeApi, timeout: float = 60.0, crds: Path = PYKAI_CRDS) -> None:
+    """Create the CRDs of KAI's kinds (from ``crds``) and KubeRay's, KAI's priority classes and
+    default queues if missing, and wait until the CRDs serve."""
+    definitions = [
         doc
-        for directory in CRD_DIRS
+        for directory in (crds, KUBERAY_CRDS)
         for path in sorted(directory.glob("*.yaml"))
         for doc in yaml.safe_load_all(path.read_text())
         if doc
     ]
-    if not crds:
-        raise LocalClusterError(f"no CRDs under {CRD_DIRS[0]}: run from a checkout of pykai")
-    _create_missing(api, [*crds, *builtin_priority_classes()])
+    if not definitions:
+        raise LocalClusterError(f"no CRDs under {crds}: run from a checkout of pykai")
+    _create_missing(api, [*definitions, *builtin_priority_classes()])
     deadline = time.monotonic() + timeout
-    for crd in crds:
+    for crd in definitions:
         while not _established(api, crd["metadata"]["name"]):
             if time.monotonic() > deadline:
                 raise LocalClusterError(f"CRD {crd['metadata']['name']} not established")
