@@ -20,6 +20,7 @@ from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.webhook import configuration, mutation
 from pykai.model import builders
+from pykai.model.crds import CUSTOM_RESOURCES
 from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.queue import default_queues
@@ -75,7 +76,7 @@ def test_renders_every_part(rendered: list[Obj]) -> None:
         args = deployments[f"pykai-{name}"]["spec"]["template"]["spec"]["containers"][0]["args"]
         assert args[:2] == ["run", f"--components={components}"]
         assert "--leader-elect" in args and f"--lease-namespace={NAMESPACE}" in args
-    assert len(of_kind(rendered, "CustomResourceDefinition")) == 3
+    assert set(of_kind(rendered, "CustomResourceDefinition")) == {r.name for r in CUSTOM_RESOURCES}
     assert set(of_kind(rendered, "ServiceAccount")) == {
         f"pykai-{name}" for name in [*COMPONENTS, "webhook"]
     }

@@ -16,6 +16,7 @@ from pydantic import ValidationError as PydanticError
 from typer.testing import CliRunner
 
 from pykai.cli.app import app
+from pykai.cli.columns import columns_for
 from pykai.engine.decisions import Bind
 from pykai.kube.binder import bind_request
 from pykai.model.bindrequest import BindRequestSpec, BindRequestStatus
@@ -116,16 +117,24 @@ def test_differences_are_found() -> None:
     assert len(found) == 3 and "s.c: not in KAI's schema" in found[0]
 
 
+@pytest.mark.parametrize("kind", ["Queue", "PodGroup"])
+def test_kubectl_get_prints_what_pykai_get_prints(kind: str) -> None:
+    """kubectl prints NAME, then the printer columns' names in upper case."""
+    crd = pykai_definitions()[definition_name(kind)]["spec"]
+    columns = crd["versions"][0]["additionalPrinterColumns"]
+    assert ["NAME", *(c["name"].upper() for c in columns)] == [
+        header for header, _ in columns_for(kind)
+    ]
+
+
 def test_podgroup_columns_make_kubectl_get_useful() -> None:
-    spec = pykai_definitions()["podgroups.scheduling.run.ai"]["spec"]
-    columns = spec["versions"][0]["additionalPrinterColumns"]
-    assert [c["name"].upper() for c in columns] == [
-        "QUEUE",
-        "MIN-MEMBER",
-        "PRIORITY",
-        "PHASE",
-        "AGE",
-    ]  # as `pykai get podgroups` prints them (after NAME)
+    crd = pykai_definitions()["podgroups.scheduling.run.ai"]["spec"]
+    names = [c["name"] for c in crd["versions"][0]["additionalPrinterColumns"]]
+    assert {"Queue", "Phase", "Min-Member", "Age"} <= set(names)
+
+
+def definition_name(kind: str) -> str:
+    return next(r.name for r in CUSTOM_RESOURCES if r.kind.kind == kind)
 
 
 def test_chart_crds_are_what_the_code_generates(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Generator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -93,7 +93,7 @@ class ExecPlugin:
     args: tuple[str, ...] = ()
     env: tuple[tuple[str, str], ...] = ()
     install_hint: str = ""
-    cluster: dict[str, Any] | None = field(default=None)  # sent when provideClusterInfo
+    cluster: dict[str, Any] | None = None  # sent when provideClusterInfo
 
     def environment(self) -> dict[str, str]:
         """The plugin's environment: pykai's, its ``env`` entries, and KUBERNETES_EXEC_INFO

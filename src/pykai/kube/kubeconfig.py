@@ -197,28 +197,35 @@ def _from_files(paths: list[Path], context: str | None) -> Connection:
         raise KubeconfigError(f'context "{name}" of {where} names no known cluster')
     if user_name and user_name not in merged.entries["users"]:
         raise KubeconfigError(f'context "{name}" of {where}: user "{user_name}" is not defined')
-    for section, entry_name in (("clusters", cluster_name), ("users", user_name)):
-        if entry_name:
-            body, path = merged.entries[section][entry_name]
-            for key in _UNSUPPORTED[section]:
-                if key in body:
-                    raise KubeconfigError(
-                        f'kubeconfig {path}: {section[:-1]} "{entry_name}": pykai does not '
-                        f"support {key}"
-                        + ("; use an exec plugin" if key == "auth-provider" else "")
-                    )
+    _refuse_unsupported(merged, cluster_name, user_name)
     single = _typed(merged).get(name)
     assert single is not None  # a context was named
-    user_body, user_path = merged.entries["users"].get(user_name or "", ({}, paths[0]))
+    if not user_name:
+        return _connection(single, {}, f'context "{name}" of kubeconfig {where} (no user)')
+    user_body, user_path = merged.entries["users"][user_name]
     described = f'context "{name}", user "{user_name}" of kubeconfig {user_path}'
     return _connection(single, user_body, described)
+
+
+def _refuse_unsupported(merged: _Merged, cluster: str, user: str | None) -> None:
+    """Fields of the chosen cluster and user that kubectl knows and pykai does not act on."""
+    for section, name in (("clusters", cluster), ("users", user)):
+        if name:
+            body, path = merged.entries[section][name]
+            for key in _UNSUPPORTED[section]:
+                if key in body:
+                    advice = "; use an exec plugin" if key == "auth-provider" else ""
+                    raise KubeconfigError(
+                        f'kubeconfig {path}: {section[:-1]} "{name}": pykai does not '
+                        f"support {key}{advice}"
+                    )
 
 
 def _in_cluster(directory: Path) -> Connection:
     try:
         single = KubeConfig.from_service_account(directory).get()
     except (ConfigError, KeyError) as exc:
-        raise KubeconfigError(f"in-cluster configuration: {exc} is missing") from exc
+        raise KubeconfigError(f"the pod's service account is incomplete: {exc!r}") from exc
     assert single is not None
     return _connection(single, {}, "the pod's service account")
 
