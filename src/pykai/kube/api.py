@@ -129,7 +129,7 @@ class KubeApi:
 
     def version(self) -> Obj:
         """The apiserver's version (``GET /version``, which every identity may read)."""
-        found: Obj = self._check(self.http.get("/version"), "get")
+        found: Obj = self._check(self.http.get("/version", timeout=30.0), "get")
         return found
 
     def path(self, kind: Kind, namespace: str = "", name: str = "", sub: str = "") -> str:
