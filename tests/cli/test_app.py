@@ -208,7 +208,7 @@ def test_describe_podgroup_explains_why_it_is_pending(cli: Cli, tmp_path: Path) 
     assert "big-0" in pods and "Pending" in pods
     events = out.split("Events:")[1].splitlines()
     assert events[1].split() == ["Type", "Reason", "Age", "From", "Message"]
-    assert events[3].split()[:2] == ["Warning", "Unschedulable"]
+    assert events[3].split()[:2] == ["Normal", "Unschedulable"]  # KAI's type on a PodGroup
 
 
 def test_describe_pod_queue_and_node(cli: Cli, tmp_path: Path) -> None:
@@ -349,17 +349,22 @@ def test_bench_engine_is_wired_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
     )
     monkeypatch.undo()
     monkeypatch.setattr(
-        "pykai.bench.engine.run_engine_bench", lambda nodes, pods: {"nodes": nodes, "pods": pods}
+        "pykai.bench.engine.run_engine_bench",
+        lambda nodes, pods, **sizes: {"nodes": nodes, "pods": pods, **sizes},
     )
-    result = CliRunner().invoke(app, ["bench", "engine", "--nodes", "3", "-o", "json"])
-    assert json.loads(result.stdout) == {"nodes": 3, "pods": 10_000}
+    result = CliRunner().invoke(
+        app, ["bench", "engine", "--nodes", "3", "--reclaim-nodes", "20", "-o", "json"]
+    )
+    figures = json.loads(result.stdout)
+    assert (figures["nodes"], figures["pods"], figures["reclaim_nodes"]) == (3, 10_000, 20)
+    assert figures["contended_nodes"] == 1000 and figures["repeat"] == 3
 
 
 def test_demo_plays_every_chapter() -> None:
     result = CliRunner().invoke(app, ["demo"])
     assert result.exit_code == 0, result.output
     chapters = [line for line in result.stdout.splitlines() if line.startswith("== ")]
-    assert len(chapters) == 7
+    assert len(chapters) == 8
     assert "$ pykai get queues" in result.stdout
     assert "QueueDoesNotExist" in result.stdout and "Preempted by" in result.stdout
 

@@ -195,17 +195,25 @@ def test_preemption_is_recorded_on_pods_podgroup_and_queue(tmp_path: Path) -> No
             pod("s0", group="serve", gpus=2),
         ]
     )
+    waiting = cluster.get("Pod", "s0", "default")
+    assert waiting is not None and not waiting["spec"].get("nodeName")  # victims terminating
+    for victim in ("t0", "t1"):
+        terminating = cluster.get("Pod", victim, "default")
+        assert terminating is not None and terminating["metadata"]["deletionTimestamp"]
+    cluster.advance(30)  # the victims' grace period (terminationGracePeriodSeconds 30)
     served = cluster.get("Pod", "s0", "default")
     assert served is not None and served["spec"]["nodeName"] == "n1"
+    assert cluster.get("Pod", "t0", "default") is None
     team = cluster.get("Queue", "team")
     assert team is not None and queue_figures(team["status"])["evictions"] == 2
     messages = [
         e["message"]
         for e in cluster.events_for("PodGroup", "train", "default")
-        if e["reason"] == "Preempted"
+        if e["reason"] == "Evict" and e["type"] == "Normal"
     ]
     assert len(messages) == 2
     assert all("Preempted by default/serve" in m and "in queue team" in m for m in messages)
+    assert all("(action: preempt)" in m for m in messages)
 
 
 class Failing:
@@ -230,12 +238,12 @@ def test_a_failed_cycle_decides_nothing_and_the_round_goes_on(tmp_path: Path) ->
 def test_a_failed_round_leaves_store_and_engine_state_as_they_were(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    def crash(*_: object) -> bool:
+    def crash(*_: object, **__: object) -> None:
         raise RuntimeError("store crashed")
 
     path = tmp_path / "c.db"
     cluster = EmbeddedCluster(Store(path), scheduler=ScriptedScheduler())
-    monkeypatch.setattr("pykai.embedded.cluster.bind", crash)
+    monkeypatch.setattr("pykai.controllers.round.carry_out", crash)
     with pytest.raises(RuntimeError, match="store crashed"):
         cluster.apply([pod("p")])
     assert cluster.get("Pod", "p", "default") is not None  # the apply itself committed

@@ -9,6 +9,7 @@ from pykai.controllers.status import queue_figures
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.embedded.store import Store
 from pykai.engine.decisions import Bind, CycleResult, Evict, QueueStatus, Reason
+from pykai.engine.jobs import TaskStatus
 from pykai.engine.state import ClusterState
 from pykai.model.builders import node, pod, podgroup
 from pykai.model.meta import Obj, format_time
@@ -115,7 +116,9 @@ def test_kubelet_runs_bound_pods_on_nodes_that_exist(tmp_path: Path) -> None:
     assert stored(cluster, "Pod", "elsewhere")["status"]["phase"] == "Running"
 
 
-def test_evictions_delete_the_pod_with_warnings_on_pod_and_podgroup(tmp_path: Path) -> None:
+def test_an_eviction_terminates_the_pod_over_its_grace_period_and_says_why(
+    tmp_path: Path,
+) -> None:
     scheduler = ScriptedScheduler()
     cluster = scripted(tmp_path / "c.db", scheduler)
     cluster.apply(
@@ -131,14 +134,24 @@ def test_evictions_delete_the_pod_with_warnings_on_pod_and_podgroup(tmp_path: Pa
     scheduler.script.append(
         CycleResult(evictions=[Evict("default", "g-0", uid, "default/g", "Preempted", message)])
     )
+    evicted_at = cluster.now()
     cluster.settle()
-    assert cluster.get("Pod", "g-0", "default") is None
-    assert cluster.state.task_by_key("default", "g-0") is None
-    assert reasons(cluster, "Pod", "g-0")[-1] == ("Warning", "Preempted", 1)
+    terminating = stored(cluster, "Pod", "g-0")  # Kubernetes' default grace: 30 s
+    assert terminating["metadata"]["deletionTimestamp"] == format_time(evicted_at + 30)
+    task = cluster.state.task_by_key("default", "g-0")
+    assert task is not None and task.status == TaskStatus.RELEASING  # still holds its node
+    said = f"{message} (action: preempt)"
+    assert reasons(cluster, "Pod", "g-0")[-1] == ("Normal", "Evict", 1)
     group_events = cluster.events_for("PodGroup", "g", "default")
     assert [(e["type"], e["reason"], e["message"]) for e in group_events] == [
-        ("Warning", "Preempted", f"pod g-0: {message}")
+        ("Normal", "Evict", f"pod g-0: {said}")
     ]
+    assert queue_figures(stored(cluster, "Queue", "default-queue")["status"])["evictions"] == 1
+    cluster.advance(29)
+    assert cluster.get("Pod", "g-0", "default") is not None
+    cluster.advance(1)
+    assert cluster.get("Pod", "g-0", "default") is None
+    assert cluster.state.task_by_key("default", "g-0") is None
     assert stored(cluster, "Pod", "g-1")["status"]["phase"] == "Running"
     assert queue_figures(stored(cluster, "Queue", "default-queue")["status"])["evictions"] == 1
 
@@ -177,14 +190,21 @@ def test_status_is_written_once_and_settles(tmp_path: Path) -> None:
         {"reason": "OverLimit", "message": "queue default-queue would exceed its gpu limit"}
     ]
     assert reasons(cluster, "Pod", "g-0") == [("Warning", "Unschedulable", 1)]
-    assert reasons(cluster, "PodGroup", "g") == [("Warning", "Unschedulable", 1)]
+    assert reasons(cluster, "PodGroup", "g") == [("Normal", "Unschedulable", 1)]  # as KAI
+    pod_condition = next(
+        c
+        for c in stored(cluster, "Pod", "g-0")["status"]["conditions"]
+        if c["type"] == "PodScheduled"
+    )
+    assert (pod_condition["status"], pod_condition["reason"]) == ("False", "Unschedulable")
+    assert "OverLimit" in pod_condition["message"]
 
     before = dump(path)
     assert cluster.settle() == 1
     assert dump(path) == before
 
-    cluster.advance(30)  # still unschedulable later: the events count it, the status stays
-    assert reasons(cluster, "Pod", "g-1") == [("Warning", "Unschedulable", 2)]
+    cluster.advance(30)  # still unschedulable, for the same reason: nothing new is said
+    assert reasons(cluster, "Pod", "g-1") == [("Warning", "Unschedulable", 1)]
     assert stored(cluster, "PodGroup", "g")["status"]["schedulingConditions"] == [condition]
 
 

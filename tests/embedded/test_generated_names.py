@@ -8,12 +8,12 @@ from typing import Any
 
 import pytest
 
-from pykai.controllers.workloads import NAME_ATTEMPTS, create_named
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.model import constants as c
 from pykai.model.builders import node, pod
 from pykai.model.errors import AlreadyExists
 from pykai.model.meta import Obj
+from pykai.standins.pods import NAME_ATTEMPTS, create_named
 
 TEMPLATE = {
     "metadata": {"labels": {"app": "web", c.QUEUE_LABEL: "default-queue"}},

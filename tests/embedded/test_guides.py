@@ -47,11 +47,16 @@ def test_inference_preempts_training_as_a_gang(
     story: list[tuple[str, list[Obj], EmbeddedCluster]],
 ) -> None:
     _, before, _ = story[3]
-    _, after, cluster = story[4]
+    _, evicting, _ = story[4]
+    _, after, cluster = story[5]
     training_before = {
         p["metadata"]["name"] for p in pods_of(before, **{"ray.io/cluster": "raycluster-sample"})
     }
     assert len(training_before) == 2
+    terminating = [p for p in evicting if p["metadata"]["name"] in training_before]
+    assert len(terminating) == 2 and all(p["metadata"]["deletionTimestamp"] for p in terminating)
+    waiting = [p for p in evicting if "serve-llm" in p["metadata"]["name"]]
+    assert not any(p["spec"].get("nodeName") for p in waiting)  # until the GPU is released
     names_after = {p["metadata"]["name"] for p in after}
     assert not training_before & names_after  # every training pod was evicted
     serving = [p for p in after if "serve-llm" in p["metadata"]["name"]]
@@ -65,11 +70,11 @@ def test_inference_preempts_training_as_a_gang(
     reasons = {
         e["reason"] for e in cluster.list("Event") if e["involvedObject"]["name"] in training_before
     }
-    assert "Preempted" in reasons
+    assert "Evict" in reasons
 
 
 def test_fractions_share_gpu_groups(story: list[tuple[str, list[Obj], EmbeddedCluster]]) -> None:
-    _, pods, _ = story[5]
+    _, pods, _ = story[6]
     vllm = [p for p in pods if p["metadata"]["namespace"] == "ai-workloads"]
     assert sorted(p["metadata"]["annotations"]["gpu-fraction"] for p in vllm) == ["0.2", "0.7"]
     assert len({p["metadata"]["labels"]["runai-gpu-group"] for p in vllm}) == 1
@@ -87,7 +92,7 @@ def test_fractions_share_gpu_groups(story: list[tuple[str, list[Obj], EmbeddedCl
 
 
 def test_missing_queue_is_explained(story: list[tuple[str, list[Obj], EmbeddedCluster]]) -> None:
-    _, pods, cluster = story[6]
+    _, pods, cluster = story[7]
     wrong = pods_of(pods, **{"ray.io/cluster": "raycluster-wrong-queue"})
     assert len(wrong) == 3 and not any(p["spec"].get("nodeName") for p in wrong)
     group = next(g for g in cluster.list("PodGroup") if g["spec"]["queue"] == MISSING_QUEUE)

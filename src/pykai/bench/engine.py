@@ -1,19 +1,29 @@
 """The engine benchmark (benchmarks.md §B): pods bound per second and cycle latency, in process.
 
-Three measurements on synthetic clusters fed straight into a ClusterState (no store, no API):
+Measurements on synthetic clusters fed straight into a ClusterState (no store, no API):
 - single-pod jobs: ``pods`` pending one-GPU jobs on ``nodes`` nodes of 8 GPUs;
 - gangs: ``pods / 8`` gangs of 8 one-GPU pods on the same cluster;
 - a large cycle: 4,000 nodes holding 140,000 pods (KAI issue #315's size), most of them running,
-  with 1,000 pending jobs; one full cycle split into session open (the snapshot) and actions.
+  with 1,000 pending jobs; one full cycle split into session open (the snapshot) and actions;
+- contended cycles (``contended.py``): the first full cycle on a cluster where every queue
+  wants more than it gets, at 1,000 nodes and at 4,000 nodes / 140,000 running / 20,000
+  pending, and a reclaim-heavy cycle at 400 nodes. Each is the median of ``repeat`` runs,
+  each on a freshly built state (building is not timed). The reclaim-heavy cycle also runs once
+  with the exhaustive search, whose decisions must be the same.
 """
 
 from __future__ import annotations
 
 import gc
+import math
 import resource
+import statistics
 import time
 from typing import Any
 
+from pykai.bench.contended import Workload, build, contended, reclaim_heavy
+from pykai.engine.config import SchedulerConfig
+from pykai.engine.decisions import CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import ClusterState
 from pykai.model.builders import node, pod, podgroup, queue
@@ -114,8 +124,79 @@ def _large_cycle(nodes: int, pods: int, pending_jobs: int) -> dict[str, float]:
     }
 
 
-def run_engine_bench(nodes: int = 5000, pods: int = 10_000) -> dict[str, Any]:
-    """Run the three measurements and return one flat record of figures."""
+def _first_cycle(
+    workload: Workload, repeat: int, config: SchedulerConfig | None = None
+) -> tuple[float, CycleResult]:
+    """The median time of the first full cycle on ``repeat`` fresh states, and one result."""
+    times: list[float] = []
+    result = CycleResult()
+    for _ in range(repeat):
+        state = build(workload)
+        gc.collect()
+        started = time.perf_counter()
+        result = Scheduler(config).run_cycle(state, 2.0e9)
+        times.append(time.perf_counter() - started)
+        del state
+    return statistics.median(times), result
+
+
+def _next_cycle(workload: Workload, repeat: int) -> float:
+    """The median time of the second cycle, once the first one's evicted pods are gone (its
+    binds stay assumed): the steady state of a contended cluster."""
+    times: list[float] = []
+    for _ in range(repeat):
+        state = build(workload)
+        scheduler = Scheduler()
+        first = scheduler.run_cycle(state, 2.0e9)
+        for eviction in first.evictions:
+            state.remove("Pod", eviction.namespace, eviction.name)
+        gc.collect()
+        started = time.perf_counter()
+        scheduler.run_cycle(state, 2.0e9 + 1)
+        times.append(time.perf_counter() - started)
+        del state
+    return statistics.median(times)
+
+
+def _decided(result: CycleResult) -> tuple[list[tuple[str, str]], list[str], list[str]]:
+    """What a cycle decided, comparable between runs."""
+    return (
+        sorted((e.name, e.reason) for e in result.evictions),
+        sorted(f"{b.name}@{b.node}" for b in result.binds),
+        sorted(result.pipelined),
+    )
+
+
+def growth(sizes: tuple[int, ...], repeat: int) -> dict[str, Any]:
+    """The contended first cycle at several sizes, and the exponent of its growth in N (the
+    least-squares slope of log time on log N)."""
+    seconds = {n: _first_cycle(contended(n), repeat)[0] for n in sizes}
+    xs = [math.log(n) for n in sizes]
+    ys = [math.log(max(t, 1e-9)) for t in seconds.values()]
+    mean_x, mean_y = statistics.fmean(xs), statistics.fmean(ys)
+    slope = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True)) / sum(
+        (x - mean_x) ** 2 for x in xs
+    )
+    return {
+        "contended_growth_seconds": {str(n): round(t, 4) for n, t in seconds.items()},
+        "contended_growth_exponent": round(slope, 2),
+    }
+
+
+def run_engine_bench(
+    nodes: int = 5000,
+    pods: int = 10_000,
+    *,
+    large_nodes: int = 4000,
+    large_pods: int = 140_000,
+    contended_nodes: int = 1000,
+    contended_large_nodes: int = 4000,
+    reclaim_nodes: int = 400,
+    repeat: int = 3,
+    growth_nodes: tuple[int, ...] = (),
+) -> dict[str, Any]:
+    """Run every measurement and return one flat record of figures (with the contended
+    cycle's growth in N when ``growth_nodes`` gives two sizes or more)."""
     gc.collect()
     state = _base(nodes)
     _jobs(state, pods, 1)
@@ -126,7 +207,19 @@ def run_engine_bench(nodes: int = 5000, pods: int = 10_000) -> dict[str, Any]:
     gangs = _bind_rate(state, pods // 8 * 8)
     del state
     gc.collect()
-    large = _large_cycle(4000, 140_000, 1000)
+    large = _large_cycle(large_nodes, large_pods, max(1, large_pods // 140))
+    gc.collect()
+    cycle, first = _first_cycle(contended(contended_nodes), repeat)
+    large_contended = contended(
+        contended_large_nodes, running=35 * contended_large_nodes, pending=5 * contended_large_nodes
+    )
+    cycle_large, _ = _first_cycle(large_contended, repeat)
+    next_large = _next_cycle(large_contended, repeat)
+    reclaim, reclaimed = _first_cycle(reclaim_heavy(reclaim_nodes), repeat)
+    exhaustive_seconds, exhaustive = _first_cycle(
+        reclaim_heavy(reclaim_nodes), 1, SchedulerConfig(exhaustive_search=True)
+    )
+    grown = growth(growth_nodes, repeat) if len(growth_nodes) > 1 else {}
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "nodes": nodes,
@@ -140,5 +233,18 @@ def run_engine_bench(nodes: int = 5000, pods: int = 10_000) -> dict[str, Any]:
         "actions_seconds": round(large["actions_seconds"], 4),
         "large_cluster_load_seconds": round(large["load_seconds"], 2),
         "large_cycle_bound": large["bound"],
+        "contended_nodes": contended_nodes,
+        "contended_cycle_seconds": round(cycle, 4),
+        "contended_cycle_binds": len(first.binds),
+        "contended_cycle_evictions": len(first.evictions),
+        "contended_cycle_seconds_4000_nodes": round(cycle_large, 4),
+        "contended_next_cycle_seconds_4000_nodes": round(next_large, 4),
+        "reclaim_nodes": reclaim_nodes,
+        "reclaim_cycle_seconds": round(reclaim, 4),
+        "reclaim_cycle_evictions": len(reclaimed.evictions),
+        "reclaim_cycle_same_as_exhaustive": _decided(reclaimed) == _decided(exhaustive),
+        "reclaim_cycle_exhaustive_seconds": round(exhaustive_seconds, 4),
+        "repeat": repeat,
+        **grown,
         "peak_rss_mb": round(peak_kb / 1024, 1),
     }

@@ -29,16 +29,42 @@ def _print(figures: dict[str, object], output: str) -> None:
 def engine(
     nodes: Annotated[int, typer.Option(help="Nodes of 8 GPUs")] = 5000,
     pods: Annotated[int, typer.Option(help="Pending single-pod jobs")] = 10_000,
+    large_nodes: Annotated[int, typer.Option(help="Nodes of the large cycle")] = 4000,
+    large_pods: Annotated[int, typer.Option(help="Pods of the large cycle")] = 140_000,
+    contended_nodes: Annotated[int, typer.Option(help="Nodes of the contended cycle")] = 1000,
+    contended_large_nodes: Annotated[
+        int, typer.Option(help="Nodes of the large contended cycle (35 running, 5 pending a node)")
+    ] = 4000,
+    reclaim_nodes: Annotated[int, typer.Option(help="Nodes of the reclaim-heavy cycle")] = 400,
+    repeat: Annotated[int, typer.Option(help="Runs per contended figure (medians)", min=1)] = 3,
+    growth: Annotated[
+        str, typer.Option(help="Comma-separated node counts: the contended cycle's growth in N")
+    ] = "",
     output: OutputOption = "table",
 ) -> None:
     """Engine throughput (pods/s) and cycle latency on synthetic clusters."""
+    try:
+        growth_nodes = tuple(int(n) for n in growth.split(",") if n.strip())
+    except ValueError:
+        fail(f'--growth "{growth}": give node counts separated by commas, such as 250,500,1000')
     try:
         from pykai.bench.engine import run_engine_bench
     except ModuleNotFoundError as exc:
         if exc.name not in ("pykai.bench", "pykai.bench.engine"):
             raise
         fail("the engine benchmark (pykai.bench.engine) is not part of this build yet")
-    _print(run_engine_bench(nodes=nodes, pods=pods), output)
+    figures = run_engine_bench(
+        nodes=nodes,
+        pods=pods,
+        large_nodes=large_nodes,
+        large_pods=large_pods,
+        contended_nodes=contended_nodes,
+        contended_large_nodes=contended_large_nodes,
+        reclaim_nodes=reclaim_nodes,
+        repeat=repeat,
+        growth_nodes=growth_nodes,
+    )
+    _print(figures, output)
 
 
 @app.command("kube")

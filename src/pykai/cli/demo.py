@@ -93,16 +93,23 @@ def _inference(cluster: EmbeddedCluster) -> None:
 
 
 def _show_preemption(cluster: EmbeddedCluster) -> str:
-    preempted = [
+    evicted = [
         e
         for e in cluster.list("Event")
-        if e["reason"] == "Preempted" and e["involvedObject"]["kind"] == "Pod"
+        if e["reason"] == "Evict" and e["involvedObject"]["kind"] == "Pod"
     ]
-    events = render(preempted, "", Context(cluster), kind="Event")
+    events = render(evicted, "", Context(cluster), kind="Event")
     return _shown(
-        ("pykai get pods -o wide", get(cluster, "Pod", "wide")),
-        ("pykai get events  # the preemptions", events),
+        (
+            "pykai get pods -o wide  # training terminating, inference waiting for its GPU",
+            get(cluster, "Pod", "wide"),
+        ),
+        ("pykai get events  # the evictions", events),
     )
+
+
+def _grace(cluster: EmbeddedCluster) -> None:
+    cluster.advance(30)  # the training pods' grace period (Kubernetes' default, 30 s)
 
 
 def _sharing(cluster: EmbeddedCluster) -> None:
@@ -177,6 +184,12 @@ CHAPTERS: list[Chapter] = [
         "The blog's RayService (priority inference) arrives: training is preempted as a gang",
         _inference,
         _show_preemption,
+    ),
+    Chapter(
+        "pykai advance 30s: the training pods have terminated; inference runs, KubeRay's new "
+        "training pods wait",
+        _grace,
+        lambda c: _shown(("pykai get pods -o wide", get(c, "Pod", "wide"))),
     ),
     Chapter(
         "GPU sharing: a node with 4 GPUs; vLLM at 0.7 and 0.2, and two Ray workers at 0.5 each",

@@ -1,5 +1,8 @@
-"""Desired status of queues and PodGroups (KAI's queue- and podgroup-controllers), computed from
-a cycle's result; each backend writes them where they changed."""
+"""The status controller (KAI's queue- and podgroup-controllers, and the scheduler's own status
+writes): queue and PodGroup status computed from a cycle's result and written where it changed;
+why a job is pending, said where kubectl users look when it changes (an ``Unschedulable`` or
+``NotReady`` event on the PodGroup, an ``Unschedulable`` event and a ``PodScheduled=False``
+condition on each of its pending pods); and the objects the engine could not take in."""
 
 from __future__ import annotations
 
@@ -9,7 +12,10 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from pykai.controllers.faults import INVALID
+from pykai.controllers.events import NORMAL, WARNING
+from pykai.controllers.faults import INVALID, report_problems
+from pykai.controllers.host import Host
+from pykai.controllers.outcome import evictions_by_queue
 from pykai.engine.decisions import CycleResult, Reason
 from pykai.engine.jobs import HOLDS_NODE, Job, Task, TaskStatus
 from pykai.engine.state import ClusterState
@@ -129,10 +135,10 @@ def invalid_podgroup_status(
     }
 
 
-def held_pod_conditions(pod: Obj, message: str, now: float) -> list[dict[str, Any]] | None:
-    """The status.conditions of a pending pod the scheduler holds back (it cannot be read as
-    written): ``PodScheduled`` False, reason ``Unschedulable``, as kube-scheduler marks a pod
-    it cannot place; None if the pod says so already."""
+def unschedulable_conditions(pod: Obj, message: str, now: float) -> list[dict[str, Any]] | None:
+    """The status.conditions of a pending pod the scheduler cannot place (or holds back, as it
+    cannot be read as written): ``PodScheduled`` False, reason ``Unschedulable``, as
+    kube-scheduler marks it; None if the pod says so already."""
     conditions = [
         c for c in mapping(pod.get("status")).get("conditions") or [] if isinstance(c, dict)
     ]
@@ -177,3 +183,119 @@ def _condition(reasons: list[Reason], old: dict[str, Any], now: float) -> dict[s
         "lastTransitionTime": format_time(now),
         "transitionID": hashlib.sha256(repr(entries).encode()).hexdigest()[:8],
     }
+
+
+# ---- the controller ---------------------------------------------------------------------------
+
+SCHEDULER_FIELDS = frozenset({"schedulingConditions"})  # the scheduler's part of PodGroup status
+CONTROLLER_FIELDS = frozenset({"phase", "running", "pending", "resourcesStatus"})
+
+
+def write_status(host: Host, result: CycleResult, components: frozenset[str]) -> None:
+    """What the status-writing ``components`` own (scheduler, queuecontroller,
+    podgroupcontroller), written where it changed."""
+    now = host.now()
+    report_problems(
+        host.state.problems.values(),
+        lambda p: host.get(p.kind, p.name, p.namespace),
+        lambda obj, problem: host.record(obj, INVALID, problem.message, WARNING, once=True),
+    )
+    if "scheduler" in components:
+        held = [
+            (pod, problem.message)
+            for task, problem in held_pods(host.state)
+            if (pod := host.get("Pod", task.name, task.namespace)) is not None
+        ]
+        host.each("the scheduler", held, lambda item: _mark_unschedulable(host, *item, now))
+    if "queuecontroller" in components:
+        _queues(host, result)
+    owned = SCHEDULER_FIELDS if "scheduler" in components else frozenset()
+    owned |= CONTROLLER_FIELDS if "podgroupcontroller" in components else frozenset()
+    if owned:
+        host.each(
+            "the status controller",
+            host.list("PodGroup"),
+            lambda group: _podgroup(host, group, result, owned, now),
+        )
+
+
+def _queues(host: Host, result: CycleResult) -> None:
+    queues = host.list("Queue")
+    new = evictions_by_queue(host, result)
+
+    def evictions(name: str) -> int:
+        stored = next(
+            (
+                queue_figures(q.get("status")).get("evictions", 0)
+                for q in queues
+                if q["metadata"]["name"] == name
+            ),
+            0,
+        )
+        return (stored if isinstance(stored, int) and stored > 0 else 0) + new.get(name, 0)
+
+    statuses = queue_statuses(queues, result, evictions)
+    changed = [
+        (q, statuses[q["metadata"]["name"]])
+        for q in queues
+        if (q.get("status") or {}) != statuses[q["metadata"]["name"]]
+    ]
+    host.each("the queue controller", changed, lambda item: replace_status(host, *item))
+
+
+def _podgroup(
+    host: Host, group: Obj, result: CycleResult, owned: frozenset[str], now: float
+) -> None:
+    meta = group["metadata"]
+    key = f"{meta['namespace']}/{meta['name']}"
+    job = host.state.jobs.get(key)
+    old = group.get("status") or {}
+    if job is None:
+        problem = host.state.problems.get(("PodGroup", meta["namespace"], meta["name"]))
+        if problem is not None and "schedulingConditions" in owned:
+            status = invalid_podgroup_status(problem, old, now)
+            if status != old:
+                replace_status(host, group, status)
+        return
+    reasons = result.unschedulable.get(key)
+    computed = podgroup_status(job, reasons, old, now)
+    status = {k: v for k, v in old.items() if k not in owned}
+    status |= {k: v for k, v in computed.items() if k in owned}
+    if status == old:
+        return
+    replace_status(host, group, status)
+    condition = (status.get("schedulingConditions") or [None])[0]
+    if reasons and condition != (old.get("schedulingConditions") or [None])[0]:
+        _say_why(host, group, job, reasons, now)
+
+
+def _say_why(host: Host, group: Obj, job: Job, reasons: list[Reason], now: float) -> None:
+    """A job's reasons changed: the PodGroup's event (NotReady when it waits for pods, else
+    Unschedulable), and each pending pod's event and condition."""
+    text = reason_text(reasons)
+    not_ready = all(r.reason == "NotReady" for r in reasons)
+    host.record(group, "NotReady" if not_ready else "Unschedulable", text, NORMAL)
+    if not_ready:
+        return
+    pending = [
+        pod
+        for task in job.tasks.values()
+        if task.status == TaskStatus.PENDING
+        and (pod := host.get("Pod", task.name, task.namespace)) is not None
+    ]
+    for pod in pending:
+        host.record(pod, "Unschedulable", text, WARNING)
+    host.each("the scheduler", pending, lambda pod: _mark_unschedulable(host, pod, text, now))
+
+
+def _mark_unschedulable(host: Host, pod: Obj, message: str, now: float) -> None:
+    conditions = unschedulable_conditions(pod, message, now)
+    if conditions is not None:
+        host.patch(pod, {"status": {"conditions": conditions}}, status=True)
+
+
+def replace_status(host: Host, obj: Obj, status: dict[str, Any]) -> None:
+    """Make ``status`` an object's whole status (keys it no longer has are removed)."""
+    old = obj.get("status") or {}
+    patch = {key: None for key in old if key not in status} | status
+    host.patch(obj, {"status": patch}, status=True)

@@ -19,23 +19,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
-from pykai.controllers.faults import Isolation
+from pykai.controllers.events import WARNING
+from pykai.controllers.faults import INVALID, Isolation
+from pykai.controllers.round import COMPONENTS, Round
 from pykai.controllers.validation import StoredCheck, check_queue_unused, validate_objects
 from pykai.embedded import events
-from pykai.embedded.binder import bind
-from pykai.embedded.evictor import evict
-from pykai.embedded.grouper import group_pods
-from pykai.embedded.kubelet import run_pods
-from pykai.embedded.status import update_status
+from pykai.embedded.host import ClusterHost
 from pykai.embedded.store import Store, namespace_of
-from pykai.embedded.workloads import run_workloads
 from pykai.engine.config import SchedulerConfig, config_from_mapping
 from pykai.engine.decisions import CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import KINDS, ClusterState
 from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
+from pykai.model.problems import ObjectProblem
 from pykai.model.queue import default_queues
+from pykai.standins.workloads import APPS, KUBERAY
 
 _LOAD_ORDER = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
 log = logging.getLogger("pykai.embedded")
@@ -75,6 +74,14 @@ class EmbeddedCluster:
         self._scheduler = scheduler
         self._isolations: dict[str, Isolation] = {}
         self.stored_check = StoredCheck()  # apply's rules, for objects that got in anyway
+        self._round = Round(
+            frozenset(COMPONENTS),
+            workloads=(*KUBERAY, *APPS),
+            check=self.stored_check,
+            owner_check=self.stored_check,
+        )
+        self.writes = 0  # writes made through this object (a round that makes none settles)
+        self.host = ClusterHost(self)
         self._state: ClusterState | None = None
         self._state_generation = 0
 
@@ -122,14 +129,14 @@ class EmbeddedCluster:
     def settle(self, max_cycles: int = 100) -> int:
         """Run rounds until one changes nothing (at most ``max_cycles``); the rounds run."""
         for rounds in range(1, max_cycles + 1):
-            if not self._round():
+            if not self._round_once():
                 return rounds
         return max_cycles
 
     def schedule(self, cycles: int = 1) -> None:
         """Run exactly ``cycles`` rounds, each with one scheduling cycle."""
         for _ in range(cycles):
-            self._round()
+            self._round_once()
 
     def advance(self, seconds: float, *, max_cycles: int = 100) -> None:
         """Move the virtual clock forward, then settle."""
@@ -177,6 +184,7 @@ class EmbeddedCluster:
         with self._writing():
             stored = self.store.create(obj)
             self._observe(stored)
+        self.writes += 1
         return stored
 
     def update(self, obj: Obj) -> Obj:
@@ -184,6 +192,7 @@ class EmbeddedCluster:
         with self._writing():
             stored = self.store.update(obj)
             self._observe(stored)
+        self.writes += 1
         return stored
 
     def remove(self, kind: str, name: str, namespace: str = "") -> bool:
@@ -194,29 +203,30 @@ class EmbeddedCluster:
             for gone in removed:
                 if gone["kind"] in KINDS:
                     self.state.remove(gone["kind"], namespace_of(gone), gone["metadata"]["name"])
+        self.writes += bool(removed)
         return bool(removed)
 
     def isolation(self, component: str) -> Isolation:
         """Per-object fault isolation for one controller (controllers/faults.py)."""
         isolation = self._isolations.get(component)
         if isolation is None:
-            isolation = Isolation(component, events.problem_reporter(self.store))
+            isolation = Isolation(component, self._report)
             self._isolations[component] = isolation
         return isolation
 
+    def _report(self, involved: Obj, problem: ObjectProblem) -> None:
+        self.writes += events.record(
+            self.store, involved, INVALID, problem.message, WARNING, once=True
+        )
+
     # ---- internals ---------------------------------------------------------------------------
 
-    def _round(self) -> bool:
-        """One round of every controller, in one transaction; True if anything changed."""
+    def _round_once(self) -> bool:
+        """One round of every controller, in one transaction; True if it wrote anything."""
+        before = self.writes
         with self._writing():
-            changed = run_workloads(self)
-            changed |= group_pods(self)
-            result = self._cycle()
-            changed |= bind(self, result)
-            changed |= evict(self, result)
-            changed |= run_pods(self)
-            changed |= update_status(self, result)
-        return changed
+            self._round.run(self.host, self._cycle)
+        return self.writes != before
 
     def _cycle(self) -> CycleResult:
         """One scheduling cycle. A cycle that fails (a bug: objects cannot make it fail) is

@@ -10,34 +10,43 @@ so controllers may report on every round and the cluster still settles.
 from __future__ import annotations
 
 from pykai.controllers.events import NORMAL, WARNING, new_event
-from pykai.controllers.faults import INVALID, Report
-from pykai.controllers.workloads import NAME_ATTEMPTS
 from pykai.embedded.store import Store
 from pykai.model.errors import AlreadyExists
 from pykai.model.kinds import CLUSTER_SCOPED
 from pykai.model.meta import Obj, format_time
-from pykai.model.problems import ObjectProblem
+from pykai.model.problems import object_version
+from pykai.standins.pods import NAME_ATTEMPTS
 
-__all__ = ["NORMAL", "WARNING", "events_for", "problem_reporter", "record"]
+__all__ = ["NORMAL", "WARNING", "events_for", "record"]
 
 _IDENTITY = ("involvedObject", "type", "reason", "message")
 """What makes two events the same one, recurring."""
 
 
-def record(store: Store, involved: Obj, reason: str, message: str, kind: str = NORMAL) -> bool:
+def record(
+    store: Store,
+    involved: Obj,
+    reason: str,
+    message: str,
+    kind: str = NORMAL,
+    *,
+    once: bool = False,
+) -> bool:
     """Record that ``reason``/``message`` happened to ``involved`` now; True if written (a new
-    event, or a repeat at a later time), False if already recorded at this instant."""
+    event, or a repeat at a later time), False if already recorded at this instant. With
+    ``once``, a standing fact: said once per version of the object, never counted up."""
+    salt = object_version(involved) if once else ""
     with store.transaction():
         stamp = format_time(store.now())
         for attempt in range(NAME_ATTEMPTS):
-            event = new_event(involved, reason, message, kind, stamp, _retry(attempt))
+            event = new_event(involved, reason, message, kind, stamp, salt + _retry(attempt))
             found = store.get("Event", event["metadata"]["name"], event["metadata"]["namespace"])
             if found is None:
                 store.create(event)
                 return True
             if any(found.get(field) != event[field] for field in _IDENTITY):
                 continue  # another object holds this name
-            if found["lastTimestamp"] == stamp:
+            if once or found["lastTimestamp"] == stamp:
                 return False
             found["count"] += 1
             found["lastTimestamp"] = stamp
@@ -46,25 +55,6 @@ def record(store: Store, involved: Obj, reason: str, message: str, kind: str = N
     raise AlreadyExists(
         f"every name for event {reason!r} of {involved['metadata']['name']} is taken"
     )
-
-
-def problem_reporter(store: Store) -> Report:
-    """Reports each skipped object once per version: a Warning ``InvalidObject`` event."""
-
-    def report(involved: Obj, problem: ObjectProblem) -> None:
-        stamp = format_time(store.now())
-        for attempt in range(NAME_ATTEMPTS):
-            salt = problem.version + _retry(attempt)
-            event = new_event(involved, INVALID, problem.message, WARNING, stamp, salt)
-            found = store.get("Event", event["metadata"]["name"], event["metadata"]["namespace"])
-            if found is None:
-                store.create(event)
-                return
-            if all(found.get(field) == event[field] for field in _IDENTITY):
-                return  # reported already
-        raise AlreadyExists(f"every name for the report on {involved['metadata']['name']} is taken")
-
-    return report
 
 
 def _retry(attempt: int) -> str:

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from pykai.engine.decisions import Reason
 from pykai.engine.jobs import Job
 from pykai.engine.session import QueueInfo
+from pykai.engine.state import QueueUsage
 from pykai.model.resources import RESOURCE_NAMES, Resources, format_cpu, format_gpu, format_memory
 
 EPS = 1e-9
@@ -22,36 +25,70 @@ def _excess(
     return None
 
 
-def over_capacity(job: Job, chain: list[QueueInfo], request: Resources) -> Reason | None:
+Usage = Mapping[str, QueueUsage]  # a simulation's queue figures, by queue name
+_LIVE: Usage = {}
+
+
+def over_capacity(
+    job: Job, chain: list[QueueInfo], request: Resources, usage: Usage = _LIVE
+) -> Reason | None:
     """OverLimit if any queue up the tree would pass its limit; NonPreemptibleOverQuota if a
-    non-preemptible job would pass any queue's quota. None when the job may run."""
+    non-preemptible job would pass any queue's quota. None when the job may run. ``usage``
+    stands in for the queues' own figures where it has them."""
     for queue in chain:
-        usage = queue.usage
-        over = _excess(usage.allocated, request, queue.limit)
-        if over is not None:
-            name, allocated, asked, limit = over
-            fmt = _FORMAT[name]
-            return Reason(
-                "OverLimit",
-                f'queue "{queue.name}" would pass its {_UNIT_NAME[name]} limit: '
-                f"{fmt(allocated)} allocated + {fmt(asked)} requested > limit {fmt(limit)}. "
-                f"Wait for the queue's jobs to finish, or raise "
-                f"spec.resources.{name}.limit of queue {queue.name}",
-            )
-        over = (
-            None
-            if job.preemptible
-            else _excess(usage.allocated_non_preemptible, request, queue.deserved)
-        )
-        if over is not None:
-            name, allocated, asked, quota = over
-            fmt = _FORMAT[name]
-            return Reason(
-                "NonPreemptibleOverQuota",
-                f"non-preemptible job would pass the {_UNIT_NAME[name]} quota of queue "
-                f'"{queue.name}": {fmt(allocated)} allocated non-preemptible + {fmt(asked)} '
-                f"requested > quota {fmt(quota)}. Non-preemptible jobs (priority >= 100) "
-                f"may only use in-quota resources: use a preemptible priority class such "
-                f"as train, or raise spec.resources.{name}.quota of queue {queue.name}",
-            )
+        figures = usage.get(queue.name, queue.usage)
+        reason = _over_limit(queue, figures, request) or _over_quota(job, queue, figures, request)
+        if reason is not None:
+            return reason
     return None
+
+
+def over_limit(chain: list[QueueInfo], request: Resources, usage: Usage = _LIVE) -> Reason | None:
+    """OverLimit if any queue up the tree would pass its limit with ``request`` more."""
+    for queue in chain:
+        reason = _over_limit(queue, usage.get(queue.name, queue.usage), request)
+        if reason is not None:
+            return reason
+    return None
+
+
+def over_quota(job: Job, chain: list[QueueInfo], request: Resources) -> Reason | None:
+    """NonPreemptibleOverQuota if a non-preemptible job would pass any queue's quota."""
+    for queue in chain:
+        reason = _over_quota(job, queue, queue.usage, request)
+        if reason is not None:
+            return reason
+    return None
+
+
+def _over_limit(queue: QueueInfo, usage: QueueUsage, request: Resources) -> Reason | None:
+    over = _excess(usage.allocated, request, queue.limit)
+    if over is None:
+        return None
+    name, allocated, asked, limit = over
+    fmt = _FORMAT[name]
+    return Reason(
+        "OverLimit",
+        f'queue "{queue.name}" would pass its {_UNIT_NAME[name]} limit: '
+        f"{fmt(allocated)} allocated + {fmt(asked)} requested > limit {fmt(limit)}. "
+        f"Wait for the queue's jobs to finish, or raise "
+        f"spec.resources.{name}.limit of queue {queue.name}",
+    )
+
+
+def _over_quota(job: Job, queue: QueueInfo, usage: QueueUsage, request: Resources) -> Reason | None:
+    if job.preemptible:
+        return None
+    over = _excess(usage.allocated_non_preemptible, request, queue.deserved)
+    if over is None:
+        return None
+    name, allocated, asked, quota = over
+    fmt = _FORMAT[name]
+    return Reason(
+        "NonPreemptibleOverQuota",
+        f"non-preemptible job would pass the {_UNIT_NAME[name]} quota of queue "
+        f'"{queue.name}": {fmt(allocated)} allocated non-preemptible + {fmt(asked)} '
+        f"requested > quota {fmt(quota)}. Non-preemptible jobs (priority >= 100) "
+        f"may only use in-quota resources: use a preemptible priority class such "
+        f"as train, or raise spec.resources.{name}.quota of queue {queue.name}",
+    )

@@ -44,6 +44,12 @@ class SchedulerConfig(BaseModel):
     stale_gang_grace_period: float = Field(60.0, alias="staleGangGracePeriod")
     max_consolidation_preemptees: int = Field(16, alias="maxConsolidationPreemptees", ge=0)
     reclaimer_saturation_multiplier: float = Field(1.0, alias="reclaimerSaturationMultiplier", ge=1)
+    # seconds the victim searches of one action may take; once spent, the action stops and
+    # the cycle's result says so (KAI's scenario search budgets)
+    action_search_budget: float = Field(10.0, alias="actionSearchBudget", gt=0)
+    # simulate every scenario, without bounds, memo or budget (the reference the fast search
+    # must agree with; for tests and benchmarks)
+    exhaustive_search: bool = Field(False, alias="exhaustiveSearch")
 
     @field_validator("actions")
     @classmethod
@@ -59,6 +65,7 @@ class SchedulerConfig(BaseModel):
         "default_preempt_min_runtime",
         "default_reclaim_min_runtime",
         "stale_gang_grace_period",
+        "action_search_budget",
         mode="before",
     )
     @classmethod

@@ -62,3 +62,5 @@ class CycleResult:
     stale: dict[str, float | None] = field(default_factory=dict)  # job key -> stale since / None
     queues: dict[str, QueueStatus] = field(default_factory=dict)
     timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds
+    # action -> pending jobs it did not try because its search budget was spent
+    out_of_budget: dict[str, int] = field(default_factory=dict)

@@ -25,13 +25,18 @@ class TaskStatus(Enum):
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
 
+    # members are singletons and compare by identity: hash them by identity too (in C),
+    # since every accounting step asks whether a status is in a set
+    __hash__ = object.__hash__
+
 
 # Statuses that hold node resources now.
 HOLDS_NODE = frozenset(
     {TaskStatus.ALLOCATED, TaskStatus.BINDING, TaskStatus.BOUND, TaskStatus.RUNNING}
 )
-# Statuses counted toward the queue's allocation (KAI's AllocatedStatus).
-COUNTS_FOR_QUEUE = HOLDS_NODE
+# Statuses counted toward the queue's allocation: KAI's AllocatedStatus, plus pipelined tasks,
+# which KAI's proportion plugin counts from the moment a statement pipelines them.
+COUNTS_FOR_QUEUE = HOLDS_NODE | {TaskStatus.PIPELINED}
 # Statuses that count toward a gang's minimum ("active allocated").
 ACTIVE = HOLDS_NODE | {TaskStatus.PIPELINED}
 # Pods that count toward a gang being ready to start (KAI: alive minus gated).
@@ -142,6 +147,16 @@ class Job:
     pending_request: Resources = Resources.ZERO
     last_start: float | None = None
     stale_since: float | None = None
+    # (-priority, min member, creation, uid): what job order needs besides the live counts,
+    # worked out once for the job (a PodGroup or priority change makes a new Job)
+    order_parts: tuple[int, int, float, str] | None = None
+
+    def static_order(self) -> tuple[int, int, float, str]:
+        """``order_parts``, worked out on first use."""
+        if self.order_parts is None:
+            meta = self.group.meta
+            self.order_parts = (-self.priority, self.group.spec.min_member, meta.creation, meta.uid)
+        return self.order_parts
 
     @property
     def min_member(self) -> int:

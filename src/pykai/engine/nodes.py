@@ -35,6 +35,8 @@ class NodeTable:
         self.pod_count: FloatArray = np.zeros(0)  # pods placed on the node (any status on it)
         self.shared: dict[str, NodeGpuGroups] = {}  # node -> its shared GPU groups
         self.shared_free: FloatArray = np.zeros(0)  # largest free portion of a group, per row
+        self.shared_future: FloatArray = np.zeros(0)  # the same, counting what is releasing
+        self.shared_spare: FloatArray = np.zeros(0)  # Σ of those portions over the groups
         self._masks: dict[_ConstraintKey, BoolArray] = {}
         self._parts: dict[_ConstraintKey, tuple[BoolArray, BoolArray, BoolArray]] = {}
         self.dirty = False
@@ -83,6 +85,8 @@ class NodeTable:
         self.pod_count = np.zeros(len(views))
         self.shared = {}
         self.shared_free = np.zeros(len(views))
+        self.shared_future = np.zeros(len(views))
+        self.shared_spare = np.zeros(len(views))
         self._clear_masks()
         self.dirty = False
 
@@ -111,9 +115,12 @@ class NodeTable:
         row[MEM] += sign * amount.memory
         row[GPU] += sign * amount.gpu
 
-    def add_shared(self, name: str, groups: tuple[str, ...], portion: float, sign: float) -> None:
+    def add_shared(
+        self, name: str, groups: tuple[str, ...], portion: float, sign: float, releasing: bool
+    ) -> None:
         """Add (sign=+1) or remove (-1) a pod's portion on each of its GPU groups. Opening a
-        group takes a whole device; the last pod leaving frees it."""
+        group takes a whole device; the last pod leaving frees it; a group whose pods are all
+        releasing counts as a releasing device."""
         i = self.index.get(name)
         if i is None:
             return
@@ -123,12 +130,32 @@ class NodeTable:
             if group is None:
                 group = node.groups[group_id] = GpuGroup(group_id)
                 self.used[i, GPU] += 1
+            was_released = group.all_released
             group.used += sign * portion
             group.pods += int(sign)
+            if releasing:
+                group.releasing += sign * portion
+                group.releasing_pods += int(sign)
+            self.releasing[i, GPU] += int(group.all_released) - int(was_released)
             if group.pods <= 0:
                 del node.groups[group_id]
                 self.used[i, GPU] -= 1
         self.shared_free[i] = node.best_free()
+        self.shared_future[i] = node.best_future_free()
+        self.shared_spare[i] = sum(g.future_free for g in node.groups.values())
+
+    def overcommitted(self, name: str) -> bool:
+        """True if what the node's pods hold, releasing ones excepted, passes what it has
+        (a whole resource, or a shared device)."""
+        i = self.index.get(name)
+        if i is None:
+            return False
+        if ((self.alloc[i] - self.used[i] + self.releasing[i]) < -1e-9).any():
+            return True
+        groups = self.shared.get(name)
+        return groups is not None and any(
+            g.used - g.releasing > 1 + 1e-9 for g in groups.groups.values()
+        )
 
     def idle(self) -> FloatArray:
         """Free resources per node now."""

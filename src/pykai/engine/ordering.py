@@ -30,29 +30,75 @@ def _dominant_share(used: tuple[float, ...], allocatable: tuple[float, ...]) -> 
 QueueKey = tuple[bool, bool, int, bool, float, float, float, float, str, str]
 
 
-def queue_order_key(queue: QueueInfo, job_request: Resources, total: Resources) -> QueueKey:
+def queue_order_key(
+    queue: QueueInfo, job_request: Resources, total: Resources, allocated: Resources | None = None
+) -> QueueKey:
     """KAI's queue order as a sort key (smaller goes first), given the request of the job the
     queue would run next: not over fair share, starved, priority, no zero-share penalty, DRF
-    with the job, DRF without it, smaller allocatable share, older.
+    with the job, DRF without it, smaller allocatable share, older. ``allocated`` stands in for
+    the queue's allocation (a simulation's figure), if given.
 
     KAI's seventh criterion is a partial order (smaller in every resource); the key uses the
     sum of the shares relative to the cluster total, which agrees with it wherever it decides.
     """
-    allocated = tuple(queue.usage.allocated)
+    used = queue.usage.allocated if allocated is None else allocated
+    return _order_key(queue, used, job_request, job_request, total)
+
+
+def victim_order_key(
+    queue: QueueInfo, allocated: Resources, victims: Resources, total: Resources
+) -> QueueKey:
+    """Queue order when victims are taken (KAI's VictimQueue mode), given the queue's
+    allocation before any victim is evicted: no job is added, and the DRF criterion counts the
+    queue's share without the victims taken from it so far and the next one. Victims come first
+    from the queue this key ranks *last*."""
+    return _order_key(queue, allocated, Resources.ZERO, victims.scaled(-1.0), total)
+
+
+class VictimKeys:
+    """``victim_order_key`` of one queue for one search, where only the victims change: the
+    rest of the key is worked out once."""
+
+    def __init__(self, queue: QueueInfo, allocated: Resources, total: Resources) -> None:
+        key = victim_order_key(queue, allocated, Resources.ZERO, total)
+        self._prefix = key[:4]
+        self._suffix = key[5:]
+        self._allocated = tuple(allocated)
+        self._share = tuple(queue.share or queue.allocatable_share(total))
+
+    def key(self, victims: Resources) -> QueueKey:
+        """The queue's key with ``victims`` taken from it."""
+        changed = tuple(a - v for a, v in zip(self._allocated, victims, strict=True))
+        p = self._prefix
+        s = self._suffix
+        return (p[0], p[1], p[2], p[3], _dominant_share(changed, self._share), *s)
+
+
+def _order_key(
+    queue: QueueInfo,
+    used: Resources,
+    job_request: Resources,
+    drf_change: Resources,
+    total: Resources,
+) -> QueueKey:
+    allocated = tuple(used)
     with_job = tuple(a + r for a, r in zip(allocated, job_request, strict=True))
     fair = tuple(queue.fair_share)
     deserved = tuple(queue.deserved)
-    share = tuple(queue.allocatable_share(total))
+    if queue.share is None:
+        queue.share = queue.allocatable_share(total)
+    share = tuple(queue.share)
     over = all(a > f + EPS for a, f in zip(allocated, fair, strict=True))
     starved = all(w <= d + EPS for w, d in zip(with_job, deserved, strict=True))
     zero_share = any(w > EPS and s <= EPS for w, s in zip(with_job, share, strict=True))
     relative = sum(s / t for s, t in zip(share, total, strict=True) if t > EPS)
+    changed = tuple(a + c for a, c in zip(allocated, drf_change, strict=True))
     return (
         over,
         not starved,
         -queue.priority,
         zero_share,
-        _dominant_share(with_job, share),
+        _dominant_share(changed, share),
         _dominant_share(allocated, share),
         relative,
         queue.creation,
@@ -61,15 +107,44 @@ def queue_order_key(queue: QueueInfo, job_request: Resources, total: Resources) 
     )
 
 
+def sides(session: Session, one: str, other: str) -> tuple[QueueInfo, QueueInfo] | None:
+    """The queues on each side just below the lowest common ancestor of two queues (the
+    top-level queues when they share none): where KAI compares them."""
+    chain = session.state.queue_chain(one)
+    other_chain = session.state.queue_chain(other)
+    mine = [q for q in chain if q not in other_chain]
+    theirs = [q for q in other_chain if q not in chain]
+    if not mine or not theirs or mine[-1] not in session.queues or theirs[-1] not in session.queues:
+        return None
+    return session.queues[mine[-1]], session.queues[theirs[-1]]
+
+
+JobKey = tuple[int, int, float, str]
+KeyMemo = dict[tuple[str, Resources, Resources], QueueKey]
+
+
 class JobQueue:
     """Pending jobs in leaf queues; ``pop`` walks the tree from the root, taking at each level
-    the child queue that queue order ranks first, judged by the job it would run next."""
+    the child queue that queue order ranks first, judged by the job it would run next.
+
+    A simulation may give the jobs' order (``order_key``) and the queues' allocation
+    (``allocated``, read after every pop) itself, and share a memo of queue keys."""
 
     def __init__(
-        self, session: Session, jobs: Iterable[Job], request_of: Callable[[Job], Resources]
+        self,
+        session: Session,
+        jobs: Iterable[Job],
+        request_of: Callable[[Job], Resources],
+        *,
+        order_key: Callable[[Job], JobKey] = job_order_key,
+        allocated: Callable[[str], Resources] | None = None,
+        memo: KeyMemo | None = None,
     ) -> None:
         self._session = session
         self._request_of = request_of
+        self._order_key = order_key
+        self._allocated = allocated
+        self._memo = memo
         self._heaps: dict[str, list[tuple[tuple[int, int, float, str], int, Job]]] = {}
         self._counts: dict[str, int] = {}
         self._seq = itertools.count()
@@ -84,7 +159,7 @@ class JobQueue:
     def push(self, job: Job) -> None:
         """Add (or re-add) a job to its leaf queue."""
         heapq.heappush(
-            self._heaps.setdefault(job.queue, []), (job_order_key(job), next(self._seq), job)
+            self._heaps.setdefault(job.queue, []), (self._order_key(job), next(self._seq), job)
         )
         for name in self._session.state.queue_chain(job.queue):
             self._counts[name] = self._counts.get(name, 0) + 1
@@ -94,12 +169,14 @@ class JobQueue:
         level = self._roots
         chosen = ""
         heads: dict[str, Job] = {}
+        counts = self._counts
+        queues = self._session.queues
         while level:
-            candidates = [q for q in level if self._counts.get(q, 0) > 0]
-            if not candidates:
+            best = self._best([q for q in level if counts.get(q, 0) > 0], heads)
+            if best is None:
                 break
-            chosen = self._best(candidates, heads)
-            level = self._session.queues[chosen].children
+            chosen = best
+            level = queues[chosen].children
         if not chosen or not self._heaps.get(chosen):
             return None
         _, _, job = heapq.heappop(self._heaps[chosen])
@@ -118,18 +195,34 @@ class JobQueue:
                 children = [
                     c for c in self._session.queues[queue].children if self._counts.get(c, 0) > 0
                 ]
-                heads[queue] = self._head(self._best(children, heads), heads)
+                best = self._best(children, heads)
+                assert best is not None
+                heads[queue] = self._head(best, heads)
         return heads[queue]
 
-    def _best(self, candidates: list[str], heads: dict[str, Job]) -> str:
-        if len(candidates) == 1:
-            return candidates[0]
-        return min(candidates, key=lambda name: self._key(name, heads))
+    def _best(self, candidates: list[str], heads: dict[str, Job]) -> str | None:
+        """The candidate queue order ranks first (None if there is none)."""
+        if len(candidates) < 2:
+            return candidates[0] if candidates else None
+        best = candidates[0]
+        best_key = self._key(best, heads)
+        for name in candidates[1:]:
+            key = self._key(name, heads)
+            if key < best_key:
+                best, best_key = name, key
+        return best
 
     def _key(self, name: str, heads: dict[str, Job]) -> QueueKey:
         key = self._keys.get(name)
         if key is None:
             request = self._request_of(self._head(name, heads))
-            key = queue_order_key(self._session.queues[name], request, self._session.total)
+            queue = self._session.queues[name]
+            used = queue.usage.allocated if self._allocated is None else self._allocated(name)
+            memo_key = (name, used, request)
+            key = self._memo.get(memo_key) if self._memo is not None else None
+            if key is None:
+                key = queue_order_key(queue, request, self._session.total, used)
+                if self._memo is not None:
+                    self._memo[memo_key] = key
             self._keys[name] = key
         return key

@@ -110,33 +110,43 @@ def _find_shared(
 ) -> Placement | None:
     """A node and GPU groups for a fractional task: existing groups that fit score first
     (gpusharingorder), then binpack or spread on whole GPUs; devices are chosen by gpupack or
-    gpuspread. Shared portions are placed on idle devices only (never pipelined)."""
+    gpuspread. Idle portions and devices first; else, pipelined, what releasing pods free
+    (a group's releasing portion, or a wholly released device)."""
     idle = nodes.alloc - nodes.used
     portions = _portions(nodes, task)
     devices = task.pod.gpu.devices
-    group_fits = (nodes.shared_free >= portions - EPS) & (portions <= 1 + EPS)
-    device_fit = (idle[:, GPU] >= devices - EPS) & (portions <= 1 + EPS)
-    if devices == 1:
-        device_fit |= group_fits
-    candidates = np.flatnonzero(mask & _fits(idle, task) & device_fit)
-    if not candidates.size:
-        return None
-    scores = _scores(nodes, idle, candidates, task, strategy)
-    scores = scores + SHARED_GROUP_SCORE * group_fits[candidates]
+    one_device = portions <= 1 + EPS
     order: Literal["pack", "spread"] = "pack" if strategy.gpu == "binpack" else "spread"
-    for position in np.argsort(-scores, kind="stable"):
-        row = int(candidates[int(position)])
-        name = nodes.names[row]
-        groups = choose_devices(
-            nodes.shared.get(name, NodeGpuGroups()),
-            int(idle[row, GPU] + EPS),
-            float(portions[row]),
-            devices,
-            task.uid,
-            order,
-        )
-        if groups is not None:
-            return Placement(name, pipelined=False, gpu_groups=groups)
+    for future in (False, True):
+        if future and not (
+            nodes.releasing.any() or (nodes.shared_future > nodes.shared_free).any()
+        ):
+            break
+        free = idle + nodes.releasing if future else idle
+        group_fits = (nodes.shared_future if future else nodes.shared_free) >= portions - EPS
+        group_fits &= one_device
+        device_fit = (free[:, GPU] >= devices - EPS) & one_device
+        if devices == 1:
+            device_fit |= group_fits
+        candidates = np.flatnonzero(mask & _fits(free, task) & device_fit)
+        if not candidates.size:
+            continue
+        scores = _scores(nodes, idle, candidates, task, strategy)
+        scores = scores + SHARED_GROUP_SCORE * group_fits[candidates]
+        for position in np.argsort(-scores, kind="stable"):
+            row = int(candidates[int(position)])
+            name = nodes.names[row]
+            groups = choose_devices(
+                nodes.shared.get(name, NodeGpuGroups()),
+                int(free[row, GPU] + EPS),
+                float(portions[row]),
+                devices,
+                task.uid,
+                order,
+                future=future,
+            )
+            if groups is not None:
+                return Placement(name, pipelined=future, gpu_groups=groups)
     return None
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 
@@ -15,6 +16,7 @@ from pykai.engine.decisions import CycleResult
 from pykai.engine.session import Session
 from pykai.engine.state import ClusterState
 
+log = logging.getLogger("pykai.engine")
 Action = Callable[[Session], None]
 ACTIONS: dict[str, Action] = {
     "allocate": allocate,
@@ -44,6 +46,13 @@ class Scheduler:
                 action(session)
         acted = time.perf_counter()
         result = session.close()
+        for spent, skipped in result.out_of_budget.items():
+            log.warning(
+                "%s spent its search budget (%gs): %d pending job(s) not tried this cycle",
+                spent,
+                self.config.action_search_budget,
+                skipped,
+            )
         result.timings = {
             "session_open": opened - started,
             "actions": acted - opened,

@@ -45,6 +45,14 @@ class Statement:
         """Release a running task."""
         self._change(task, TaskStatus.RELEASING, task.node, task.gpu_groups, (reason, message))
 
+    def unevict(self, task: Task) -> None:
+        """Put a task this statement evicted back as it was (KAI's Unevict)."""
+        for change in reversed(self._changes):
+            if change.task is task and change.evict_reason is not None:
+                self._change(task, change.old_status, change.old_node, change.old_groups)
+                return
+        raise ValueError(f"task {task.pod.meta.key} was not evicted in this statement")
+
     def checkpoint(self) -> int:
         """A point to roll back to."""
         return len(self._changes)
@@ -91,6 +99,7 @@ class QueueInfo:
     limit: Resources  # math.inf = no limit
     fair_share: Resources
     usage: QueueUsage  # live: the state's subtree sums
+    share: Resources | None = None  # allocatable share, once computed for the session's total
 
     def allocatable_share(self, total: Resources) -> Resources:
         """min(limit, max(deserved, fair share)); unlimited quota uses the limit, then the total."""
@@ -118,6 +127,7 @@ class Session:
     reasons: dict[str, list[Reason]] = field(default_factory=dict)
     stale: dict[str, float | None] = field(default_factory=dict)
     moved_jobs: set[str] = field(default_factory=set)  # moved by consolidation this cycle
+    out_of_budget: dict[str, int] = field(default_factory=dict)  # action -> jobs not tried
 
     @classmethod
     def open(cls, state: ClusterState, config: SchedulerConfig, now: float) -> Session:
@@ -176,7 +186,7 @@ class Session:
 
     def close(self) -> CycleResult:
         """Turn committed changes into decisions; undo pipelined placements."""
-        result = CycleResult(stale=dict(self.stale))
+        result = CycleResult(stale=dict(self.stale), out_of_budget=dict(self.out_of_budget))
         first: dict[int, _Change] = {}
         evicted: dict[int, tuple[str, str]] = {}
         for change in self.committed:

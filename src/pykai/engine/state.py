@@ -369,7 +369,8 @@ class ClusterState:
         amount = task.request
         if task.gpu_groups:
             amount = Resources(amount.cpu, amount.memory, 0.0)
-            self.nodes.add_shared(task.node, task.gpu_groups, self.portion(task, task.node), sign)
+            portion = self.portion(task, task.node)
+            self.nodes.add_shared(task.node, task.gpu_groups, portion, sign, releasing)
         self.nodes.add_usage(task.node, amount, sign, releasing=False)
         self.nodes.add_pod(task.node, sign)
         if releasing:

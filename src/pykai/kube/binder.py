@@ -381,6 +381,7 @@ class Binder:
                     }
                 ],
                 "tolerations": [{"operator": "Exists"}],
+                "terminationGracePeriodSeconds": 0,  # a pause container: nothing to wind down
             },
         }
         try:

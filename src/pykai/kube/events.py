@@ -14,10 +14,9 @@ import time
 from concurrent.futures import Executor
 
 from pykai.controllers.events import NORMAL, WARNING, new_event
-from pykai.controllers.faults import INVALID
 from pykai.kube.api import API_ERRORS, KINDS, KubeApi
 from pykai.model.meta import Obj, format_time
-from pykai.model.problems import ObjectProblem
+from pykai.model.problems import object_version
 
 __all__ = ["NORMAL", "WARNING", "EventRecorder"]
 log = logging.getLogger("pykai.events")
@@ -39,11 +38,11 @@ class EventRecorder:
             self._counts[event["metadata"]["name"]] = event["count"]
         self.pool.submit(self._write, event)
 
-    def report(self, involved: Obj, problem: ObjectProblem) -> None:
-        """A skipped object: one Warning ``InvalidObject`` event per object version (kept
+    def record_once(self, involved: Obj, reason: str, message: str, kind: str = NORMAL) -> None:
+        """A standing fact: one event per version of the object, never counted up (kept
         across restarts: the event's name says which version)."""
         event = new_event(
-            involved, INVALID, problem.message, WARNING, format_time(time.time()), problem.version
+            involved, reason, message, kind, format_time(time.time()), object_version(involved)
         )
         with self._lock:
             if event["metadata"]["name"] in self._counts:

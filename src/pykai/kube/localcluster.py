@@ -212,7 +212,9 @@ class LocalCluster:
                 continue
             if not _gone_within(pid, 10.0):
                 os.kill(pid, signal.SIGKILL)
-                _gone_within(pid, 10.0)  # reaped, so no zombie is left behind
+                # reaped, so no zombie is left behind (a process in a slow disk write on a
+                # loaded machine can take a while to die even of SIGKILL)
+                _gone_within(pid, 60.0)
         self._state.unlink(missing_ok=True)
 
     def restart_apiserver(self, pause: float = 1.0, timeout: float = 60.0) -> None:

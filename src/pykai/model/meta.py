@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -69,6 +70,20 @@ def mapping(value: object) -> Obj:
 def objects(value: object) -> list[Obj]:
     """A field that must be a list of objects, without the entries that are not."""
     return [item for item in value if isinstance(item, dict)] if isinstance(value, list) else []
+
+
+def merge_patch(target: Obj, patch: Obj) -> Obj:
+    """``target`` with a JSON merge patch (RFC 7386) applied: a null removes a key, a mapping
+    merges into a mapping, anything else replaces. ``target`` itself is left as it was."""
+    result = dict(target)
+    for key, value in patch.items():
+        if value is None:
+            result.pop(key, None)
+        elif isinstance(value, dict) and isinstance(result.get(key), dict):
+            result[key] = merge_patch(result[key], value)
+        else:
+            result[key] = copy.deepcopy(value)
+    return result
 
 
 def kind_of(obj: Obj) -> str:

@@ -340,6 +340,16 @@ def _sharing_request(meta: Meta, whole: int, problems: list[FieldProblem]) -> Gp
     return GpuRequest(whole=whole, fraction=fraction, memory_mib=memory, devices=devices)
 
 
+DEFAULT_GRACE_SECONDS = 30  # Kubernetes' terminationGracePeriodSeconds when a pod sets none
+
+
+def grace_period(pod: Obj) -> float:
+    """The seconds a pod has to terminate once deleted (its terminationGracePeriodSeconds)."""
+    value = mapping(pod.get("spec")).get("terminationGracePeriodSeconds", DEFAULT_GRACE_SECONDS)
+    valid = isinstance(value, int | float) and not isinstance(value, bool) and value >= 0
+    return float(value) if valid else float(DEFAULT_GRACE_SECONDS)
+
+
 def gpu_group_labels(groups: tuple[str, ...] | list[str]) -> dict[str, str]:
     """KAI's binding labels for shared GPUs: ``runai-gpu-group=<first>`` and
     ``runai-gpu-group/<g>=<g>`` for each further device."""

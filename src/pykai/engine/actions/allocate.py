@@ -7,6 +7,8 @@ the job goes back into its queue so that elastic growth interleaves with other j
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from pykai.engine.actions.gang import FitKey, fit_key, place_gang
 from pykai.engine.capacity import over_capacity
 from pykai.engine.decisions import Reason
@@ -31,7 +33,7 @@ def allocate(session: Session) -> None:
             total += task.request
         return total
 
-    queue = JobQueue(session, schedulable_jobs(session), request_of)
+    queue = JobQueue(session, schedulable_jobs(session), request_of, memo={})
     while (job := queue.pop()) is not None:
         request_of(job)
         tasks = plans.pop(job.key)
@@ -107,10 +109,19 @@ def _unusable_queue(session: Session, queue: str) -> str:
     return f'queue "{queue}" has a missing ancestor "{name}". Create queue "{name}"'
 
 
-def tasks_to_allocate(job: Job) -> list[Task]:
-    """The pods to try now: the gang up to every minimum, or one extra pod."""
+def tasks_to_allocate(
+    job: Job, evicted: Collection[Task] = (), *, pending_too: bool = True
+) -> list[Task]:
+    """The pods to try now: the gang up to every minimum, or one extra pod. ``evicted`` are
+    pods a victim search has just evicted, which may be placed again like pending ones (KAI's
+    ShouldAllocate with a virtual Releasing status); ``pending_too=False`` leaves out the
+    pending ones."""
     pending = sorted(
-        (t for t in job.tasks.values() if t.status == TaskStatus.PENDING),
+        (
+            t
+            for t in job.tasks.values()
+            if (pending_too and t.status == TaskStatus.PENDING) or t in evicted
+        ),
         key=lambda t: t.order_key,
     )
     if not pending:

@@ -1,25 +1,25 @@
 """consolidation: defragment so that a pending preemptible job fits.
 
 For a pending preemptible job that fits in the cluster's total free resources but on no single
-node, preemptible pods (at most ``max_consolidation_preemptees``) are moved: evicted and placed
-again elsewhere. A scenario is kept only if the job fits and every moved pod is placed again,
-so no running pod is lost. Beyond KAI: only pods that a controller recreates (with a
-controlling ownerReference: ReplicaSet, Job, StatefulSet, RayCluster, ...) are moved; a bare
-pod never is, since nothing would bring it back (the Kubernetes descheduler's rule).
+node, preemptible pods (at most ``max_consolidation_preemptees``) are moved: the victim solver
+evicts them and places them again, and a scenario is kept only if the job fits and every
+evicted pod has a place again (its own, or a new one where a reservation is pipelined), so no
+running pod is lost. Beyond KAI: only pods that a controller recreates (with a controlling
+ownerReference: ReplicaSet, Job, StatefulSet, RayCluster, ...) are moved; a job with a bare pod
+never is, since nothing would bring the pod back (the Kubernetes descheduler's rule).
 """
 
 from __future__ import annotations
 
-import dataclasses
+from functools import partial
 
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
-from pykai.engine.actions.gang import place_gang
-from pykai.engine.actions.solver import VictimUnit, victim_units
+from pykai.engine.actions.solver import Outcome, Solver, request_of
+from pykai.engine.actions.victims import offers
 from pykai.engine.capacity import over_capacity
-from pykai.engine.jobs import Job, Task, TaskStatus
+from pykai.engine.jobs import Job
 from pykai.engine.ordering import job_order_key
-from pykai.engine.placement import find_node
-from pykai.engine.session import Session, Statement
+from pykai.engine.session import Session
 from pykai.model.resources import Resources
 
 
@@ -27,77 +27,59 @@ def consolidation(session: Session) -> None:
     """Run the consolidation action (off when either placement strategy is spread)."""
     if not session.config.consolidation_enabled:
         return
-    for job in sorted(schedulable_jobs(session, note=False), key=job_order_key):
+    limit = session.config.max_consolidation_preemptees
+    solver = Solver(session, "consolidation", "Consolidated", max_pods=limit, moves=True)
+    jobs = sorted(schedulable_jobs(session, note=False), key=job_order_key)
+    free = _total_free(session)
+    for index, job in enumerate(jobs):
+        if solver.out_of_time:
+            solver.stop(len(jobs) - index)
+            return
         if not job.preemptible or job.key in session.moved_jobs:
             continue
         tasks = tasks_to_allocate(job)
-        request = sum((t.request for t in tasks), Resources.ZERO)
+        request = request_of(tasks)
         if not tasks or over_capacity(job, session.chain(job), request) is not None:
             continue
-        if not _fits_in_total_free(session, request):
+        if free is None or not request.fits_in(free):
             continue
-        units = [
-            u for u in victim_units(_movable_jobs(session, job), lambda _: False) if _movable(u)
-        ]
-        if _consolidate(session, job, tasks, units):
+        message = f"moved to make room for {job.key}"
+        leaves = solver.victim_queues()
+        movable = partial(_movable, session, job)
+        outcome = solver.solve(job, tasks, leaves, movable, _never, message, _all_placed_again)
+        if outcome is not None:
+            session.moved_jobs.update(t.job_key for t in outcome.moved)
             session.reasons.pop(job.key, None)
+            free = _total_free(session)
 
 
-def _fits_in_total_free(session: Session, request: Resources) -> bool:
+def _total_free(session: Session) -> Resources | None:
+    """The cluster's free and releasing resources together, whole devices and the spare
+    portions of shared ones (KAI's IsEnoughGPUsAllocatableForJob checks a job against it);
+    None without nodes. Only a consolidation changes it during the action."""
     nodes = session.state.nodes
     if not len(nodes):
-        return False
+        return None
     free = (nodes.alloc - nodes.used + nodes.releasing)[nodes.schedulable].sum(axis=0)
-    return request.fits_in(Resources(float(free[0]), float(free[1]), float(free[2])))
+    spare = float(nodes.shared_spare[nodes.schedulable].sum())
+    return Resources(float(free[0]), float(free[1]), float(free[2]) + spare)
 
 
-def _movable_jobs(session: Session, preemptor: Job) -> list[Job]:
-    state = session.state
-    return [
-        v
-        for queue in sorted(state.running_jobs)
-        for v in state.running_in(queue)
-        if v.preemptible and v is not preemptor and v.key not in session.moved_jobs
-    ]
+def _movable(session: Session, preemptor: Job, victim: Job) -> bool:
+    """A preemptible running job other than the preemptor, not moved yet this cycle, whose
+    every pod a controller brings back."""
+    return (
+        victim is not preemptor
+        and victim.key not in session.moved_jobs
+        and all(any(o.controller for o in t.pod.meta.owners) for t in offers(victim))
+    )
 
 
-def _movable(unit: VictimUnit) -> bool:
-    """Only pods a controller brings back are moved."""
-    return all(any(o.controller for o in t.pod.meta.owners) for t in unit.tasks)
-
-
-def _consolidate(session: Session, job: Job, tasks: list[Task], units: list[VictimUnit]) -> bool:
-    limit = session.config.max_consolidation_preemptees
-    statement = session.statement()
-    moved: list[Task] = []
-    for unit in units:
-        if len(moved) + len(unit.tasks) > limit:
-            break
-        for task in unit.tasks:
-            statement.evict(task, "Consolidated", f"moved to make room for {job.key}")
-        moved += unit.tasks
-        mark = statement.checkpoint()
-        if place_gang(session, statement, tasks, job.gang_satisfied()) is None and _place_again(
-            session, statement, moved
-        ):
-            statement.commit()
-            session.moved_jobs.update(u.job.key for u in units if u.tasks[0] in moved)
-            return True
-        statement.rollback(mark)
-    statement.discard()
+def _never(_: Job) -> bool:
+    """Consolidation moves pods, so min-runtime protects none from it."""
     return False
 
 
-def _place_again(session: Session, statement: Statement, moved: list[Task]) -> bool:
-    """Reserve a new place (pipelined) for every moved pod, away from the node it leaves."""
-    for task in moved:
-        shadow = dataclasses.replace(
-            task, job_key="", status=TaskStatus.PENDING, node="", gpu_groups=()
-        )
-        placement = find_node(
-            session.state.nodes, shadow, session.config.placement, avoid=task.node
-        )
-        if placement is None:
-            return False
-        statement.pipeline(shadow, placement.node, placement.gpu_groups)
-    return True
+def _all_placed_again(outcome: Outcome) -> bool:
+    """KAI's consolidation validator: no victim is left without a place."""
+    return not outcome.victims

@@ -1,41 +1,46 @@
 """preempt: inside one queue, a pending job evicts preemptible jobs of strictly lower priority.
 
-A non-preemptible preemptor must still fit within its queue's quota (and every limit).
+As KAI's preempt (actions/preempt/preempt.go): only a non-preemptible preemptor's quota is
+checked up front; queue limits are checked when the preemptor is placed in the solver's
+simulation, on the usage left once its victims are evicted.
 """
 
 from __future__ import annotations
 
+from functools import partial
+
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
-from pykai.engine.actions.solver import solve, victim_units
-from pykai.engine.capacity import over_capacity
+from pykai.engine.actions.solver import Solver, request_of
+from pykai.engine.capacity import over_quota
 from pykai.engine.jobs import Job
 from pykai.engine.min_runtime import is_protected, preempt_min_runtime
 from pykai.engine.ordering import job_order_key
 from pykai.engine.session import Session
-from pykai.model.resources import Resources
 
 
 def preempt(session: Session) -> None:
     """Run the preempt action."""
     state = session.state
-    for job in sorted(schedulable_jobs(session, note=False), key=job_order_key):
+    solver = Solver(session, "preempt", "Preempted")
+    jobs = sorted(schedulable_jobs(session, note=False), key=job_order_key)
+    for index, job in enumerate(jobs):
+        if solver.out_of_time:
+            solver.stop(len(jobs) - index)
+            return
         tasks = tasks_to_allocate(job)
-        if not tasks:
+        if not tasks or over_quota(job, session.chain(job), request_of(tasks)) is not None:
             continue
-        request = sum((t.request for t in tasks), Resources.ZERO)
-        if over_capacity(job, session.chain(job), request) is not None:
+        if not any(v.preemptible for v in state.running_in(job.queue, job.priority)):
             continue
-        victims = [v for v in state.running_in(job.queue, job.priority) if v.preemptible]
-        if not victims:
-            continue
-        units = list(
-            victim_units(
-                victims, lambda v: is_protected(session, v, preempt_min_runtime(session, v))
-            )
-        )
         message = f"Preempted by {job.key} (priority {job.priority}) in queue {job.queue}"
-        if solve(session, job, tasks, units, "Preempted", message):
+        protected = partial(_protected, session)
+        eligible = partial(_lower, job.priority)
+        if solver.solve(job, tasks, [job.queue], eligible, protected, message) is not None:
             session.reasons.pop(job.key, None)
+
+
+def _lower(priority: int, victim: Job) -> bool:
+    return victim.priority < priority
 
 
 def _protected(session: Session, victim: Job) -> bool:

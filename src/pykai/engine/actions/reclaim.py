@@ -1,14 +1,21 @@
-"""reclaim: a queue below its fair share takes resources back from preemptible jobs of queues
-above theirs.
+"""reclaim: a queue takes resources back from preemptible jobs of other queues.
 
-KAI's rules (proportion plugin, reclaimable strategies), judged at the level just below the
-lowest common ancestor (LCA) of the two queues:
-- the reclaimer's queue must stay within its fair share with the job (CanReclaimResources);
-- each reclaimee must be over its fair share before its last victim is taken
-  (MaintainFairShare), or the reclaimer is within its deserved quota and the reclaimee over
-  its own (GuaranteeDeservedQuota);
+KAI's rules (proportion plugin: reclaimable, reclaimable/strategies), judged between the two
+queues just below the lowest common ancestor (LCA) of the reclaimer's and the victim's queue:
+- the reclaimer's queue must stay within its fair share with the job (CanReclaimResources), and
+  a non-preemptible job within its queue's quota;
+- a victim's queue gives only if it is over its fair share before its last victim is taken
+  (MaintainFairShare), or if the reclaimer's queue stays within its deserved quota with the job
+  and the victim's queue is over its own quota before its last victim is taken
+  (GuaranteeDeservedQuota);
 - at every level, a reclaimer that ends above its fair share must stay less saturated
-  (allocated / fair share) than each sibling it takes from.
+  (allocated / fair share, per resource) than each sibling it takes from;
+- queue limits are checked when the reclaimer is placed, after its victims are evicted.
+
+The saturation rule is also applied to candidates: a queue is no candidate when the
+reclaimer's side would be at least as saturated as it even before anything is taken from it,
+since taking only lowers its saturation (KAI would still try its jobs, as victims that end up
+placed again; the search is then far shorter for queues over their fair share).
 
 pykai goes beyond KAI (issue #1934): a queue is restored up to its fair share, not only to its
 deserved quota; since the reclaimer never ends above its fair share, the reclaimee cannot
@@ -20,13 +27,12 @@ from __future__ import annotations
 from functools import partial
 
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
-from pykai.engine.actions.solver import VictimUnit, solve, victim_units
-from pykai.engine.capacity import over_capacity
-from pykai.engine.jobs import Job, TaskStatus
+from pykai.engine.actions.solver import Outcome, Solver, request_of
+from pykai.engine.jobs import Job
 from pykai.engine.min_runtime import is_protected, reclaim_min_runtime
 from pykai.engine.ordering import JobQueue
 from pykai.engine.session import QueueInfo, Session
-from pykai.model.resources import Resources
+from pykai.model.resources import RESOURCE_NAMES, Resources
 
 EPS = 1e-9
 
@@ -34,33 +40,41 @@ EPS = 1e-9
 def reclaim(session: Session) -> None:
     """Run the reclaim action."""
     requests: dict[str, Resources] = {}
+    runtimes: dict[tuple[str, str], float] = {}  # (victim's queue, reclaimer's) -> min-runtime
+    solver = Solver(session, "reclaim", "Reclaimed")
 
-    def request_of(job: Job) -> Resources:
+    def request_for(job: Job) -> Resources:
         if job.key not in requests:
-            requests[job.key] = sum((t.request for t in tasks_to_allocate(job)), Resources.ZERO)
+            requests[job.key] = request_of(tasks_to_allocate(job))
         return requests[job.key]
 
-    queue = JobQueue(session, schedulable_jobs(session, note=False), request_of)
+    queue = JobQueue(session, schedulable_jobs(session, note=False), request_for, memo=solver.keys)
     while (job := queue.pop()) is not None:
+        if solver.out_of_time:
+            solver.stop(len(queue) + 1)
+            return
         tasks = tasks_to_allocate(job)
-        request = request_of(job)
+        request = request_for(job)
         if not tasks or not can_reclaim(session, job, request):
             continue
-        victims = _victims(session, job)
-        if not victims:
+        leaves = solver.until_commit(
+            ("candidates", job.queue, request), partial(_candidates, session, solver, job, request)
+        )
+        if not leaves:
             continue
-        units = list(victim_units(victims, partial(_protected, session, reclaimer=job)))
         message = f"Reclaimed by queue {job.queue} for {job.key}"
-        validator = _Validator(session, job)
-        if solve(session, job, tasks, units, "Reclaimed", message, validator):
+        protected = partial(_protected, session, runtimes, job)
+        validator = _Validator(session, solver, job, request)
+        outcome = solver.solve(job, tasks, leaves, _any, protected, message, validator, shared=True)
+        if outcome is not None:
             session.reasons.pop(job.key, None)
 
 
 def can_reclaim(session: Session, job: Job, request: Resources) -> bool:
-    """The reclaimer stays within its fair share (and, if non-preemptible, its quota), and
-    within every limit."""
+    """The reclaimer's queue stays within its fair share, and a non-preemptible job within its
+    queue's quota (KAI's CanReclaimResources)."""
     chain = session.chain(job)
-    if not chain or over_capacity(job, chain, request) is not None:
+    if not chain:
         return False
     leaf = chain[0]
     if not (leaf.usage.allocated + request).fits_in(leaf.fair_share, eps=1e-6):
@@ -70,103 +84,143 @@ def can_reclaim(session: Session, job: Job, request: Resources) -> bool:
     )
 
 
-def _victims(session: Session, reclaimer: Job) -> list[Job]:
-    """Preemptible jobs with running pods in other queues that are over their fair share,
-    most saturated queue first."""
-    chain = set(session.state.queue_chain(reclaimer.queue))
+def _candidates(session: Session, solver: Solver, reclaimer: Job, request: Resources) -> list[str]:
+    """Queues with running preemptible jobs a reclaim strategy may take from (KAI's
+    ReclaimVictimFilter)."""
     found = []
-    for queue in sorted(session.state.running_jobs):
+    for queue in solver.victim_queues():
         if queue == reclaimer.queue:
             continue
-        level = _below_lca(session, queue, chain)
-        if level is None or not _over_share(level):
+        levels = solver.sides(reclaimer.queue, queue)
+        if levels is None or not _may_give(*levels, request):
             continue
-        found += [v for v in session.state.running_in(queue) if v.preemptible]
+        if _saturated(*levels, request, session.config.reclaimer_saturation_multiplier):
+            continue
+        found.append(queue)
     return found
 
 
-def _below_lca(session: Session, queue: str, other_chain: set[str]) -> QueueInfo | None:
-    """The queue on ``queue``'s path just below its lowest common ancestor with the other
-    chain (the top-level queue when they share no ancestor)."""
-    below = [q for q in session.state.queue_chain(queue) if q not in other_chain]
-    if not below or below[-1] not in session.queues:
-        return None
-    return session.queues[below[-1]]
+def _any(_: Job) -> bool:
+    return True
 
 
-def _over_share(queue: QueueInfo) -> bool:
-    return any(a > f + EPS for a, f in zip(queue.usage.allocated, queue.fair_share, strict=True))
+def _may_give(reclaimer: QueueInfo, reclaimee: QueueInfo, request: Resources) -> bool:
+    """Whether a queue can be a reclaimee at all: over its fair share, or (the reclaimer
+    staying within its deserved quota) over its own quota in a resource the job asks for."""
+    if _over(reclaimee.usage.allocated, reclaimee.fair_share, RESOURCE_NAMES):
+        return True
+    if not (reclaimer.usage.allocated + request).fits_in(reclaimer.deserved, eps=1e-6):
+        return False
+    under = False
+    for asked, allocated, deserved in zip(
+        request, reclaimee.usage.allocated, reclaimee.deserved, strict=True
+    ):
+        if asked <= 0 or deserved == float("inf"):
+            continue
+        if allocated > deserved + EPS:
+            return True
+        under = under or allocated < deserved - EPS
+    return not under
 
 
-def _protected(session: Session, victim: Job, reclaimer: Job) -> bool:
-    return is_protected(session, victim, reclaim_min_runtime(session, victim, reclaimer.queue))
+def _saturated(
+    reclaimer: QueueInfo, reclaimee: QueueInfo, request: Resources, multiplier: float
+) -> bool:
+    """Whether the reclaimer's side, with the job, is above its fair share and at least as
+    saturated as the reclaimee before any victim is taken, in a resource the job asks for."""
+    after = reclaimer.usage.allocated + request
+    for resource in _involved(request):
+        mine = _ratio(after.get(resource), reclaimer.fair_share.get(resource))
+        theirs = _ratio(reclaimee.usage.allocated.get(resource), reclaimee.fair_share.get(resource))
+        if mine > 1 and reclaimee.fair_share.get(resource) > 0 and mine * multiplier >= theirs:
+            return True
+    return False
+
+
+def _protected(
+    session: Session, runtimes: dict[tuple[str, str], float], reclaimer: Job, victim: Job
+) -> bool:
+    pair = (victim.queue, reclaimer.queue)
+    if pair not in runtimes:
+        runtimes[pair] = reclaim_min_runtime(session, victim, reclaimer.queue)
+    return is_protected(session, victim, runtimes[pair])
 
 
 class _Validator:
-    """KAI's reclaim scenario validator, run with the victims evicted and the reclaimer placed."""
+    """KAI's reclaim scenario validator (Reclaimable), run once the victims are evicted and the
+    reclaimer is placed: every figure below is then the queues' live usage."""
 
-    def __init__(self, session: Session, reclaimer: Job) -> None:
+    def __init__(
+        self, session: Session, solver: Solver, reclaimer: Job, request: Resources
+    ) -> None:
         self.session = session
+        self.solver = solver
         self.reclaimer = reclaimer
-        self.chain = [session.queues[n] for n in session.state.queue_chain(reclaimer.queue)]
-        self.chain_names = {q.name for q in self.chain}
+        self.asked = _involved(request)
+        self.chain = session.chain(reclaimer)
 
-    def __call__(self, units: list[VictimUnit]) -> bool:
-        pipelined = Resources.ZERO
-        for task in self.reclaimer.tasks.values():
-            if task.status == TaskStatus.PIPELINED:
-                pipelined += task.request
-        involved = [
-            n for n, v in zip(("cpu", "memory", "gpu"), pipelined, strict=True) if v > 0
-        ] or ["gpu"]
-        last_taken: dict[str, Resources] = {}
-        for unit in units:
-            level = _below_lca(self.session, unit.job.queue, self.chain_names)
-            if level is None:
+    def __call__(self, outcome: Outcome) -> bool:
+        last: dict[str, tuple[QueueInfo, QueueInfo, Resources]] = {}
+        involved: dict[str, set[str]] = {}
+        for unit in outcome.victims:
+            levels = self.solver.sides(self.reclaimer.queue, unit.job.queue)
+            if levels is None:
                 return False
-            last_taken[level.name] = sum((t.request for t in unit.tasks), Resources.ZERO)
-        leaf = self.chain[0]
-        within_deserved = (leaf.usage.allocated + pipelined).fits_in(leaf.deserved, eps=1e-6)
-        for name, last in last_taken.items():
-            reclaimee = self.session.queues[name]
-            before_last = reclaimee.usage.allocated + last
-            over_fair = any(
-                before_last.get(r) > reclaimee.fair_share.get(r) + EPS for r in involved
-            )
-            over_deserved = any(
-                before_last.get(r) > reclaimee.deserved.get(r) + EPS for r in involved
-            )
-            if not (over_fair or (within_deserved and over_deserved)):
+            amount = request_of(list(unit.tasks))
+            last[levels[1].name] = (*levels, amount)
+            involved.setdefault(levels[1].name, set()).update(_involved(amount))
+        for reclaimer, reclaimee, amount in last.values():
+            before_last = reclaimee.usage.allocated + amount
+            keeps_fair = _over(before_last, reclaimee.fair_share, self.asked)
+            within_deserved = reclaimer.usage.allocated.fits_in(reclaimer.deserved, eps=1e-6)
+            over_deserved = _over(before_last, reclaimee.deserved, RESOURCE_NAMES)
+            if not (keeps_fair or (within_deserved and over_deserved)):
                 return False
-        return self._not_oversaturated(pipelined, involved, set(last_taken))
+        return self._not_oversaturated(involved)
 
-    def _not_oversaturated(
-        self, pipelined: Resources, involved: list[str], reclaimees: set[str]
-    ) -> bool:
-        """At each level, a reclaimer above its fair share must stay less saturated than the
-        siblings it takes from."""
+    def _not_oversaturated(self, involved: dict[str, set[str]]) -> bool:
+        """At each level, a reclaimer above its fair share in a resource must stay less
+        saturated in it than each sibling it takes from; a non-preemptible reclaimer stays
+        within every quota."""
+        multiplier = self.session.config.reclaimer_saturation_multiplier
         for queue in self.chain:
-            siblings = [
-                self.session.queues[n]
-                for n in reclaimees
-                if self.session.queues[n].parent == queue.parent
-            ]
-            ratio = _saturation(queue.usage.allocated + pipelined, queue.fair_share, involved)
-            if ratio <= 1 + EPS:
-                continue
-            multiplier = self.session.config.reclaimer_saturation_multiplier
-            for sibling in siblings:
-                if ratio * multiplier >= _saturation(
-                    sibling.usage.allocated, sibling.fair_share, involved
-                ):
-                    return False
+            for name, resources in involved.items():
+                sibling = self.session.queues[name]
+                if sibling.parent != queue.parent or sibling.name == queue.name:
+                    continue
+                for resource in resources | self.asked:
+                    mine = _ratio(
+                        queue.usage.allocated.get(resource), queue.fair_share.get(resource)
+                    )
+                    theirs = _ratio(
+                        sibling.usage.allocated.get(resource), sibling.fair_share.get(resource)
+                    )
+                    if (
+                        mine > 1
+                        and sibling.fair_share.get(resource) > 0
+                        and mine * multiplier >= theirs
+                    ):
+                        return False
+            if not self.reclaimer.preemptible and not queue.usage.allocated_non_preemptible.fits_in(
+                queue.deserved
+            ):
+                return False
         return True
 
 
-def _over(amount: Resources, bound: Resources, involved: list[str]) -> bool:
-    return any(amount.get(r) > bound.get(r) + EPS for r in involved)
+def _involved(amount: Resources) -> set[str]:
+    return {name for name, value in zip(RESOURCE_NAMES, amount, strict=True) if value > 0}
 
 
-def _saturation(allocated: Resources, fair: Resources, involved: list[str]) -> float:
-    ratios = [allocated.get(r) / fair.get(r) for r in involved if fair.get(r) > EPS]
-    return max(ratios, default=0.0)
+def _over(amount: Resources, bound: Resources, resources: set[str] | tuple[str, ...]) -> bool:
+    return any(amount.get(r) > bound.get(r) + EPS for r in resources)
+
+
+def _ratio(allocated: float, fair: float) -> float:
+    """Allocated / fair share; an unlimited fair share is never saturated, a zero one is
+    infinitely so once anything is allocated."""
+    if fair == float("inf"):
+        return 0.0
+    if fair <= 0:
+        return float("inf") if allocated > 0 else 0.0
+    return allocated / fair

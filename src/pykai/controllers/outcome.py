@@ -1,0 +1,153 @@
+"""Carrying out what a scheduling cycle decided: binds, evictions, and the PodGroup annotations
+they ask for (last start, stale since), with KAI's events:
+
+- a bind: ``Scheduled`` (Normal) on the pod; a refused bind: ``FailedBinding`` (Warning), the
+  engine stops assuming it and the pod waits out its backoff;
+- an eviction: ``Evict`` (Normal) on the pod and on its PodGroup, saying which action evicted it
+  and for whom (pykai's finer reason leads the message: Preempted, Reclaimed, ...).
+
+Why a job stays pending (``Unschedulable``) is the status controller's (controllers/status.py):
+it is said when the PodGroup's scheduling condition changes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pykai.controllers.events import NORMAL, WARNING
+from pykai.controllers.host import Host
+from pykai.engine.decisions import Bind, CycleResult, Evict
+from pykai.model import constants as c
+from pykai.model.meta import Obj, format_time, mapping
+
+# the engine's reason for an eviction -> the KAI action that made it
+ACTIONS = {
+    "Preempted": "preempt",
+    "Reclaimed": "reclaim",
+    "Consolidated": "consolidation",
+    "StaleGang": "stalegangeviction",
+}
+
+
+class BindFailed(RuntimeError):
+    """A bind the backend could not make (the message says why)."""
+
+
+@dataclass
+class _Binds:
+    """What became of a cycle's binds (filled from the workers; acted on afterwards)."""
+
+    done: list[tuple[Bind, Obj]] = field(default_factory=list)
+    failed: list[tuple[Bind, Obj, str]] = field(default_factory=list)
+    stale: list[Bind] = field(default_factory=list)  # the pod is gone, replaced or bound
+
+
+def carry_out(host: Host, result: CycleResult, *, scheduled_events: bool = True) -> None:
+    """Binds (in parallel where the host can), then evictions, then PodGroup annotations."""
+    binds = _Binds()
+
+    def bind(decision: Bind) -> None:
+        pod = host.get("Pod", decision.name, decision.namespace)
+        if (
+            pod is None
+            or pod["metadata"].get("uid") != decision.uid
+            or mapping(pod.get("spec")).get("nodeName")
+        ):
+            binds.stale.append(decision)
+            return
+        try:
+            host.bind(decision)
+        except BindFailed as exc:
+            binds.failed.append((decision, pod, str(exc)))
+            return
+        binds.done.append((decision, pod))
+
+    host.each("the binder", [(_pod_ref(d), d) for d in result.binds], lambda item: bind(item[1]))
+    for decision in binds.stale:
+        host.state.forget_assumed(decision.namespace, decision.name)
+    for decision, pod, error in binds.failed:
+        host.state.forget_assumed(decision.namespace, decision.name)
+        delay = host.hold(decision)
+        retry = f", retrying in {delay:g}s" if delay else ""
+        message = f"Failed to bind pod {decision.namespace}/{decision.name} to node "
+        host.record(pod, "FailedBinding", f"{message}{decision.node}{retry}: {error}", WARNING)
+    if scheduled_events:
+        for decision, pod in binds.done:
+            message = (
+                f"Successfully assigned {decision.namespace}/{decision.name} to {decision.node}"
+            )
+            host.record(pod, "Scheduled", message, NORMAL)
+    host.each(
+        "the evictor", list(_victims(host, result.evictions)), lambda item: _evict(host, *item)
+    )
+    annotate_podgroups(host, result)
+
+
+def _pod_ref(decision: Bind) -> Obj:
+    """The pod a decision is about, as far as a report needs it."""
+    return {
+        "kind": "Pod",
+        "metadata": {"name": decision.name, "namespace": decision.namespace, "uid": decision.uid},
+    }
+
+
+def _victims(host: Host, evictions: list[Evict]) -> list[tuple[Obj, Evict]]:
+    """(pod, eviction) for each eviction whose pod is still the one decided about."""
+    found = []
+    for eviction in evictions:
+        pod = host.get("Pod", eviction.name, eviction.namespace)
+        if pod is not None and pod["metadata"].get("uid") == eviction.uid:
+            found.append((pod, eviction))
+    return found
+
+
+def eviction_message(eviction: Evict) -> str:
+    """What an ``Evict`` event says: pykai's reason, then the KAI action."""
+    action = ACTIONS.get(eviction.reason, eviction.reason.lower())
+    return f"{eviction.message} (action: {action})"
+
+
+def _evict(host: Host, pod: Obj, eviction: Evict) -> None:
+    message = eviction_message(eviction)
+    host.record(pod, "Evict", message, NORMAL)
+    namespace, _, name = eviction.job.partition("/")
+    group = host.get("PodGroup", name, namespace)
+    if group is not None:
+        host.record(group, "Evict", f"pod {eviction.name}: {message}", NORMAL)
+    host.delete(pod)
+
+
+def evictions_by_queue(host: Host, result: CycleResult) -> dict[str, int]:
+    """How many pods each queue lost in this cycle (for the queues' status)."""
+    counts: dict[str, int] = {}
+    for eviction in result.evictions:
+        job = host.state.jobs.get(eviction.job)
+        if job is not None:
+            counts[job.queue] = counts.get(job.queue, 0) + 1
+    return counts
+
+
+def annotate_podgroups(host: Host, result: CycleResult) -> None:
+    """Last-start and stale-since times, kept on the PodGroup so that a restart remembers
+    them (KAI's annotations); a value of None removes the annotation."""
+    wanted: dict[str, dict[str, str | None]] = {
+        key: {c.LAST_START_ANNOTATION: format_time(t)} for key, t in result.started.items()
+    }
+    for key, since in result.stale.items():
+        wanted.setdefault(key, {})[c.STALE_ANNOTATION] = (
+            None if since is None else format_time(since)
+        )
+    changes = []
+    for key, values in sorted(wanted.items()):
+        namespace, _, name = key.partition("/")
+        group = host.get("PodGroup", name, namespace)
+        if group is None:
+            continue
+        current = mapping(group["metadata"].get("annotations"))
+        if any(current.get(k) != v for k, v in values.items()):
+            changes.append((group, values))
+    host.each(
+        "the scheduler",
+        changes,
+        lambda item: host.patch(item[0], {"metadata": {"annotations": item[1]}}),
+    )

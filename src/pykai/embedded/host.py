@@ -1,0 +1,109 @@
+"""The embedded cluster as the controllers' Host (controllers/host.py): reads from its store,
+writes into it inside the round's transaction, shows every write to the engine at once, and
+runs a controller's work object by object."""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from pykai.controllers.host import T, concerned
+from pykai.controllers.outcome import BindFailed
+from pykai.embedded import events
+from pykai.embedded.binding import bound_pod
+from pykai.embedded.store import namespace_of
+from pykai.engine.decisions import Bind
+from pykai.engine.state import ClusterState
+from pykai.model.meta import Obj, format_time, merge_patch
+from pykai.model.pod import grace_period
+
+if TYPE_CHECKING:
+    from pykai.embedded.cluster import EmbeddedCluster
+
+
+class ClusterHost:
+    """An EmbeddedCluster, as a Host."""
+
+    def __init__(self, cluster: EmbeddedCluster) -> None:
+        self.cluster = cluster
+
+    @property
+    def state(self) -> ClusterState:
+        """The engine's state, current with the store."""
+        return self.cluster.state
+
+    def now(self) -> float:
+        """The virtual clock."""
+        return self.cluster.now()
+
+    def get(self, kind: str, name: str, namespace: str = "") -> Obj | None:
+        """One stored object, or None."""
+        return self.cluster.store.get(kind, name, namespace)
+
+    def list(self, kind: str) -> list[Obj]:
+        """Every stored object of a kind."""
+        return self.cluster.store.list(kind)
+
+    def owned(self, owner: Obj, kind: str) -> builtins.list[Obj]:
+        """Objects of ``kind`` owned by ``owner``."""
+        uid = owner["metadata"]["uid"]
+        return [o for o in self.cluster.store.owned_by(uid) if o["kind"] == kind]
+
+    def create(self, obj: Obj) -> Obj:
+        """Store a new object (AlreadyExists if its name is taken)."""
+        return self.cluster.create(obj)
+
+    def patch(self, obj: Obj, patch: Obj, *, status: bool = False) -> None:
+        """A JSON merge patch of the stored object (the store keeps no subresources, so a
+        status patch is a patch like any other)."""
+        current = self.get(str(obj["kind"]), obj["metadata"]["name"], namespace_of(obj))
+        if current is None:
+            return
+        merged = merge_patch(current, patch)
+        if merged != current:
+            self.cluster.update(merged)
+
+    def delete(self, obj: Obj, *, grace: float | None = None) -> None:
+        """Delete an object and what it owns. A pod first terminates: it is marked deleted as
+        of the end of its grace period (its terminationGracePeriodSeconds unless ``grace``
+        says otherwise), and the kubelet stand-in removes it once the clock is past that."""
+        kind, name, namespace = str(obj["kind"]), obj["metadata"]["name"], namespace_of(obj)
+        seconds = grace_period(obj) if grace is None else grace
+        if kind != "Pod" or seconds <= 0:
+            self.cluster.remove(kind, name, namespace)
+            return
+        current = self.get(kind, name, namespace)
+        if current is not None and not current["metadata"].get("deletionTimestamp"):
+            ending = {"deletionTimestamp": format_time(self.now() + seconds)}
+            ending["deletionGracePeriodSeconds"] = int(seconds)  # type: ignore[assignment]
+            self.cluster.update(merge_patch(current, {"metadata": ending}))
+
+    def bind(self, decision: Bind) -> None:
+        """spec.nodeName, and for shared GPUs KAI's GPU-group labels and GPU env."""
+        pod = self.get("Pod", decision.name, decision.namespace)
+        if pod is None:
+            raise BindFailed("the pod is gone")
+        self.cluster.update(bound_pod(pod, decision))
+
+    def hold(self, decision: Bind) -> float:
+        """Binds here fail only for pods that changed meanwhile: no backoff."""
+        return 0.0
+
+    def record(
+        self, involved: Obj, reason: str, message: str, kind: str, *, once: bool = False
+    ) -> None:
+        """An event in the store."""
+        written = events.record(self.cluster.store, involved, reason, message, kind, once=once)
+        self.cluster.writes += written
+
+    def serial(self, scope: str) -> int:
+        """The store's counter for ``scope``."""
+        return self.cluster.store.counter(scope)
+
+    def each(self, component: str, items: Iterable[T], work: Callable[[T], object]) -> None:
+        """``work`` on each item in turn, isolated (controllers/faults.py)."""
+        isolation = self.cluster.isolation(component)
+        for item in items:
+            with isolation.isolated(concerned(item)):
+                work(item)

@@ -1,0 +1,51 @@
+"""A stand-in kubelet (as kwok is one): pods bound to a node that exists start Running, and a pod
+being deleted is removed once its grace period is over on the cluster's clock (its
+deletionTimestamp, which the deleter set to that moment) unless finalizers hold it."""
+
+from __future__ import annotations
+
+from pykai.controllers.host import Host
+from pykai.engine.jobs import TaskStatus
+from pykai.model.meta import Obj, format_time, mapping, parse_time
+
+_CONDITIONS = ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+
+
+def run_pods(host: Host) -> None:
+    """Start the bound pods that wait, remove the terminated ones."""
+    now = host.now()
+    starting, ending = [], []
+    for task in list(host.state.tasks.values()):
+        if task.status not in (TaskStatus.BOUND, TaskStatus.RELEASING):
+            continue
+        pod = host.get("Pod", task.name, task.namespace)
+        if pod is None or not mapping(pod.get("spec")).get("nodeName"):
+            continue  # the engine counts it bound, the bind is not done yet (a BindRequest)
+        if pod["metadata"].get("deletionTimestamp"):
+            if terminated(pod, now):
+                ending.append(pod)
+        elif mapping(pod.get("status")).get("phase", "Pending") == "Pending" and host.get(
+            "Node", pod["spec"]["nodeName"]
+        ):
+            starting.append(pod)  # a pod on a node that does not exist stays Pending
+    stamp = format_time(now)
+    host.each("the kubelet", starting, lambda pod: _start(host, pod, stamp))
+    host.each("the kubelet", ending, lambda pod: host.delete(pod, grace=0))
+
+
+def terminated(pod: Obj, now: float) -> bool:
+    """True once a pod being deleted is past its grace period and no finalizer holds it."""
+    meta = pod["metadata"]
+    try:
+        ends = parse_time(meta["deletionTimestamp"])
+    except (TypeError, ValueError):
+        ends = now  # an unreadable time: the grace is taken as over
+    return ends <= now and not meta.get("finalizers")
+
+
+def _start(host: Host, pod: Obj, stamp: str) -> None:
+    conditions = [
+        {"type": kind, "status": "True", "lastTransitionTime": stamp} for kind in _CONDITIONS
+    ]
+    status = {"phase": "Running", "startTime": stamp, "conditions": conditions}
+    host.patch(pod, {"status": status}, status=True)

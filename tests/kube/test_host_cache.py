@@ -1,0 +1,50 @@
+"""The object cache of ``pykai run`` (kube/host.py) against late answers: the answer to one of
+pykai's own writes never brings back an object the informers reported deleted, nor replaces a
+newer version (a phantom pod would hold its node's GPUs for good)."""
+
+from __future__ import annotations
+
+from typing import cast
+
+from pykai.kube.api import KubeApi
+from pykai.kube.host import WRITTEN, KubeHost
+from pykai.kube.informer import Change
+from pykai.model import builders
+from pykai.model.meta import Obj
+from tests.inline import InlineExecutor
+
+
+def version(obj: Obj, resource_version: int) -> Obj:
+    return {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(resource_version)}}
+
+
+def host_with(pod: Obj) -> KubeHost:
+    host = KubeHost(cast(KubeApi, None), InlineExecutor())
+    host.apply(Change("Node", "SYNC", None, (builders.node("n1"),)))
+    host.apply(Change("Pod", "SYNC", None, (pod,)))
+    return host
+
+
+def bound_pod() -> Obj:
+    pod = builders.pod("p", gpus=8, node_name="n1", uid="uid-p")
+    return version(pod, 5)
+
+
+def test_a_late_answer_never_brings_a_deleted_pod_back() -> None:
+    pod = bound_pod()
+    host = host_with(pod)
+    host.apply(Change("Pod", "DELETED", version(pod, 7)))
+    host.apply(Change("Pod", WRITTEN, version(pod, 6)))  # the kubelet's patch, answered late
+    assert host.get("Pod", "p", "default") is None
+    assert host.state.task_by_key("default", "p") is None
+
+
+def test_a_late_answer_never_replaces_a_newer_version() -> None:
+    pod = bound_pod()
+    host = host_with(pod)
+    newer = version({**pod, "status": {"phase": "Running"}}, 9)
+    host.apply(Change("Pod", "MODIFIED", newer))
+    host.apply(Change("Pod", WRITTEN, version(pod, 8)))
+    assert host.get("Pod", "p", "default") == newer
+    host.apply(Change("Pod", WRITTEN, version(pod, 10)))  # a newer answer is taken
+    assert host.get("Pod", "p", "default") == version(pod, 10)
