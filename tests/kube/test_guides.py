@@ -81,7 +81,8 @@ def test_2_raycluster_gang_of_three_runs(cluster: LocalCluster) -> None:
 
 def test_3_inference_preempts_training(cluster: LocalCluster) -> None:
     kubectl(cluster, "delete", "raycluster", "raycluster-sample", "--wait=false")
-    assert wait_for(lambda: not ray_pods(cluster, "raycluster-sample"))  # garbage-collected
+    # garbage-collected: each running pod terminates over its grace period (30 s) first
+    assert wait_for(lambda: not ray_pods(cluster, "raycluster-sample"), timeout=120)
     kubectl(cluster, "apply", "-f", str(EXAMPLES / "blog-raycluster-train.yaml"))
     assert wait_for(lambda: len(ray_pods(cluster, "raycluster-sample")) == 2)
     assert wait_for(lambda: bound(ray_pods(cluster, "raycluster-sample")))

@@ -4,13 +4,15 @@ Ready fake GPU nodes, and a clean shutdown."""
 from __future__ import annotations
 
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
 from pykai.kube.api import connect
 from pykai.kube.localcluster import LocalCluster, alive
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
-from tests.kube.conftest import ROOT, kubectl
+from tests.kube.conftest import ROOT, kubectl, wait_for
 
 
 def test_guides_queues_with_kais_columns(local_cluster: LocalCluster) -> None:
@@ -51,6 +53,23 @@ def test_down_leaves_no_process(tmp_path) -> None:  # type: ignore[no-untyped-de
     cluster.down()
     assert not any(alive(pid) for pid in pids)
     assert not any(Path(f"/proc/{pid}").exists() for pid in pids)
+
+
+def test_a_child_whose_threads_still_exit_is_alive_until_reaped() -> None:
+    """A process whose main thread ended (a zombie in /proc) while another thread still runs
+    cannot be reaped yet: ``down`` must wait for it, not count it gone (it did, under load)."""
+    program = (  # the main thread exits; the other one reads stdin until it is closed
+        "import ctypes, sys, threading; threading.Thread(target=sys.stdin.read).start(); "
+        "ctypes.CDLL(None).pthread_exit(None)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", program], stdin=subprocess.PIPE)
+    stat_file = Path(f"/proc/{child.pid}/stat")
+    assert wait_for(lambda: stat_file.read_text().split(")")[-1].split()[0] == "Z", timeout=60)
+    assert alive(child.pid)
+    assert child.stdin is not None
+    child.stdin.close()
+    assert wait_for(lambda: not alive(child.pid), timeout=60)
+    assert not Path(f"/proc/{child.pid}").exists()  # reaped
 
 
 def test_up_with_the_webhook_then_down(tmp_path: Path) -> None:

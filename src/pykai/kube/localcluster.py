@@ -78,19 +78,30 @@ def _gone_within(pid: int, seconds: float) -> bool:
 
 
 def alive(pid: int) -> bool:
-    """True if the process runs (a zombie child is reaped and counts as gone)."""
+    """True if the process runs. A child of this process counts as gone once reaped (here): a
+    child whose main thread ended while its other threads still exit cannot be reaped yet and
+    still runs. Another process's zombie counts as gone."""
     try:
         reaped, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        child = False
+    else:
         if reaped:
             return False
-    except ChildProcessError:
-        pass
+        child = True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    stat = Path(f"/proc/{pid}/stat")
-    return not (stat.exists() and stat.read_text().split(")")[-1].split()[0] == "Z")
+    return child or not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """True if the process has ended and waits to be reaped (or is gone already)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
+    except OSError:
+        return True  # gone while being read
 
 
 @dataclass
