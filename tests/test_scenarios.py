@@ -82,11 +82,15 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
+from pydantic import ValidationError as PydanticError
 
+from pykai.controllers.status import queue_figures
 from pykai.engine.config import SchedulerConfig
 from pykai.model.duration import parse_duration
 from pykai.model.errors import ValidationError
+from pykai.model.podgroup import PodGroupStatus
 from pykai.model.quantity import count, cpu_millis, memory_bytes
+from pykai.model.queue import QueueStatus
 
 if TYPE_CHECKING:
     from pykai.embedded.cluster import EmbeddedCluster
@@ -228,8 +232,15 @@ def scheduling_reasons(cluster: EmbeddedCluster, key: str) -> list[tuple[str, st
 def check(
     cluster: EmbeddedCluster, expect: dict[str, Any], where: str, evicted: int | None = None
 ) -> None:
-    """Assert every expectation of one step (``evicted``: pods evicted so far, if counted)."""
+    """Assert every expectation of one step (``evicted``: pods evicted so far, if counted),
+    and that every Queue and PodGroup status written so far fits KAI's schemas."""
     pods = {key_of(p): p for p in cluster.list("Pod")}
+    for kind, model in (("Queue", QueueStatus), ("PodGroup", PodGroupStatus)):
+        for obj in cluster.list(kind):
+            try:  # the models are KAI's schemas (tests/model/test_crds.py)
+                model.model_validate(obj.get("status") or {})
+            except PydanticError as exc:
+                raise AssertionError(f"{where}: {kind} {key_of(obj)} status: {exc}") from exc
 
     def bound(key: str) -> str:
         node = node_of(pods.get(key))
@@ -284,6 +295,7 @@ def check(
         queue = cluster.get("Queue", name)
         assert queue is not None, f"{where}: queue {name} does not exist"
         status = queue.get("status") or {}
+        status = {**status, **queue_figures(status)}  # fairShare is in pykai's condition
         for field, amounts in fields.items():
             figures = status.get(field) or {}
             for resource, value in amounts.items():

@@ -23,9 +23,9 @@ THROUGH_KUBECTL = (  # stored without the webhook, refused by it: one or more pe
     "pod-memory-beyond-int64",
     "pod-gpu-fraction-above-one",
     "pod-gpu-memory-words",
-    "queue-quota-string",
+    "queue-quota-negative",
     "queue-parent-cycle",
-    "queue-unknown-resource",
+    "queue-parent-missing",  # (an unknown resource is pruned by the Queue CRD before review)
     "podgroup-without-queue",
     "podgroup-subgroup-cycle",
     "deployment-template-gpu-fraction-above-one",

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KINDS, KubeApi, connect
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.runner import COMPONENTS
@@ -94,7 +94,7 @@ def restore(cluster: LocalCluster, changed: list[tuple[str, str]]) -> None:
         if action == "created":
             kubectl(cluster, "delete", name, "--wait=false", "--grace-period=0", "--force")
     objects = list(yaml.safe_load_all((cluster.directory / "baseline.yaml").read_text()))
-    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    api = connect(cluster.kubeconfig)
     create_ready_nodes(api, [o for o in objects if o["kind"] == "Node"], time.time())
     rest = cluster.directory / "baseline-rest.yaml"
     rest.write_text(yaml.safe_dump_all([o for o in objects if o["kind"] != "Node"]))
@@ -124,7 +124,7 @@ def survivals(
     cluster: LocalCluster, cases: list[BadInput], directory: Path, process: PykaiProcess
 ) -> tuple[list[str], int]:
     """Each case stored, then a probe; the failures, and how many cases got in."""
-    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    api = connect(cluster.kubeconfig)
     failures, stored = [], 0
     for number, case in enumerate(cases):
         changed = apply_case(cluster, case, directory)
@@ -169,7 +169,7 @@ def test_a_held_pod_says_why_where_kubectl_users_look(
     cluster: LocalCluster, tmp_path: Path
 ) -> None:
     case = next(case for case in CASES if case.id == "pod-gpu-fraction-above-one")
-    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    api = connect(cluster.kubeconfig)
     with pykai_running(cluster):
         changed = apply_case(cluster, case, tmp_path)
         try:
@@ -198,7 +198,7 @@ def test_a_held_pod_says_why_where_kubectl_users_look(
 def test_a_pod_pykai_cannot_read_still_holds_its_node(cluster: LocalCluster) -> None:
     """Another scheduler's pod with ``gpu-fraction: "abc"`` holding all 8 GPUs of a node: an
     8-GPU pod of pykai's goes to the other node, never onto the full one."""
-    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    api = connect(cluster.kubeconfig)
     nodes = [
         builders.node(name, gpus=8, labels={"pool": "held"}) for name in ("full-node", "spare-node")
     ]
@@ -235,7 +235,7 @@ def test_a_pod_pykai_cannot_read_still_holds_its_node(cluster: LocalCluster) -> 
 
 
 def test_a_pod_with_a_250_character_name_is_grouped_and_bound(cluster: LocalCluster) -> None:
-    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    api = connect(cluster.kubeconfig)
     name = "long-" + "n" * 245
     pod = builders.pod(name, cpu="100m", labels={c.QUEUE_LABEL: "probe"})
     pod["spec"]["nodeSelector"] = {"pool": "probe"}

@@ -41,12 +41,18 @@ def test_queue_columns_are_kais_printer_columns_with_empty_cells() -> None:
 def test_queue_wide_adds_gpu_quota_limit_fair_share_and_allocated() -> None:
     team = with_status(
         queue("team-a", gpu=(2, 4, 1)),
-        fairShare={"nvidia.com/gpu": "2.5"},
-        allocated={"nvidia.com/gpu": "1.5"},
+        conditions=[
+            {
+                "type": "FairShare",
+                "status": "True",
+                "message": json.dumps({"fairShare": {"nvidia.com/gpu": "2500m"}}),
+            }
+        ],
+        allocated={"nvidia.com/gpu": "1500m"},
     )
     header, row = rows("Queue", [team], wide=True)
     assert header.split()[-4:] == ["GPU-QUOTA", "GPU-LIMIT", "FAIR-SHARE", "ALLOCATED"]
-    assert row.split() == ["team-a", "2", "4", "2.5", "1.5"]
+    assert row.split() == ["team-a", "2", "4", "2500m", "1500m"]
 
 
 def test_pods_table_and_wide_columns() -> None:

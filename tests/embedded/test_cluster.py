@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from pykai.controllers.status import queue_figures
 from pykai.embedded.cluster import ApplyOutcome, EmbeddedCluster
 from pykai.embedded.store import Store
 from pykai.engine.decisions import CycleResult
@@ -204,7 +205,7 @@ def test_preemption_is_recorded_on_pods_podgroup_and_queue(tmp_path: Path) -> No
     assert served is not None and served["spec"]["nodeName"] == "n1"
     assert cluster.get("Pod", "t0", "default") is None
     team = cluster.get("Queue", "team")
-    assert team is not None and team["status"]["evictions"] == 2
+    assert team is not None and queue_figures(team["status"])["evictions"] == 2
     messages = [
         e["message"]
         for e in cluster.events_for("PodGroup", "train", "default")

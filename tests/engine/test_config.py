@@ -46,9 +46,15 @@ def test_shard_maps_every_setting() -> None:
         ({"placementStrategy": {"gpu": "pack"}}, "spec.placementStrategy.gpu"),
         ({"minRuntime": {"preemptMinRuntime": "soon"}}, "not a duration"),
         (
-            {"plugins": {"proportion": {"arguments": {"relcaimerSaturationMultiplier": 0.5}}}},
+            {"plugins": {"proportion": {"arguments": {"relcaimerSaturationMultiplier": "0.5"}}}},
             "reclaimerSaturationMultiplier",
         ),
+        # KAI's schema: plugin arguments are strings, args strings, action priorities integers
+        (
+            {"plugins": {"proportion": {"arguments": {"relcaimerSaturationMultiplier": 1.5}}}},
+            "spec.plugins.proportion.arguments.relcaimerSaturationMultiplier",
+        ),
+        ({"actions": {"reclaim": {"priority": "first"}}}, "spec.actions.reclaim.priority"),
     ],
 )
 def test_invalid_shard_is_rejected_naming_the_field(spec: dict, field: str) -> None:  # type: ignore[type-arg]

@@ -18,12 +18,13 @@ import httpx
 import pytest
 import yaml
 
-from pykai.kube.api import KINDS, KubeApi
-from pykai.kube.localcluster import DEFAULT_BIN, LocalCluster, free_port
+from pykai.kube.api import KINDS, connect
+from pykai.kube.localcluster import DEFAULT_BIN, PYKAI_CRDS, LocalCluster, free_port
 from pykai.kube.webhook import CONFIGURATION_NAME, unregister
 from pykai.model.meta import Obj
 
 ROOT = Path(__file__).resolve().parents[2]
+KAI_CRDS = Path(__file__).parent / "data/kai-crds"  # KAI Scheduler's own (see SOURCES.md)
 
 
 @pytest.fixture(scope="session")
@@ -34,10 +35,17 @@ def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
     cluster.down()
 
 
+@pytest.fixture(scope="module", params=["pykai-crds", "kai-crds"])
+def crds(request: pytest.FixtureRequest) -> Path:
+    """The CRDs of KAI's kinds a module's cluster runs on: pykai's, then KAI's own (so what
+    pykai writes must pass KAI's schemas, and what it reads must survive their pruning)."""
+    return PYKAI_CRDS if request.param == "pykai-crds" else KAI_CRDS
+
+
 @contextmanager
-def fresh_cluster(directory: Path) -> Iterator[LocalCluster]:
+def fresh_cluster(directory: Path, crds: Path = PYKAI_CRDS) -> Iterator[LocalCluster]:
     """A control plane of its own, for tests that need an empty cluster."""
-    cluster = LocalCluster(directory)
+    cluster = LocalCluster(directory, crds=crds)
     cluster.up()
     try:
         yield cluster
@@ -120,7 +128,7 @@ def webhook_running(cluster: LocalCluster, *flags: str) -> Iterator[str]:
     """`pykai webhook --register` on a free loopback port for the duration of the block (a
     generated certificate unless ``flags`` say otherwise); its address. It must stop cleanly
     on SIGTERM and remove its configurations."""
-    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    api = connect(cluster.kubeconfig)
     address = f"127.0.0.1:{free_port()}"
     process = subprocess.Popen(
         [
@@ -209,7 +217,7 @@ def wait_for(condition: Callable[[], object], timeout: float = 30.0) -> bool:
 def account_kubeconfig(cluster: LocalCluster, namespace: str, account: str, path: Path) -> Path:
     """A kubeconfig at ``path`` for service account ``namespace/account`` (the token the
     controller-manager puts in its Secret), user ``account``."""
-    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    api = connect(cluster.kubeconfig)
 
     def token() -> str:
         for secret in api.list(KINDS["Secret"])[0]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pykai.kube.api import KubeApi
+from pykai.kube.api import connect
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
 from pykai.model import builders
@@ -15,7 +15,7 @@ from tests.kube.conftest import apply, get_json, pykai_running, wait_for
 
 def test_components_in_separate_processes(local_cluster: LocalCluster, tmp_path: Path) -> None:
     node = builders.node("split-node", gpus=4, labels={"pool": "split"})
-    create_ready_nodes(KubeApi.from_kubeconfig(local_cluster.kubeconfig), [node], 0.0)
+    create_ready_nodes(connect(local_cluster.kubeconfig), [node], 0.0)
     pod = builders.pod("split", gpus=4, labels={"kai.scheduler/queue": "split-q"})
     pod["spec"]["nodeSelector"] = {"pool": "split"}
     apply(local_cluster, [builders.queue("split-q"), pod], tmp_path / "split.yaml")

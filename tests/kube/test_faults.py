@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KINDS, KubeApi, connect
 from pykai.kube.binder import RESERVATION_NAMESPACE
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
@@ -38,7 +38,7 @@ NODES, GPUS = 6, 4
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with fresh_cluster(tmp_path_factory.mktemp("faults")) as local:
         create_ready_nodes(
-            KubeApi.from_kubeconfig(local.kubeconfig),
+            connect(local.kubeconfig),
             gpu_nodes(NODES, GPUS),
             time.time(),
         )
@@ -102,7 +102,7 @@ def gangs_bound(api: KubeApi, namespace: str = "default") -> dict[str, int]:
 
 
 def test_sigkill_mid_bind_then_restart(cluster: LocalCluster) -> None:
-    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    api = connect(cluster.kubeconfig)
     objects: list[Obj] = [builders.queue("faults")]
     for g in range(8):  # 8 gangs × 4 whole GPUs each = 32 GPUs wanted, 24 exist
         objects.append(builders.podgroup(f"gang-{g}", queue="faults", min_member=4))
@@ -148,11 +148,11 @@ def test_sigkill_mid_bind_then_restart(cluster: LocalCluster) -> None:
 
 
 def test_apiserver_restart_is_survived(cluster: LocalCluster) -> None:
-    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    api = connect(cluster.kubeconfig)
     with pykai_running(cluster) as process:
         cluster.restart_apiserver(pause=2.0)
         assert process.poll() is None  # still running
-        api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+        api = connect(cluster.kubeconfig)
         pod = builders.pod("after-restart", labels={"kai.scheduler/queue": "faults"})
         api.create(KINDS["Pod"], pod)
         assert wait_for(
@@ -236,7 +236,7 @@ def test_failing_bind_backs_off_and_does_not_starve_others(
 ) -> None:
     """A gang whose binds always fail is older than a small pod that fits only if the gang
     does not take the GPUs every cycle: with backoff the small pod runs."""
-    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+    api = connect(cluster.kubeconfig)
     for pod in live_pods(api):  # an empty cluster: the capacity story below is exact
         api.delete(KINDS["Pod"], pod["metadata"]["name"], pod["metadata"]["namespace"], 0)
     assert wait_for(lambda: not live_pods(api))

@@ -14,7 +14,7 @@ import pytest
 
 from pykai.controllers.faults import Isolation
 from pykai.engine.decisions import Bind
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KINDS, KubeApi, connect
 from pykai.kube.binder import Binder, bind_request
 from pykai.kube.events import EventRecorder
 from pykai.kube.gpu_env import CONFIG_ANNOTATION, WRITTEN_ANNOTATION, env_patch
@@ -103,7 +103,7 @@ class CrashingApi(KubeApi):
 def api(local_cluster: LocalCluster) -> Iterator[KubeApi]:
     """The admin's client; the test's pods are gone afterwards (no scheduler of a later test
     sees them)."""
-    admin = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
+    admin = connect(local_cluster.kubeconfig)
     admin.create_if_absent(KINDS["Namespace"], {"metadata": {"name": NAMESPACE}})
     yield admin
     for pod in admin.list(KINDS["Pod"])[0]:
@@ -207,7 +207,7 @@ def test_someone_elses_config_map_is_never_written(
     before = api.create(KINDS["ConfigMap"], theirs)
     api.create_if_absent(KINDS["Queue"], builders.queue("env-taken"))
     node = builders.node("env-taken-node", gpus=1, labels={"pool": "env-taken"})
-    create_ready_nodes(KubeApi.from_kubeconfig(local_cluster.kubeconfig), [node], 0.0)
+    create_ready_nodes(connect(local_cluster.kubeconfig), [node], 0.0)
     pod = builders.pod(
         "takes-theirs",
         namespace=NAMESPACE,

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pykai.kube.api import KubeApi
+from pykai.kube.api import connect
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
 from pykai.model import builders
@@ -22,11 +22,12 @@ EXAMPLES = ROOT / "examples"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """Chapter 1: one node with 1 GPU and one CPU-only node, pykai running."""
-    with fresh_cluster(tmp_path_factory.mktemp("guides")) as local:
+def cluster(tmp_path_factory: pytest.TempPathFactory, crds: Path) -> Iterator[LocalCluster]:
+    """Chapter 1: one node with 1 GPU and one CPU-only node, pykai running (on pykai's CRDs,
+    then on KAI's)."""
+    with fresh_cluster(tmp_path_factory.mktemp("guides"), crds) as local:
         create_ready_nodes(
-            KubeApi.from_kubeconfig(local.kubeconfig),
+            connect(local.kubeconfig),
             [
                 builders.node("gpu-node-1", gpus=1, cpu="32", memory="128Gi"),
                 builders.node("cpu-node-1", gpus=0, cpu="16", memory="64Gi"),
@@ -80,7 +81,7 @@ def test_2_raycluster_gang_of_three_runs(cluster: LocalCluster) -> None:
 
 def test_3_inference_preempts_training(cluster: LocalCluster) -> None:
     kubectl(cluster, "delete", "raycluster", "raycluster-sample", "--wait=false")
-    # garbage-collected; each pod terminates over its grace period (Kubernetes' default 30 s)
+    # garbage-collected: each running pod terminates over its grace period (30 s) first
     assert wait_for(lambda: not ray_pods(cluster, "raycluster-sample"), timeout=120)
     kubectl(cluster, "apply", "-f", str(EXAMPLES / "blog-raycluster-train.yaml"))
     assert wait_for(lambda: len(ray_pods(cluster, "raycluster-sample")) == 2)
@@ -108,7 +109,7 @@ def test_3_inference_preempts_training(cluster: LocalCluster) -> None:
 
 def test_4_fractions_share_gpu_groups(cluster: LocalCluster) -> None:
     create_ready_nodes(
-        KubeApi.from_kubeconfig(cluster.kubeconfig),
+        connect(cluster.kubeconfig),
         [builders.node("gpu-node-2", gpus=4, cpu="64", memory="256Gi")],
         time.time(),
     )

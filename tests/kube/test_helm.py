@@ -21,11 +21,12 @@ import pytest
 import yaml
 
 from pykai.engine.config import SchedulerConfig, config_from_documents
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KINDS, connect
 from pykai.kube.localcluster import LocalCluster, free_port
 from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.webhook import configuration, mutation
 from pykai.model import builders
+from pykai.model.crds import CUSTOM_RESOURCES
 from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.queue import default_queues
@@ -109,7 +110,7 @@ def test_renders_every_part(rendered: list[Obj]) -> None:
         args = deployments[f"pykai-{name}"]["spec"]["template"]["spec"]["containers"][0]["args"]
         assert args[:2] == ["run", f"--components={components}"]
         assert "--leader-elect" in args and f"--lease-namespace={NAMESPACE}" in args
-    assert len(of_kind(rendered, "CustomResourceDefinition")) == 3
+    assert set(of_kind(rendered, "CustomResourceDefinition")) == {r.name for r in CUSTOM_RESOURCES}
     assert set(of_kind(rendered, "ServiceAccount")) == {
         f"pykai-{name}" for name in [*COMPONENTS, "webhook"]
     }
@@ -497,9 +498,9 @@ def test_components_run_under_their_own_accounts(
     """Enough, not only little: the four components, with the chart's arguments and each with
     its own token, schedule a whole-GPU pod and a shared-GPU pod (BindRequest, reservation pod)
     end to end, and answer their probes."""
-    api = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
+    api = connect(local_cluster.kubeconfig)
     node = builders.node("helm-node", gpus=2, labels={"pool": "helm"})
-    create_ready_nodes(KubeApi.from_kubeconfig(local_cluster.kubeconfig), [node], 0.0)
+    create_ready_nodes(connect(local_cluster.kubeconfig), [node], 0.0)
     api.create(KINDS["Queue"], builders.queue("helm-q"))
     for name, extra, gpus in (
         ("helm-whole", {}, 1),

@@ -18,7 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KINDS, connect
 from pykai.kube.localcluster import LocalCluster, free_port
 from pykai.kube.nodes import create_ready_nodes
 from pykai.model import builders
@@ -115,7 +115,7 @@ def test_the_image_schedules_a_pod(
 ) -> None:
     """``pykai run`` from the image (host network: the apiserver is on loopback) binds a pod
     only its node takes, and answers its probes."""
-    api = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
+    api = connect(local_cluster.kubeconfig)
     node = builders.node("imaged-node", gpus=2, labels={"pool": "imaged"}, taints=[TAINT])
     create_ready_nodes(api, [node], 0.0)
     api.create(KINDS["Queue"], builders.queue("imaged"))

@@ -7,7 +7,7 @@ import signal
 import time
 from pathlib import Path
 
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KINDS, connect
 from pykai.kube.leader import LeaderElector
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
@@ -16,7 +16,7 @@ from tests.kube.conftest import start_pykai, wait_for
 
 
 def test_one_leader_then_failover_after_expiry(local_cluster: LocalCluster) -> None:
-    api = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
+    api = connect(local_cluster.kubeconfig)
     now = time.time()
     a = LeaderElector(api, "replica-a", name="test-lease", duration=10)
     b = LeaderElector(api, "replica-b", name="test-lease", duration=10)
@@ -33,9 +33,9 @@ def test_one_leader_then_failover_after_expiry(local_cluster: LocalCluster) -> N
 def test_two_replicas_fail_over_in_seconds(local_cluster: LocalCluster, tmp_path: Path) -> None:
     """Two `pykai run --leader-elect` replicas: the leader binds; killed with SIGKILL, the
     other takes the lease within its duration (3 s here) and binds the next pod."""
-    api = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
+    api = connect(local_cluster.kubeconfig)
     node = builders.node("leader-node", gpus=2, labels={"pool": "leader"})
-    create_ready_nodes(KubeApi.from_kubeconfig(local_cluster.kubeconfig), [node], 0.0)
+    create_ready_nodes(connect(local_cluster.kubeconfig), [node], 0.0)
     api.create(KINDS["Queue"], builders.queue("leader-q"))
 
     def lease_holder() -> str:

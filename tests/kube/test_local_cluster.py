@@ -3,15 +3,16 @@ Ready fake GPU nodes, and a clean shutdown."""
 
 from __future__ import annotations
 
-import os
 import stat
+import subprocess
+import sys
 import time
 from pathlib import Path
 
-from pykai.kube.api import KubeApi
+from pykai.kube.api import connect
 from pykai.kube.localcluster import LocalCluster, alive
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
-from tests.kube.conftest import ROOT, kubectl
+from tests.kube.conftest import ROOT, kubectl, wait_for
 
 
 def test_guides_queues_with_kais_columns(local_cluster: LocalCluster) -> None:
@@ -31,9 +32,7 @@ def test_guides_queues_with_kais_columns(local_cluster: LocalCluster) -> None:
 
 
 def test_fake_gpu_nodes_are_ready_and_untainted(local_cluster: LocalCluster) -> None:
-    create_ready_nodes(
-        KubeApi.from_kubeconfig(local_cluster.kubeconfig), gpu_nodes(2, 8), time.time()
-    )
+    create_ready_nodes(connect(local_cluster.kubeconfig), gpu_nodes(2, 8), time.time())
     out = kubectl(
         local_cluster,
         "get",
@@ -67,6 +66,23 @@ def start_time(pid: int) -> str | None:
     return stat_line.rsplit(")", 1)[1].split()[19]
 
 
+def test_a_child_whose_threads_still_exit_is_alive_until_reaped() -> None:
+    """A process whose main thread ended (a zombie in /proc) while another thread still runs
+    cannot be reaped yet: ``down`` must wait for it, not count it gone (it did, under load)."""
+    program = (  # the main thread exits; the other one reads stdin until it is closed
+        "import ctypes, sys, threading; threading.Thread(target=sys.stdin.read).start(); "
+        "ctypes.CDLL(None).pthread_exit(None)"
+    )
+    child = subprocess.Popen([sys.executable, "-c", program], stdin=subprocess.PIPE)
+    stat_file = Path(f"/proc/{child.pid}/stat")
+    assert wait_for(lambda: stat_file.read_text().split(")")[-1].split()[0] == "Z", timeout=60)
+    assert alive(child.pid)
+    assert child.stdin is not None
+    child.stdin.close()
+    assert wait_for(lambda: not alive(child.pid), timeout=60)
+    assert not Path(f"/proc/{child.pid}").exists()  # reaped
+
+
 def test_up_with_the_webhook_then_down(tmp_path: Path) -> None:
     cluster = LocalCluster(tmp_path)
     kubeconfig = cluster.up(controller_manager=False, stand_ins=False, webhook=True)
@@ -95,11 +111,9 @@ def test_keys_tokens_and_kubeconfig_are_private(tmp_path: Path) -> None:
     cluster.up(controller_manager=False, stand_ins=False)
     try:
         assert stat.S_IMODE(directory.stat().st_mode) == 0o700
-        assert stat.S_IMODE((directory / "certs").stat().st_mode) == 0o700
         written = ["sa.key", "sa.pub", "tokens.csv", "kubeconfig"]
-        served = [f"certs/{name}" for name in os.listdir(directory / "certs")]
-        assert served  # the apiserver's serving certificate and key
-        for name in [*written, *served]:
+        certificates = ["ca.crt", "ca.key", "apiserver.crt", "apiserver.key"]
+        for name in [*written, *certificates]:
             assert stat.S_IMODE((directory / name).stat().st_mode) == 0o600, name
         assert "token" in cluster.kubeconfig.read_text()
     finally:

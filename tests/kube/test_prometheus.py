@@ -14,7 +14,7 @@ import httpx
 import pytest
 import yaml
 
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KINDS, KubeApi, connect
 from pykai.kube.localcluster import LocalCluster, free_port
 from pykai.kube.nodes import create_ready_nodes
 from pykai.model import builders
@@ -148,7 +148,7 @@ def test_kai_dashboards_show_the_cluster(
 ) -> None:
     """The queue (GPU quota 2) and a 4-GPU node only its pods tolerate; pods of 1, 2 and half a
     GPU, then (once they run: jobs created in the same second have no set order) a 4-GPU pod."""
-    api = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
+    api = connect(local_cluster.kubeconfig)
     node = builders.node("observed-node", gpus=4, labels={"pool": "observed"}, taints=[TAINT])
     create_ready_nodes(api, [node], 0.0)
     api.create(KINDS["Queue"], builders.queue(QUEUE, gpu=(2, -1, 1)))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from pykai.kube.api import KubeApi
+from pykai.kube.api import connect
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 from pykai.model.builders import pod, podgroup
@@ -40,9 +40,7 @@ def running(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     """A cluster of its own: two nodes of 4 GPUs, the guides' queues, pykai run."""
     with fresh_cluster(tmp_path_factory.mktemp("run-cluster")) as cluster:
         kubectl(cluster, "apply", "-f", str(ROOT / "examples/queues-department-1-team-a.yaml"))
-        create_ready_nodes(
-            KubeApi.from_kubeconfig(cluster.kubeconfig), gpu_nodes(2, 4), time.time()
-        )
+        create_ready_nodes(connect(cluster.kubeconfig), gpu_nodes(2, 4), time.time())
         with pykai_running(cluster):
             yield cluster
 

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KINDS, KubeApi, connect
 from pykai.kube.binder import RESERVATION_NAMESPACE
 from pykai.kube.localcluster import LocalCluster, install_basics
 from pykai.kube.nodes import create_ready_nodes
@@ -90,12 +90,13 @@ class KubeScenarioCluster:
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    with fresh_cluster(tmp_path_factory.mktemp("scenarios")) as local:
+def cluster(tmp_path_factory: pytest.TempPathFactory, crds: Path) -> Iterator[LocalCluster]:
+    """An empty cluster on pykai's CRDs, then one on KAI's."""
+    with fresh_cluster(tmp_path_factory.mktemp("scenarios"), crds) as local:
         yield local
 
 
-def wipe(api: KubeApi) -> None:
+def wipe(api: KubeApi, crds: Path) -> None:
     """Remove everything a scenario made, and KAI's priority classes are put back."""
     for kind in ("Pod", "PodGroup", "BindRequest", "Queue", "Node", "PriorityClass"):
         items, _ = api.list(KINDS[kind])
@@ -106,7 +107,7 @@ def wipe(api: KubeApi) -> None:
             api.delete(KINDS[kind], meta["name"], meta.get("namespace", ""), 0)
     for kind in ("Pod", "Queue", "Node"):
         assert wait_for(lambda kind=kind: not api.list(KINDS[kind])[0], timeout=30)
-    install_basics(api)
+    install_basics(api, crds=crds)
 
 
 def create(api: KubeApi, objects: list[Obj]) -> None:
@@ -129,8 +130,8 @@ def test_scenario_on_apiserver(name: str, cluster: LocalCluster, tmp_path: Path)
     if scenario.get("config"):
         (tmp_path / "config.yaml").write_text(yaml.safe_dump(scenario["config"]))
         args.append(f"--scheduler-config={tmp_path / 'config.yaml'}")
-    api = KubeApi.from_kubeconfig(cluster.kubeconfig)
-    wipe(api)
+    api = connect(cluster.kubeconfig)
+    wipe(api, cluster.crds)
     view = KubeScenarioCluster(api)
     for number, step in enumerate(scenario["steps"], start=1):
         where = f"{name} step {number} (apiserver)"

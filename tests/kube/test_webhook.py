@@ -14,7 +14,7 @@ import httpx
 import pytest
 import yaml
 
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KINDS, connect
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.webhook import generate_tls, mutate, review
@@ -185,9 +185,9 @@ def test_shared_pods_get_their_gpu_env_on_a_real_cluster(
 ) -> None:
     """The mutating webhook adds the envFrom at creation; the binder writes the ConfigMap
     (GPU_PORTION, NVIDIA_VISIBLE_DEVICES) before the bind."""
-    api = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
+    api = connect(local_cluster.kubeconfig)
     node = builders.node("env-node", gpus=1, labels={"pool": "env"})
-    create_ready_nodes(KubeApi.from_kubeconfig(local_cluster.kubeconfig), [node], 0.0)
+    create_ready_nodes(connect(local_cluster.kubeconfig), [node], 0.0)
     pod = builders.pod(
         "env-half", annotations={"gpu-fraction": "0.5"}, labels={"kai.scheduler/queue": "env-q"}
     )
@@ -221,7 +221,7 @@ def test_tls_from_a_secret(local_cluster: LocalCluster, tmp_path: Path) -> None:
             for key, value in (("tls.crt", tls.cert), ("tls.key", tls.key), ("ca.crt", tls.ca))
         },
     }
-    api = KubeApi.from_kubeconfig(local_cluster.kubeconfig)
+    api = connect(local_cluster.kubeconfig)
     api.delete(KINDS["Secret"], "pykai-webhook-tls", "default")
     api.create(KINDS["Secret"], secret)
     with webhook_running(local_cluster, "--tls-secret=default/pykai-webhook-tls") as address:

@@ -25,7 +25,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KINDS, KubeApi, connect
 from pykai.kube.localcluster import DEFAULT_BIN, LocalCluster
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 from pykai.model import builders
@@ -102,7 +102,7 @@ def _cluster(nodes: int) -> Iterator[tuple[LocalCluster, KubeApi]]:
         cluster = LocalCluster(Path(directory))
         cluster.up(controller_manager=False, stand_ins=False)
         try:
-            api = KubeApi.from_kubeconfig(cluster.kubeconfig)
+            api = connect(cluster.kubeconfig)
             with ThreadPoolExecutor(16) as pool:
                 list(
                     pool.map(

@@ -279,9 +279,37 @@ def demo(
         run_demo(step=step).close()
 
 
+@app.command()
+def crds(
+    output_dir: Annotated[
+        Path | None,
+        typer.Option("--output-dir", help="Write one file per CRD here (default: print them)"),
+    ] = None,
+) -> None:
+    """The CustomResourceDefinitions of KAI's kinds as pykai defines them (schema-compatible
+    with KAI's): print them as one YAML stream, or write deploy/helm/pykai/crds/'s files."""
+    from pykai.model.crds import CUSTOM_RESOURCES, render
+
+    if output_dir is None:
+        typer.echo("---\n".join(render(r) for r in CUSTOM_RESOURCES), nl=False)
+        return
+    with reported():
+        output_dir.mkdir(parents=True, exist_ok=True)
+        for resource in CUSTOM_RESOURCES:
+            (output_dir / resource.file_name).write_text(render(resource))
+            typer.echo(str(output_dir / resource.file_name))
+
+
 KubeconfigOption = Annotated[
     Path | None,
-    typer.Option("--kubeconfig", envvar="KUBECONFIG", help="kubeconfig file (default: in-cluster)"),
+    typer.Option(
+        "--kubeconfig",
+        help="kubeconfig file (default: the files KUBECONFIG lists, merged; else the pod's "
+        "service account; else ~/.kube/config)",
+    ),
+]
+ContextOption = Annotated[
+    str | None, typer.Option("--context", help="kubeconfig context (default: current-context)")
 ]
 LogLevelOption = Annotated[LogLevel, typer.Option(help="Least severe log lines shown")]
 LogFormatOption = Annotated[
@@ -302,6 +330,7 @@ def _host_port(option: str, text: str) -> tuple[str, int]:
 @app.command()
 def run(
     kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
     components: Annotated[
         str,
         typer.Option(
@@ -347,14 +376,14 @@ def run(
 ) -> None:
     """Run pykai's components against a real Kubernetes cluster (foreground; stops cleanly on
     SIGTERM)."""
-    from pykai.kube.api import KubeApi
+    from pykai.kube.api import connect
     from pykai.kube.leader import LeaderElector
     from pykai.kube.metrics import RunMetrics
     from pykai.kube.metrics_server import serve_metrics
     from pykai.kube.runner import KubeRunner, parse_components
 
     config = None
-    with reported():
+    with reported(), refused():
         address = _host_port("--metrics-address", metrics_address) if metrics_address else None
         try:
             chosen = parse_components(components)
@@ -367,7 +396,7 @@ def run(
             if not documents:
                 raise ManifestError(f"{scheduler_config} holds no configuration")
             config = config_from_documents(documents, str(scheduler_config))
-        api = KubeApi.connect(kubeconfig)
+        api = connect(kubeconfig, context)
 
     stop = _serving(log_level, log_format)
     metrics = RunMetrics(chosen, stall_after=max(60.0, 30 * period))
@@ -397,6 +426,7 @@ def run(
 @app.command()
 def webhook(
     kubeconfig: KubeconfigOption = None,
+    context: ContextOption = None,
     address: Annotated[
         str, typer.Option(help="HOST:PORT to serve HTTPS on (0.0.0.0:PORT for every interface)")
     ] = "127.0.0.1:9443",
@@ -422,11 +452,11 @@ def webhook(
     workloads (foreground; stops cleanly on SIGTERM). Listens on 127.0.0.1 unless --address
     says otherwise. Without TLS options a self-signed certificate is made for local use."""
     from pykai.kube import webhook as hook
-    from pykai.kube.api import KINDS, KubeApi
+    from pykai.kube.api import KINDS, connect
 
     with reported(), refused():
         host, port = _host_port("--address", address)
-        api = KubeApi.connect(kubeconfig)
+        api = connect(kubeconfig, context)
         api.list(KINDS["Queue"])  # every review of a queue reads them: refused now, refused then
         if tls_cert_file and tls_key_file:
             cert = tls_cert_file.read_bytes()

@@ -10,6 +10,7 @@ from typing import Any
 from pykai.cli.kueue_columns import KUEUE_COLUMNS
 from pykai.cli.related import Reader, descendant_pods, pods_by_node, usage
 from pykai.cli.tables import age, table
+from pykai.controllers.status import queue_figures
 from pykai.model import constants as c
 from pykai.model.meta import Obj
 from pykai.model.resources import format_gpu
@@ -66,6 +67,10 @@ def _field(*path: str, missing: str = NONE) -> Cell:
 def _printer_column(*path: str) -> Cell:
     """A CRD printer column: an empty cell when the value is missing, as kubectl prints it."""
     return _field(*path, missing="")
+
+
+def _queue_fair_share(queue: Obj, _: Context) -> str:
+    return str(queue_figures(queue.get("status")).get("fairShare", {}).get(c.GPU_RESOURCE, ""))
 
 
 def _name(obj: Obj, _: Context) -> str:
@@ -191,7 +196,7 @@ _QUEUE = [
 _QUEUE_WIDE = [
     ("GPU-QUOTA", _printer_column("spec", "resources", "gpu", "quota")),
     ("GPU-LIMIT", _printer_column("spec", "resources", "gpu", "limit")),
-    ("FAIR-SHARE", _printer_column("status", "fairShare", c.GPU_RESOURCE)),
+    ("FAIR-SHARE", _queue_fair_share),
     ("ALLOCATED", _printer_column("status", "allocated", c.GPU_RESOURCE)),
 ]
 _PODGROUP = [

@@ -9,6 +9,7 @@ import yaml
 from pykai.cli.columns import NONE, Context, columns_for, pod_status, shown
 from pykai.cli.related import Reader, descendant_pods, podgroup_pods, pods_by_node, usage
 from pykai.cli.tables import age, table
+from pykai.controllers.status import queue_figures
 from pykai.model import constants as c
 from pykai.model.meta import Obj
 from pykai.model.pod import GpuRequest, parse_pod
@@ -170,6 +171,7 @@ _QUEUE_FIGURES = ("deserved", "fairShare", "allocated", "allocatedNonPreemptible
 def _queue(reader: Reader, queue: Obj) -> Lines:
     spec = queue.get("spec") or {}
     status = queue.get("status") or {}
+    figures = {**status, **queue_figures(status)}
     rows = []
     for resource, unit in (
         ("cpu", c.CPU_RESOURCE),
@@ -184,7 +186,7 @@ def _queue(reader: Reader, queue: Obj) -> Lines:
                     f"{settings.get(k, d):g}"
                     for k, d in (("quota", 0), ("limit", -1), ("overQuotaWeight", 1))
                 ),
-                *(str((status.get(f) or {}).get(unit, "-")) for f in _QUEUE_FIGURES),
+                *(str((figures.get(f) or {}).get(unit, "-")) for f in _QUEUE_FIGURES),
             ]
         )
     headers = ["RESOURCE", "QUOTA", "LIMIT", "WEIGHT", "DESERVED", "FAIR-SHARE", "ALLOCATED",
@@ -205,7 +207,7 @@ def _queue(reader: Reader, queue: Obj) -> Lines:
         _line("Children", ", ".join(status.get("childQueues") or []) or NONE),
         _line("Priority", spec.get("priority", c.DEFAULT_QUEUE_PRIORITY)),
         *_indented("Resources", table(headers, rows)),
-        _line("Evictions", status.get("evictions", 0)),
+        _line("Evictions", figures.get("evictions", 0)),
         *_table("PodGroups", ["NAMESPACE", "NAME", "PHASE"], groups),
     ]
 

@@ -11,7 +11,7 @@ import typer
 import yaml
 
 from pykai.cli.errors import fail, refused
-from pykai.kube.api import AuthError, KubeApi
+from pykai.kube.api import AuthError, connect
 from pykai.kube.localcluster import LocalCluster, LocalClusterError
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 
@@ -46,7 +46,7 @@ def up(
         ]
     if objects:
         try:
-            create_ready_nodes(KubeApi.from_kubeconfig(kubeconfig), objects, time.time())
+            create_ready_nodes(connect(kubeconfig), objects, time.time())
         except AuthError as exc:
             fail(exc.advice())
         typer.echo(f"{len(objects)} node(s) ready")

@@ -7,6 +7,8 @@ condition on each of its pending pods); and the objects the engine could not tak
 from __future__ import annotations
 
 import hashlib
+import json
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -21,12 +23,16 @@ from pykai.model.meta import Obj, format_time, mapping
 from pykai.model.problems import ObjectProblem
 from pykai.model.resources import Resources, resource_list
 
+FAIR_SHARE_CONDITION = "FairShare"
+
 
 def queue_statuses(
     queues: list[Obj], result: CycleResult, evictions: Callable[[str], int]
 ) -> dict[str, dict[str, Any]]:
-    """Queue name -> status: childQueues, allocated, allocatedNonPreemptible, requested,
-    and pykai's fairShare, deserved and eviction total."""
+    """Queue name -> status, in the fields of KAI's Queue status: childQueues, allocated,
+    allocatedNonPreemptible, requested; and pykai's own figures (fair share, deserved, the
+    eviction total), for which KAI's schema has no field, as a ``FairShare`` condition whose
+    message is their JSON (KAI lets applications add conditions of their own)."""
     children: dict[str, list[str]] = {}
     for queue in queues:
         parent = mapping(queue.get("spec")).get("parentQueue")
@@ -36,6 +42,7 @@ def queue_statuses(
     for queue in queues:
         name = queue["metadata"]["name"]
         status: dict[str, Any] = {"childQueues": sorted(children.get(name, []))}
+        own: dict[str, Any] = {}
         figures = result.queues.get(name)
         if figures is not None:
             status.update(
@@ -43,15 +50,43 @@ def queue_statuses(
                     "allocated": resource_list(figures.allocated),
                     "allocatedNonPreemptible": resource_list(figures.allocated_non_preemptible),
                     "requested": resource_list(figures.requested),
-                    "fairShare": resource_list(figures.fair_share),
-                    "deserved": resource_list(figures.deserved),
                 }
             )
+            own = {
+                "fairShare": _figures(figures.fair_share),
+                "deserved": _figures(figures.deserved),
+            }
         count = evictions(name)
         if count:
-            status["evictions"] = count
+            own["evictions"] = count
+        if own:
+            message = json.dumps(own, sort_keys=True, separators=(",", ":"))
+            condition = {"type": FAIR_SHARE_CONDITION, "status": "True", "reason": "Computed"}
+            status["conditions"] = [{**condition, "message": message}]
         statuses[name] = status
     return statuses
+
+
+def queue_figures(status: object) -> dict[str, Any]:
+    """pykai's figures in a queue status (``fairShare`` and ``deserved`` ResourceLists,
+    ``evictions``), read from its FairShare condition; {} without one."""
+    for condition in mapping(status).get("conditions") or []:
+        if isinstance(condition, dict) and condition.get("type") == FAIR_SHARE_CONDITION:
+            try:
+                figures = json.loads(str(condition.get("message", "")))
+            except ValueError:
+                return {}
+            return figures if isinstance(figures, dict) else {}
+    return {}
+
+
+def _figures(amount: Resources) -> dict[str, str]:
+    """A ResourceList of canonical quantities where an unlimited amount says ``unlimited``."""
+    finite = resource_list(Resources(*(0.0 if math.isinf(v) else v for v in amount)))
+    return {
+        key: "unlimited" if math.isinf(value) else written
+        for (key, written), value in zip(finite.items(), amount, strict=True)
+    }
 
 
 def reason_text(reasons: list[Reason]) -> str:
@@ -208,7 +243,7 @@ def _queues(host: Host, result: CycleResult) -> None:
     def evictions(name: str) -> int:
         stored = next(
             (
-                mapping(q.get("status")).get("evictions", 0)
+                queue_figures(q.get("status")).get("evictions", 0)
                 for q in queues
                 if q["metadata"]["name"] == name
             ),

@@ -14,6 +14,7 @@ from pydantic import ValidationError as PydanticError
 from pykai.model.duration import parse_duration
 from pykai.model.errors import FieldProblem, ValidationError
 from pykai.model.pydantic_errors import problems_from
+from pykai.model.shard import SchedulingShardSpec
 
 ACTION_NAMES = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
 DEFAULT_ACTION_PRIORITY = {name: 500 - 100 * i for i, name in enumerate(ACTION_NAMES)}
@@ -106,6 +107,10 @@ def _from_shard(shard: dict[str, Any]) -> SchedulerConfig:
     """Map KAI's SchedulingShard spec (placementStrategy, actions, minRuntime, args)."""
     name = str((shard.get("metadata") or {}).get("name", "default"))
     spec = shard.get("spec") or {}
+    try:
+        SchedulingShardSpec.model_validate(spec)  # KAI's field types first
+    except PydanticError as exc:
+        raise ValidationError(problems_from(exc, "SchedulingShard", name, "spec")) from exc
     data: dict[str, Any] = {}
     if "placementStrategy" in spec:
         data["placementStrategy"] = spec["placementStrategy"]

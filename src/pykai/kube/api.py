@@ -6,18 +6,16 @@ because typed clients choke on the Status object the apiserver answers with.
 
 from __future__ import annotations
 
-import base64
 import json
 import logging
-import os
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import yaml
-from cryptography import x509
 
+from pykai.kube.auth import CredentialsUnavailable
+from pykai.kube.kubeconfig import SERVICE_ACCOUNT_DIR, resolve
 from pykai.model.kinds import BY_KIND, KindSpec
 from pykai.model.meta import Obj
 
@@ -26,8 +24,6 @@ log = logging.getLogger("pykai.api")
 # where each kind lives in the API: the table of model/kinds.py
 Kind = KindSpec
 KINDS = BY_KIND
-
-SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
 
 class ApiError(RuntimeError):
@@ -83,95 +79,45 @@ def transient(exc: Exception) -> bool:
     return isinstance(exc, httpx.HTTPError)
 
 
-def token_identity(token: str) -> str:
-    """The subject a service-account token (a JWT) names, or "" for another kind of token."""
+class ApiUnreachable(OSError):
+    """The apiserver did not answer the first request (wrong server, untrusted certificate,
+    credentials that could not be had)."""
+
+
+def connect(
+    kubeconfig: Path | None = None,
+    context: str | None = None,
+    *,
+    service_account: Path = SERVICE_ACCOUNT_DIR,
+) -> KubeApi:
+    """The one way pykai makes a client: the apiserver and credentials of ``kubeconfig``
+    (else ``KUBECONFIG``, the pod's service account, ``~/.kube/config``; see kubeconfig.py),
+    checked with one request (``GET /version``), so a wrong server, an untrusted certificate
+    or refused credentials end the command at once with one line."""
+    connection = resolve(kubeconfig, context, service_account)
+    client = httpx.Client(
+        base_url=connection.server,
+        verify=connection.tls,
+        auth=connection.auth,
+        headers=list(connection.headers),
+        timeout=httpx.Timeout(30.0, read=None),
+        limits=httpx.Limits(max_connections=64),
+    )
+    api = KubeApi(client, connection.credentials)
     try:
-        payload = token.split(".")[1]
-        claims = json.loads(base64.urlsafe_b64decode(payload + "=" * (-len(payload) % 4)))
-        return str(claims.get("sub", ""))
-    except (IndexError, ValueError, AttributeError):
-        return ""
-
-
-def _kubeconfig_user(path: Path) -> tuple[dict[str, Any], dict[str, Any], str]:
-    """The current context's cluster and user entries of a kubeconfig, and the user's name."""
-    config = yaml.safe_load(path.read_text())
-    context_name = config.get("current-context")
-    context = next(c["context"] for c in config["contexts"] if c["name"] == context_name)
-    cluster = next(c["cluster"] for c in config["clusters"] if c["name"] == context["cluster"])
-    user = next(u["user"] for u in config["users"] if u["name"] == context["user"])
-    return cluster, user, str(context["user"])
-
-
-def kubeconfig_credentials(path: Path) -> str:
-    """Which credentials a kubeconfig's current context uses, and whose they are if known."""
-    _, user, name = _kubeconfig_user(path)
-    where = f'user "{name}" of kubeconfig {path}'
-    if user.get("token"):
-        identity = token_identity(user["token"])
-        return f"{where} (bearer token{f' of {identity}' if identity else ''})"
-    if user.get("client-certificate"):
-        certificate = x509.load_pem_x509_certificate(Path(user["client-certificate"]).read_bytes())
-        return f"{where} (client certificate {certificate.subject.rfc4514_string()})"
-    return f"{where} (no token or client certificate)"
-
-
-def client_from_kubeconfig(path: Path) -> httpx.Client:
-    """An httpx client for the current context of a kubeconfig (token or client-cert auth)."""
-    cluster, user, _ = _kubeconfig_user(path)
-    headers = {"Authorization": f"Bearer {user['token']}"} if user.get("token") else {}
-    verify: bool | str = not cluster.get("insecure-skip-tls-verify", False)
-    if verify and cluster.get("certificate-authority"):
-        verify = cluster["certificate-authority"]
-    cert = (
-        (user["client-certificate"], user["client-key"]) if user.get("client-certificate") else None
-    )
-    return httpx.Client(
-        base_url=cluster["server"],
-        headers=headers,
-        verify=verify,
-        cert=cert,
-        timeout=httpx.Timeout(30.0, read=None),
-        limits=httpx.Limits(max_connections=64),
-    )
-
-
-class _ServiceAccountToken(httpx.Auth):
-    """The pod's service-account token, read again for every request (the kubelet rotates it)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
-        request.headers["Authorization"] = f"Bearer {self.path.read_text().strip()}"
-        yield request
-
-
-def in_cluster_client(directory: Path = SERVICE_ACCOUNT_DIR) -> httpx.Client:
-    """An httpx client for the apiserver a pod runs under (service-account token and CA)."""
-    host, port = (
-        os.environ.get("KUBERNETES_SERVICE_HOST"),
-        os.environ.get("KUBERNETES_SERVICE_PORT", "443"),
-    )
-    if not host or not (directory / "token").exists():
-        raise FileNotFoundError(
-            "not running in a pod (no KUBERNETES_SERVICE_HOST or service-account token): "
-            "pass --kubeconfig PATH"
+        api.version()
+    except CredentialsUnavailable as exc:
+        raise ApiUnreachable(f"{exc}; credentials: {connection.credentials}") from exc
+    except httpx.HTTPError as exc:
+        check = (
+            "the cluster's certificate-authority"
+            if "CERTIFICATE_VERIFY_FAILED" in str(exc)
+            else "the cluster's server address"
         )
-    return httpx.Client(
-        base_url=f"https://{host}:{port}",
-        auth=_ServiceAccountToken(directory / "token"),
-        verify=str(directory / "ca.crt"),
-        timeout=httpx.Timeout(30.0, read=None),
-        limits=httpx.Limits(max_connections=64),
-    )
-
-
-def in_cluster_credentials(directory: Path = SERVICE_ACCOUNT_DIR) -> str:
-    """The pod's service-account token, and whose it is."""
-    token = directory / "token"
-    identity = token_identity(token.read_text().strip()) if token.exists() else ""
-    return f"service-account token {token}{f' of {identity}' if identity else ''}"
+        raise ApiUnreachable(
+            f"cannot reach the apiserver at {connection.server}: {exc}; check {check}"
+        ) from exc
+    return api
 
 
 class KubeApi:
@@ -181,17 +127,10 @@ class KubeApi:
     def __init__(self, client: httpx.Client, credentials: str = "unknown") -> None:
         self.http, self.credentials = client, credentials
 
-    @classmethod
-    def from_kubeconfig(cls, path: Path) -> KubeApi:
-        """A client for the kubeconfig's current context."""
-        return cls(client_from_kubeconfig(path), kubeconfig_credentials(path))
-
-    @classmethod
-    def connect(cls, kubeconfig: Path | None) -> KubeApi:
-        """A client for ``kubeconfig``, or the in-cluster configuration without one."""
-        if kubeconfig:
-            return cls.from_kubeconfig(kubeconfig)
-        return cls(in_cluster_client(), in_cluster_credentials())
+    def version(self) -> Obj:
+        """The apiserver's version (``GET /version``, which every identity may read)."""
+        found: Obj = self._check(self.http.get("/version", timeout=30.0), "get")
+        return found
 
     def path(self, kind: Kind, namespace: str = "", name: str = "", sub: str = "") -> str:
         """The REST path of a collection, an object or its subresource."""

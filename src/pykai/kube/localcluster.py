@@ -3,10 +3,13 @@ Deployment, ReplicaSet, Job and garbage-collector controllers), built from Debia
 scripts/kube-binaries, with pykai's CRDs, KubeRay's kinds and KAI's priority classes installed,
 and (optionally) the stand-ins a cluster without kubelets needs: ``pykai run --components
 kubelet,kuberay``. Everything binds to 127.0.0.1; state and logs live in one directory, kept
-0700, whose keys, tokens and kubeconfig are 0600; ``down`` leaves no process behind."""
+0700, whose keys, tokens and kubeconfig are 0600; ``down`` leaves no process behind. The
+directory's CA (``ca.crt``) signs the apiserver's serving certificate and is its client CA:
+the kubeconfig trusts it (inline), and ``issue_client_certificate`` makes users of it."""
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
@@ -24,13 +27,15 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KINDS, KubeApi, connect
+from pykai.kube.certs import Authority
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.queue import default_queues
 
 DEFAULT_BIN = Path.home() / ".cache/pykai/kubernetes-v1.20.2/bin"
 REPO = Path(__file__).resolve().parents[3]
-CRD_DIRS = (REPO / "deploy/helm/pykai/crds", REPO / "deploy/local/crds")
+PYKAI_CRDS = REPO / "deploy/helm/pykai/crds"  # KAI's kinds, as pykai defines them
+KUBERAY_CRDS = REPO / "deploy/local/crds"  # the KubeRay kinds the stand-in emulates
 KCM_CONTROLLERS = (
     "garbagecollector,namespace,serviceaccount-token,deployment,replicaset,job,cronjob"
 )
@@ -73,32 +78,30 @@ def _gone_within(pid: int, seconds: float) -> bool:
 
 
 def alive(pid: int) -> bool:
-    """True if the process runs. A child of this process counts as gone once reaped (a
-    multi-threaded one shows as a zombie while its threads still exit, and cannot be reaped
-    yet); another's zombie counts as gone."""
-    if _reaped(pid):
-        return False
+    """True if the process runs. A child of this process counts as gone once reaped (here): a
+    child whose main thread ended while its other threads still exit cannot be reaped yet and
+    still runs. Another process's zombie counts as gone."""
+    try:
+        reaped, _ = os.waitpid(pid, os.WNOHANG)
+    except ChildProcessError:
+        child = False
+    else:
+        if reaped:
+            return False
+        child = True
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
+    return child or not _zombie(pid)
+
+
+def _zombie(pid: int) -> bool:
+    """True if the process has ended and waits to be reaped (or is gone already)."""
     try:
-        fields = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()
+        return Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0] == "Z"
     except OSError:
-        return False
-    state, parent = fields[0], int(fields[1])
-    if state != "Z":
-        return True
-    return parent == os.getpid() and not _reaped(pid)
-
-
-def _reaped(pid: int) -> bool:
-    """Reap ``pid`` if it is a child of this process that has ended; True if it was."""
-    try:
-        reaped, _ = os.waitpid(pid, os.WNOHANG)
-    except ChildProcessError:
-        return False
-    return bool(reaped)
+        return True  # gone while being read
 
 
 @dataclass
@@ -107,6 +110,7 @@ class LocalCluster:
 
     directory: Path
     binaries: Path = DEFAULT_BIN
+    crds: Path = PYKAI_CRDS  # the CRDs of KAI's kinds to install: pykai's, or KAI's own
 
     @property
     def kubeconfig(self) -> Path:
@@ -136,7 +140,6 @@ class LocalCluster:
                     f"{self.binaries / name} is missing: run scripts/kube-binaries first"
                 )
         private_directory(self.directory)
-        private_directory(self.directory / "certs")  # the apiserver's serving certificate
         token = secrets.token_hex(16)
         ports = {"etcd": free_port(), "peer": free_port(), "api": free_port()}
         self._write_keys(token)
@@ -151,8 +154,6 @@ class LocalCluster:
         except LocalClusterError:
             self.down()
             raise
-        for written in (self.directory / "certs").iterdir():  # its serving certificate and key
-            written.chmod(0o600)
         if controller_manager and (self.binaries / "kube-controller-manager").exists():
             pids["kube-controller-manager"] = self._start(
                 str(self.binaries / "kube-controller-manager"),
@@ -163,12 +164,13 @@ class LocalCluster:
                     "--secure-port=0",
                     f"--controllers={KCM_CONTROLLERS}",
                     f"--service-account-private-key-file={self.directory / 'sa.key'}",
+                    f"--root-ca-file={self.directory / 'ca.crt'}",
                     "--use-service-account-credentials=false",
                     "--leader-elect=false",
                 ],
             )
             self._write_state(pids, ports)
-        install_basics(KubeApi.from_kubeconfig(self.kubeconfig), timeout)
+        install_basics(connect(self.kubeconfig), timeout, self.crds)
         if stand_ins:
             pids["pykai-stand-ins"] = self._start(
                 sys.executable,
@@ -202,7 +204,7 @@ class LocalCluster:
         return self.kubeconfig
 
     def _wait_registered(self, timeout: float) -> None:
-        api = KubeApi.from_kubeconfig(self.kubeconfig)
+        api = connect(self.kubeconfig)
         deadline = time.monotonic() + timeout
         while api.get(KINDS["ValidatingWebhookConfiguration"], "pykai-validation") is None:
             if time.monotonic() > deadline or not self.running():
@@ -281,7 +283,9 @@ class LocalCluster:
             "--bind-address=127.0.0.1",
             "--advertise-address=127.0.0.1",
             f"--secure-port={ports['api']}",
-            f"--cert-dir={d / 'certs'}",
+            f"--tls-cert-file={d / 'apiserver.crt'}",
+            f"--tls-private-key-file={d / 'apiserver.key'}",
+            f"--client-ca-file={d / 'ca.crt'}",
             f"--token-auth-file={d / 'tokens.csv'}",
             "--authorization-mode=RBAC",
             f"--service-account-key-file={d / 'sa.pub'}",
@@ -295,7 +299,22 @@ class LocalCluster:
             "--max-mutating-requests-inflight=1000",
         ]
 
+    def issue_client_certificate(
+        self, user: str, groups: tuple[str, ...] = ()
+    ) -> tuple[bytes, bytes]:
+        """A client certificate and key (PEM) the apiserver takes as ``user`` in ``groups``."""
+        authority = Authority.load(
+            (self.directory / "ca.crt").read_bytes(), (self.directory / "ca.key").read_bytes()
+        )
+        return authority.issue(user, organizations=groups)
+
     def _write_keys(self, token: str) -> None:
+        authority = Authority.new("pykai-local-ca")
+        serving, serving_key = authority.issue("kube-apiserver", hosts=["127.0.0.1", "localhost"])
+        write_private(self.directory / "ca.crt", authority.cert_pem)
+        write_private(self.directory / "ca.key", authority.key_pem)
+        write_private(self.directory / "apiserver.crt", serving)
+        write_private(self.directory / "apiserver.key", serving_key)
         key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         write_private(
             self.directory / "sa.key",
@@ -324,7 +343,9 @@ class LocalCluster:
                     "name": "pykai",
                     "cluster": {
                         "server": f"https://127.0.0.1:{port}",
-                        "insecure-skip-tls-verify": True,
+                        "certificate-authority-data": base64.b64encode(
+                            (self.directory / "ca.crt").read_bytes()
+                        ).decode(),
                     },
                 }
             ],
@@ -344,9 +365,7 @@ class LocalCluster:
         return state
 
     def _wait_ready(self, port: int, token: str, timeout: float) -> None:
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
+        context = ssl.create_default_context(cafile=self.directory / "ca.crt")
         request = urllib.request.Request(
             f"https://127.0.0.1:{port}/readyz", headers={"Authorization": f"Bearer {token}"}
         )
@@ -367,21 +386,21 @@ class LocalCluster:
         )
 
 
-def install_basics(api: KubeApi, timeout: float = 60.0) -> None:
-    """Create pykai's CRDs, the KubeRay kinds, KAI's priority classes and default queues if
-    missing, and wait until the CRDs serve."""
-    crds = [
+def install_basics(api: KubeApi, timeout: float = 60.0, crds: Path = PYKAI_CRDS) -> None:
+    """Create the CRDs of KAI's kinds (from ``crds``) and KubeRay's, KAI's priority classes and
+    default queues if missing, and wait until the CRDs serve."""
+    definitions = [
         doc
-        for directory in CRD_DIRS
+        for directory in (crds, KUBERAY_CRDS)
         for path in sorted(directory.glob("*.yaml"))
         for doc in yaml.safe_load_all(path.read_text())
         if doc
     ]
-    if not crds:
-        raise LocalClusterError(f"no CRDs under {CRD_DIRS[0]}: run from a checkout of pykai")
-    _create_missing(api, [*crds, *builtin_priority_classes()])
+    if not definitions:
+        raise LocalClusterError(f"no CRDs under {crds}: run from a checkout of pykai")
+    _create_missing(api, [*definitions, *builtin_priority_classes()])
     deadline = time.monotonic() + timeout
-    for crd in crds:
+    for crd in definitions:
         while not _established(api, crd["metadata"]["name"]):
             if time.monotonic() > deadline:
                 raise LocalClusterError(f"CRD {crd['metadata']['name']} not established")

@@ -26,8 +26,6 @@ an outage of the webhook must never stall workloads).
 from __future__ import annotations
 
 import base64
-import datetime
-import ipaddress
 import json
 import logging
 import socket
@@ -39,13 +37,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
-
 from pykai.controllers.validation import Lister, check_queue_unused, validate_objects
 from pykai.kube.api import API_ERRORS, KINDS, KubeApi
+from pykai.kube.certs import Authority
 from pykai.kube.gpu_env import SHARING_ANNOTATIONS, env_patch
 from pykai.model.errors import FieldProblem, ValidationError
 from pykai.model.kueue import KINDS as KUEUE_KINDS
@@ -206,51 +200,11 @@ class Tls:
         return context
 
 
-def _key() -> rsa.RSAPrivateKey:
-    return rsa.generate_private_key(public_exponent=65537, key_size=2048)
-
-
 def generate_tls(hosts: list[str], days: int = 365) -> Tls:
     """A self-signed CA and a serving certificate for ``hosts`` (DNS names or IPs)."""
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key, key = _key(), _key()
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "pykai-webhook-ca")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=days))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    names: list[x509.GeneralName] = []
-    for host in hosts:
-        try:
-            names.append(x509.IPAddress(ipaddress.ip_address(host)))
-        except ValueError:
-            names.append(x509.DNSName(host))
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, hosts[0])]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=days))
-        .add_extension(x509.SubjectAlternativeName(names), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    return Tls(
-        cert=cert.public_bytes(pem),
-        key=key.private_bytes(
-            pem, serialization.PrivateFormat.TraditionalOpenSSL, serialization.NoEncryption()
-        ),
-        ca=ca.public_bytes(pem),
-    )
+    authority = Authority.new("pykai-webhook-ca", days)
+    cert, key = authority.issue(hosts[0], hosts=hosts, days=days)
+    return Tls(cert=cert, key=key, ca=authority.cert_pem)
 
 
 def tls_from_secret(api: KubeApi, reference: str) -> Tls:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import re
-from decimal import Decimal
+from decimal import ROUND_UP, Context, Decimal
 
 from pykai.model.errors import QuantityError
 
@@ -123,3 +123,63 @@ def saturated_amount(resource: str, value: object) -> float:
         return SATURATED
     amount = float(number * 1000) if resource == "cpu" else float(number)
     return min(amount, SATURATED)
+
+
+# ---- writing quantities ------------------------------------------------------------------------
+
+PATTERN = (
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+"""The pattern of a quantity in OpenAPI (apimachinery's ``resource.Quantity``), which CRDs put
+on their quantity fields: what pykai writes must match it."""
+
+_DECIMAL_SUFFIXES = {
+    -9: "n", -6: "u", -3: "m", 0: "", 3: "k", 6: "M", 9: "G", 12: "T", 15: "P", 18: "E",
+}  # fmt: skip
+_BINARY_SUFFIXES = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_NANO = Decimal("1e-9")
+_LARGEST = MAX_QUANTITY - 1  # the largest amount parse_quantity takes back
+_FLOAT_DIGITS = 15  # a float's trustworthy significant digits (sums carry noise beyond)
+
+
+def exact(value: float) -> Decimal:
+    """A float amount as the decimal it stands for: its last, noisy digits (``0.1 + 0.2``)
+    rounded away at 15 significant digits."""
+    if not math.isfinite(value):
+        raise ValueError(f"{value!r} is no amount a quantity can write")
+    return Context(prec=_FLOAT_DIGITS).plus(Decimal(repr(value)))
+
+
+def format_quantity(amount: Decimal, binary: bool = False) -> str:
+    """``amount`` base units as Kubernetes writes a quantity in canonical form: rounded up to
+    nano units, a whole mantissa with the largest decimal suffix that keeps it whole (``1500m``,
+    ``2``, ``6G``); with ``binary``, the binary form (``512Mi``, ``5859375Ki``) when that is
+    shorter. Amounts past Kubernetes' int64 limit are written as the largest it takes."""
+    if not amount.is_finite():
+        raise ValueError(f"{amount!r} is no amount a quantity can write")
+    sign = "-" if amount < 0 else ""
+    magnitude = min(abs(amount), _LARGEST).quantize(_NANO, rounding=ROUND_UP)
+    if magnitude == 0:
+        return "0"
+    decimal = sign + _decimal_form(magnitude)
+    if binary and magnitude >= 1024 and magnitude == magnitude.to_integral_value():
+        whole, power = int(magnitude), 0
+        while whole % 1024 == 0 and power < len(_BINARY_SUFFIXES) - 1:
+            whole, power = whole // 1024, power + 1
+        written = f"{sign}{whole}{_BINARY_SUFFIXES[power]}"
+        if len(written) < len(decimal):
+            return written
+    return decimal
+
+
+def _decimal_form(magnitude: Decimal) -> str:
+    """A positive amount as a whole mantissa and a decimal suffix (exponent a multiple of 3)."""
+    _, digits, exponent = magnitude.normalize().as_tuple()
+    assert isinstance(exponent, int)
+    mantissa = int("".join(map(str, digits)))
+    shift = exponent % 3
+    mantissa, exponent = mantissa * 10**shift, exponent - shift
+    if exponent > 18:  # no suffix that large: a whole number (below int64, never reached)
+        mantissa, exponent = mantissa * 10 ** (exponent - 18), 18
+    return f"{mantissa}{_DECIMAL_SUFFIXES[exponent]}"

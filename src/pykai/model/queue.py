@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticError
 
 from pykai.model import constants as c
+from pykai.model.apitypes import API_CONFIG, ResourceList, Timestamp
 from pykai.model.duration import parse_duration
 from pykai.model.errors import FieldProblem, ValidationError
 from pykai.model.meta import Meta, Obj, parse_meta
@@ -19,15 +20,25 @@ KIND = "Queue"
 
 
 class ResourceSpec(BaseModel):
-    """quota / limit / overQuotaWeight of one resource. Missing fields take KAI's Helm defaults."""
+    """Quota, limit and over-quota weight of one resource. Missing fields take the values of
+    KAI's Helm default queues: quota 0, limit -1, weight 1."""
 
     model_config = ConfigDict(
-        extra="forbid", populate_by_name=True, strict=True, allow_inf_nan=False
+        extra="forbid",
+        populate_by_name=True,
+        strict=True,
+        allow_inf_nan=False,
+        use_attribute_docstrings=True,
     )
 
     quota: float = 0.0
+    """The amount the queue deserves: it gets it first, and reclaims it from queues above
+    theirs. -1: unlimited (the parent's whole amount)."""
     limit: float = -1.0
+    """The most the queue may use, its children included. -1: no limit; 0: none at all."""
     over_quota_weight: float = Field(1.0, alias="overQuotaWeight")
+    """The queue's weight when what is left over the quotas is divided among queues of the
+    same priority. 0: no share over the quota."""
 
     @field_validator("quota", "limit")
     @classmethod
@@ -45,26 +56,38 @@ class ResourceSpec(BaseModel):
 
 
 class QueueResources(BaseModel):
-    """spec.resources: only cpu, gpu and memory are known."""
+    """The queue's quota, limit and over-quota weight for CPU, memory and GPUs."""
 
-    model_config = ConfigDict(extra="forbid", strict=True)
+    model_config = ConfigDict(extra="forbid", strict=True, use_attribute_docstrings=True)
 
     cpu: ResourceSpec = ResourceSpec()
+    """CPU, in millicores (1000 = one CPU)."""
     gpu: ResourceSpec = ResourceSpec()
+    """GPUs, in devices; fractions are allowed (0.5 = half a GPU)."""
     memory: ResourceSpec = ResourceSpec()
+    """Memory, in megabytes (1 = 10^6 bytes)."""
 
 
 class QueueSpec(BaseModel):
-    """spec of a Queue."""
+    """The queue's place in the queue tree, its priority and its resources."""
 
-    model_config = ConfigDict(extra="forbid", populate_by_name=True, strict=True)
+    model_config = ConfigDict(
+        extra="forbid", populate_by_name=True, strict=True, use_attribute_docstrings=True
+    )
 
     display_name: str = Field("", alias="displayName")
+    """A name for people; the scheduler's logs and events use it."""
     parent_queue: str = Field("", alias="parentQueue")
+    """The queue this one divides the resources of; none for a top-level queue."""
     priority: int = Field(c.DEFAULT_QUEUE_PRIORITY, ge=-(2**31), le=2**31 - 1)
+    """Queues of higher priority get their share over the quota first, are considered first
+    for allocation and last for reclaim. Default 100."""
     preempt_min_runtime: str | None = Field(None, alias="preemptMinRuntime")
+    """How long a job of the queue runs before it may be preempted (a duration: 20s, 5m)."""
     reclaim_min_runtime: str | None = Field(None, alias="reclaimMinRuntime")
+    """How long a job of the queue runs before it may be reclaimed (a duration: 20s, 5m)."""
     resources: QueueResources
+    """Quota, limit and over-quota weight for CPU, memory and GPUs."""
 
     @field_validator("preempt_min_runtime", "reclaim_min_runtime")
     @classmethod
@@ -72,6 +95,45 @@ class QueueSpec(BaseModel):
         if value is not None:
             parse_duration(value)
         return value
+
+
+class QueueCondition(BaseModel):
+    """A condition of the queue: KAI's own (Orphan, OverQuota) or an application's (pykai's
+    FairShare, whose message holds its fair share, deserved amounts and eviction total as
+    JSON)."""
+
+    model_config = API_CONFIG
+
+    type: str
+    """The condition's name."""
+    status: str
+    """True, False or Unknown."""
+    reason: str | None = None
+    """Why, in one CamelCase word."""
+    message: str | None = None
+    """Details for people (for FairShare, JSON)."""
+    last_probe_time: Timestamp | None = Field(None, alias="lastProbeTime")
+    """When the condition was last checked."""
+    last_transition_time: Timestamp | None = Field(None, alias="lastTransitionTime")
+    """When the status last changed."""
+
+
+class QueueStatus(BaseModel):
+    """What the queue controller observes: the child queues and the resources the queue's jobs
+    and its children's hold and ask for (GPUs in devices, fractions allowed)."""
+
+    model_config = API_CONFIG
+
+    child_queues: list[str] | None = Field(None, alias="childQueues")
+    """The queues whose parentQueue is this one."""
+    allocated: ResourceList | None = None
+    """What the running jobs of the queue and its children hold."""
+    allocated_non_preemptible: ResourceList | None = Field(None, alias="allocatedNonPreemptible")
+    """What their non-preemptible jobs hold."""
+    requested: ResourceList | None = None
+    """What their running and pending jobs ask for."""
+    conditions: list[QueueCondition] | None = None
+    """The queue's conditions."""
 
 
 def _amounts(spec: QueueResources, attr: str, unlimited: float) -> Resources:

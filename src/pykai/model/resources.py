@@ -6,6 +6,8 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
+from pykai.model.quantity import exact, format_quantity
+
 RESOURCE_NAMES: tuple[str, str, str] = ("cpu", "memory", "gpu")
 UNLIMITED = -1.0
 MB = 1_000_000.0  # queue memory is in MB (10^6 bytes), as in KAI
@@ -121,9 +123,10 @@ def format_gpu(devices: float) -> str:
 
 
 def resource_list(amount: Resources) -> dict[str, str]:
-    """Engine units as a Kubernetes ResourceList (cpu, memory, nvidia.com/gpu)."""
+    """Engine units as a Kubernetes ResourceList (cpu, memory, nvidia.com/gpu) of canonical
+    quantities, the form Kubernetes itself writes (``1500m``, ``6G``, ``512Mi``, ``500m``)."""
     return {
-        "cpu": format_cpu(amount.cpu),
-        "memory": format_memory(amount.memory),
-        "nvidia.com/gpu": format_gpu(amount.gpu),
+        "cpu": format_quantity(exact(amount.cpu) / 1000),
+        "memory": format_quantity(exact(amount.memory), binary=True),
+        "nvidia.com/gpu": format_quantity(exact(amount.gpu)),
     }
