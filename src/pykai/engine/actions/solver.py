@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
@@ -116,6 +117,7 @@ class Solver:
         self.keys: KeyMemo = {}  # queue-order keys by queue, allocation and request
         self.victim_keys: dict[tuple[str, Resources], VictimKeys] = {}
         self._sides: dict[tuple[str, str], tuple[QueueInfo, QueueInfo] | None] = {}
+        self._limited: dict[str, list[QueueInfo]] = {}  # leaf -> its queues that have a limit
         self._starts: dict[tuple[str, ...], Start] = {}  # by leaves, for searches that share
         self.simulated = 0  # scenarios simulated (for benchmarks)
         self._failed: set[Shape] = set()
@@ -124,6 +126,8 @@ class Solver:
         self._sorted: dict[str, list[tuple[JobKey, Job]]] = {}  # leaf -> them in job order
         self._requests: dict[str, Resources] = {}
         self._until_commit: dict[Hashable, Any] = {}
+        self._gives: dict[str, bool] | None = None  # leaf -> whether it has running victims
+        self._victim_queues: list[str] | None = None  # those that have, by name
         self._deadline = time.perf_counter() + session.config.action_search_budget
 
     @property
@@ -177,6 +181,7 @@ class Solver:
                 queues.update(self.session.state.queue_chain(jobs[key].queue))
         for start in self._starts.values():
             start.forget(queues)
+        self._recheck_victim_queues(queues)
         self._sorted.pop(preemptor.queue, None)  # the preemptor runs now, or runs more
         self._requests.pop(preemptor.key, None)
         return outcome
@@ -196,6 +201,17 @@ class Solver:
             self._sides[pair] = sides(self.session, one, other)
         return self._sides[pair]
 
+    def within_limits(self, leaf: str) -> bool:
+        """Whether a leaf queue and its ancestors are within their limits now."""
+        limited = self._limited.get(leaf)
+        if limited is None:
+            chain = self.session.state.queue_chain(leaf)
+            queues = self.session.queues
+            limited = self._limited[leaf] = [
+                queues[name] for name in chain if not all(map(math.isinf, queues[name].limit))
+            ]
+        return all(queue.usage.allocated.fits_in(queue.limit) for queue in limited)
+
     def until_commit(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()``, kept until the next commit under ``key`` (it must depend on
         nothing else than the cluster and ``key``)."""
@@ -206,19 +222,36 @@ class Solver:
 
     def victim_queues(self) -> list[str]:
         """Leaf queues with running preemptible jobs, by name (a queue that is missing, cannot
-        be read or sits in a parent cycle has no place in the order: its jobs are no victims)."""
+        be read or sits in a parent cycle has no place in the order: its jobs are no victims).
+        Kept for the action and checked again, after a commit, only for the queues it changed
+        (the exhaustive search looks at every queue every time)."""
+        if self._gives is None or self.exhaustive:
+            self._gives = {
+                queue: self._has_victims(queue) for queue in self.session.state.running_jobs
+            }
+            self._victim_queues = None
+        if self._victim_queues is None:
+            self._victim_queues = sorted(queue for queue, yes in self._gives.items() if yes)
+        return self._victim_queues
+
+    def _has_victims(self, queue: str) -> bool:
         state = self.session.state
+        buckets = state.running_jobs.get(queue, {})
+        return (
+            queue in self.session.queues
+            and bool(state.queue_chain(queue))
+            and any(state.jobs[k].preemptible for keys in buckets.values() for k in keys)
+        )
 
-        def queues() -> list[str]:
-            return [
-                queue
-                for queue, buckets in sorted(state.running_jobs.items())
-                if queue in self.session.queues
-                and state.queue_chain(queue)
-                and any(state.jobs[k].preemptible for keys in buckets.values() for k in keys)
-            ]
-
-        return self.until_commit("victim queues", queues)
+    def _recheck_victim_queues(self, queues: set[str]) -> None:
+        """After a commit: whether the queues it changed still have (or now have) victims."""
+        if self._gives is None:
+            return
+        for queue in queues:
+            gives = self._has_victims(queue)
+            if gives != self._gives.get(queue, False):
+                self._gives[queue] = gives
+                self._victim_queues = None
 
     def victims_in(self, leaf: str) -> list[tuple[JobKey, Job]]:
         """A leaf queue's running preemptible jobs with their victim-order keys, in job order
@@ -303,6 +336,7 @@ class _Search:
         self.tried: set[frozenset[int]] = set()
         self.capacity = None if solver.exhaustive else Capacity(self.session.state.nodes, tasks)
         self._side_keys: dict[str, QueueKey] = {}
+        self._before: dict[str, bool] = {}  # by the victims' side: ranked before the preemptor's
         first = solver.pending_before(preemptor.queue, self.order_key)
         self.first_request = solver.pending_request(first[0]) if first else self.request
 
@@ -489,15 +523,14 @@ class _Search:
         if leaf == self.preemptor.queue:
             return False
         pair = self.solver.sides(self.preemptor.queue, leaf)
-        if pair is None:
+        if pair is None or not self.solver.within_limits(leaf):
             return False
-        queues = self.session.queues
-        for name in self.session.state.queue_chain(leaf):
-            if not queues[name].usage.allocated.fits_in(queues[name].limit):
-                return False
         mine, theirs = pair
-        key = self.solver.key(theirs, theirs.usage.allocated, Resources.ZERO)
-        return key < self._side_key(mine)
+        before = self._before.get(theirs.name)  # the same for every leaf below ``theirs``
+        if before is None:
+            key = self.solver.key(theirs, theirs.usage.allocated, Resources.ZERO)
+            before = self._before[theirs.name] = key < self._side_key(mine)
+        return before
 
     def _side_key(self, side: QueueInfo) -> QueueKey:
         """Queue order's key of the preemptor's side, judged by its queue's first pending
