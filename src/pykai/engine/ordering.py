@@ -23,7 +23,8 @@ def _dominant_share(used: tuple[float, ...], allocatable: tuple[float, ...]) -> 
     """max over resources of used / allocatable; a zero allocatable weighs used × 1000."""
     share = 0.0
     for u, a in zip(used, allocatable, strict=True):
-        share = max(share, u * 1000 if a <= EPS else u / a)
+        value = u * 1000 if a <= EPS else u / a
+        share = max(share, value)
     return share
 
 
@@ -68,7 +69,8 @@ class VictimKeys:
 
     def key(self, victims: Resources) -> QueueKey:
         """The queue's key with ``victims`` taken from it."""
-        changed = tuple(a - v for a, v in zip(self._allocated, victims, strict=True))
+        cpu, memory, gpu = self._allocated
+        changed = (cpu - victims.cpu, memory - victims.memory, gpu - victims.gpu)
         p = self._prefix
         s = self._suffix
         return (p[0], p[1], p[2], p[3], _dominant_share(changed, self._share), *s)

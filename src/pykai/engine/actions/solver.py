@@ -163,7 +163,8 @@ class Solver:
         if shape is not None and shape in self._failed:
             return None
         search = _Search(self, preemptor, tasks, message, validate)
-        start = self._starts.setdefault(tuple(leaves), Start()) if shared else None
+        reuse = shared and not self.exhaustive  # the exhaustive search starts afresh
+        start = self._starts.setdefault(tuple(leaves), Start()) if reuse else None
         outcome = search.run(leaves, eligible, protected, start)
         if outcome is None:
             if shape is not None:
@@ -256,9 +257,9 @@ class Solver:
     def victims_in(self, leaf: str) -> list[tuple[JobKey, Job]]:
         """A leaf queue's running preemptible jobs with their victim-order keys, in job order
         (the last is the first victim); kept for the action, and changed only for the jobs a
-        commit evicts pods of."""
+        commit evicts pods of (the exhaustive search sorts them afresh every time)."""
         entries = self._victims.get(leaf)
-        if entries is None:
+        if entries is None or self.exhaustive:
             jobs = self.session.state.jobs
             buckets = self.session.state.running_jobs.get(leaf, {})
             running = [jobs[k] for keys in buckets.values() for k in keys]

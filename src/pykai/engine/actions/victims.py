@@ -121,29 +121,79 @@ class _Leaf:
 
 
 Head = tuple[int, Job, tuple[Task, ...], Resources] | None  # cursor after it, job, pods, amount
+# a queue with victims as its parent sees it: its key, its place among its siblings (negated:
+# the first of equal keys wins) and its index; None for a queue without victims
+Entry = tuple[QueueKey, int, int] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Tree:
+    """The queues above a set of leaves, by index: leaves first, every queue after its
+    children (so a pass in index order works bottom-up)."""
+
+    names: list[str]
+    parent: list[int]  # -1 for a root
+    position: list[int]  # among its siblings (the roots are siblings, by name)
+    children: list[list[int]]
+    roots: list[int]
+    leaves: int  # indexes below this are the leaves, in the order given
+
+    @classmethod
+    def of(cls, session: Session, leaves: list[str]) -> _Tree:
+        chains = [session.state.queue_chain(name) for name in leaves]
+        depth: dict[str, int] = {}
+        parents: dict[str, str] = {}
+        children: dict[str, list[str]] = {}
+        for chain in chains:
+            for level, name in enumerate(reversed(chain)):
+                depth[name] = level
+            for child, parent in itertools.pairwise(chain):
+                parents[child] = parent
+                siblings = children.setdefault(parent, [])
+                if child not in siblings:
+                    siblings.append(child)
+        above = sorted((n for n in depth if n not in leaves), key=lambda n: -depth[n])
+        names = [*leaves, *above]
+        index = {name: i for i, name in enumerate(names)}
+        roots = sorted(name for name in names if name not in parents)
+        position = {name: p for p, name in enumerate(roots)}
+        for siblings in children.values():
+            position.update((name, p) for p, name in enumerate(siblings))
+        return cls(
+            names=names,
+            parent=[index[parents[n]] if n in parents else -1 for n in names],
+            position=[position[n] for n in names],
+            children=[[index[c] for c in children.get(n, [])] for n in names],
+            roots=[index[n] for n in roots],
+            leaves=len(leaves),
+        )
 
 
 @dataclass(slots=True)
 class Start:
     """What every search over the same leaves (and the same eligibility) sees before its first
-    pop: each leaf's first offer and each queue's key, kept by the caller between searches and
-    forgotten for the queues a commit changes."""
+    pop: each leaf's first offer and each queue's entry and the leaf its next victim comes from,
+    kept by the caller between searches and forgotten for the queues a commit changes; and the
+    queue tree above the leaves."""
 
     heads: dict[str, Head] = field(default_factory=dict)
-    keys: dict[str, QueueKey] = field(default_factory=dict)
-    has: dict[str, bool] = field(default_factory=dict)
-    under: dict[str, str] = field(default_factory=dict)
+    entries: dict[str, tuple[Entry, int]] = field(default_factory=dict)
+    tree: _Tree | None = None
 
     def forget(self, queues: set[str]) -> None:
         """Drop what depends on the given queues (leaves, and every queue above them)."""
-        for table in (self.heads, self.keys, self.has, self.under):
+        for table in (self.heads, self.entries):
             for name in queues & table.keys():
                 del table[name]
 
 
 class VictimQueue:
     """Victim units in KAI's victim order, produced on demand from the leaf queues' jobs
-    (``jobs_of``: a leaf's candidates in reverse job order) that ``eligible`` accepts."""
+    (``jobs_of``: a leaf's candidates in reverse job order) that ``eligible`` accepts.
+
+    Every queue's entry (its victim-order key, judged with the next victim of the leaf below it
+    that its own children rank last) is kept current: a pop changes only the entries on the
+    popped leaf's chain, worked out again bottom-up from their children's."""
 
     def __init__(
         self,
@@ -155,59 +205,85 @@ class VictimQueue:
         orders: dict[tuple[str, Resources], VictimKeys] | None = None,
         start: Start | None = None,
     ) -> None:
-        self._session = session
         self._jobs_of = jobs_of
         self._eligible = eligible
         self._protected = protected
         self._seq = itertools.count()
-        self._leaves = {name: _Leaf(name) for name in leaves}
         self._start = Start() if start is None else start
-        self._keys = dict(self._start.keys)
-        self._has = dict(self._start.has)  # whether a queue still has victims
-        self._under = dict(self._start.under)  # the leaf a queue's next victim comes from
-        self._popped: set[str] = set()  # queues popped from (their start figures are stale)
-        self._orders: dict[str, VictimKeys] = {}  # by queue, its allocation before the search
+        if self._start.tree is None:
+            self._start.tree = _Tree.of(session, leaves)
+        tree = self._tree = self._start.tree
+        self._leaves = [_Leaf(name) for name in leaves]
         known = {} if orders is None else orders  # kept by the caller, by queue and allocation
-        self._children: dict[str, list[str]] = {}
-        roots: set[str] = set()
-        for name in leaves:
-            chain = session.state.queue_chain(name)
-            for child, parent in itertools.pairwise(chain):
-                siblings = self._children.setdefault(parent, [])
-                if child not in siblings:
-                    siblings.append(child)
-            for queue in chain:
-                if queue not in self._orders:
-                    info = session.queues[queue]
-                    memo = (queue, info.usage.allocated)
-                    if memo not in known:
-                        known[memo] = VictimKeys(info, info.usage.allocated, session.total)
-                    self._orders[queue] = known[memo]
-            roots.add(chain[-1])
-        self._roots = sorted(roots)
+        self._orders: list[VictimKeys] = []
+        for name in tree.names:
+            info = session.queues[name]
+            memo = (name, info.usage.allocated)
+            if memo not in known:
+                known[memo] = VictimKeys(info, info.usage.allocated, session.total)
+            self._orders.append(known[memo])
+        count = len(tree.names)
+        self._entries: list[Entry] = [None] * count
+        self._under: list[int] = [-1] * count  # the leaf a queue's next victim comes from
+        self._below: list[list[Entry]] = [[None] * len(c) for c in tree.children]
+        self._top: list[Entry] = [None] * len(tree.roots)
+        cached = self._start.entries
+        for i, name in enumerate(tree.names):
+            known_entry = cached.get(name)
+            if known_entry is None:
+                self._refresh(i)
+                cached[name] = (self._entries[i], self._under[i])
+            else:
+                self._entries[i], self._under[i] = known_entry
+                self._post(i)
 
     def pop(self) -> VictimUnit | None:
         """The next victim unit, or None when no victim is left."""
         while True:
-            name = self._next_leaf()
-            if name is None:
+            present = [entry for entry in self._top if entry is not None]
+            if not present:
                 return None
-            leaf = self._leaves[name]
+            index = self._under[max(present)[2]]
+            leaf = self._leaves[index]
             offer = self._head(leaf)
             assert offer is not None
             leaf.head = None
             leaf.touched = True
             leaf.taken += offer.amount
-            for queue in self._session.state.queue_chain(name):
-                self._keys.pop(queue, None)
-                self._has.pop(queue, None)
-                self._under.pop(queue, None)
-                self._popped.add(queue)
             tasks = offer.take(self._protected)
             if offer.tasks:
                 heapq.heappush(leaf.again, _Reversed(offer.key(), next(self._seq), offer))
+            parent = index
+            while parent >= 0:
+                self._refresh(parent)
+                parent = self._tree.parent[parent]
             if tasks:
                 return VictimUnit(offer.job, tasks)
+
+    def _refresh(self, index: int) -> None:
+        """Work a queue's entry out again from its leaf's next offer, or from its children's
+        entries (the child ranked last gives next), and tell its parent."""
+        if index < self._tree.leaves:
+            head = self._head(self._leaves[index])
+            under = index if head is not None else -1
+        else:
+            present = [entry for entry in self._below[index] if entry is not None]
+            under = self._under[max(present)[2]] if present else -1
+        entry: Entry = None
+        if under >= 0:
+            leaf = self._leaves[under]
+            head = self._head(leaf)
+            assert head is not None
+            key = self._orders[index].key(leaf.taken + head.amount)
+            entry = (key, -self._tree.position[index], index)
+        self._entries[index], self._under[index] = entry, under
+        self._post(index)
+
+    def _post(self, index: int) -> None:
+        """Put a queue's entry where its parent (or the roots' level) reads it."""
+        parent = self._tree.parent[index]
+        target = self._top if parent < 0 else self._below[parent]
+        target[self._tree.position[index]] = self._entries[index]
 
     def _head(self, leaf: _Leaf) -> _Offer | None:
         """The leaf's next offer: the later in job order of its next listed job and of the
@@ -242,61 +318,3 @@ class VictimQueue:
                 None if head is None else (leaf.cursor, head.job, tuple(head.tasks), head.amount)
             )
         return leaf.head
-
-    def _has_victims(self, name: str) -> bool:
-        has = self._has.get(name)
-        if has is None:
-            leaf = self._leaves.get(name)
-            if leaf is not None:
-                has = self._head(leaf) is not None
-            else:
-                has = any(self._has_victims(c) for c in self._children.get(name, []))
-            self._has[name] = has
-            if name not in self._popped:
-                self._start.has[name] = has
-        return has
-
-    def _next_leaf(self) -> str | None:
-        """The leaf the next victim comes from: at each level the child queue order ranks
-        last."""
-        best = self._last(self._roots)
-        return None if best is None else self._under_of(best)
-
-    def _last(self, queues: list[str]) -> str | None:
-        """Of the queues that still have victims, the one queue order ranks last."""
-        best = None
-        best_key: QueueKey | None = None
-        for queue in queues:
-            if self._has_victims(queue):
-                key = self._key(queue)
-                if best_key is None or key > best_key:
-                    best, best_key = queue, key
-        return best
-
-    def _under_of(self, name: str) -> str:
-        """The leaf a queue's next victim comes from."""
-        leaf = self._under.get(name)
-        if leaf is None:
-            if name in self._leaves:
-                leaf = name
-            else:
-                child = self._last(self._children[name])
-                assert child is not None
-                leaf = self._under_of(child)
-            self._under[name] = leaf
-            if name not in self._popped:
-                self._start.under[name] = leaf
-        return leaf
-
-    def _key(self, name: str) -> QueueKey:
-        """Victim order's key of a queue: a parent is judged with its next leaf's victims."""
-        key = self._keys.get(name)
-        if key is None:
-            leaf = self._leaves[self._under_of(name)]
-            head = self._head(leaf)
-            assert head is not None
-            key = self._orders[name].key(leaf.taken + head.amount)
-            self._keys[name] = key
-            if name not in self._popped:
-                self._start.keys[name] = key
-        return key
