@@ -71,9 +71,7 @@ class VictimKeys:
         """The queue's key with ``victims`` taken from it."""
         cpu, memory, gpu = self._allocated
         changed = (cpu - victims.cpu, memory - victims.memory, gpu - victims.gpu)
-        p = self._prefix
-        s = self._suffix
-        return (p[0], p[1], p[2], p[3], _dominant_share(changed, self._share), *s)
+        return (*self._prefix, _dominant_share(changed, self._share), *self._suffix)
 
 
 def _order_key(

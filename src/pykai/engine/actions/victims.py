@@ -36,6 +36,9 @@ class VictimUnit:
 
 def offers(job: Job) -> list[Task]:
     """A victim job's evictable pods, newest (reverse task order) first."""
+    if len(job.tasks) == 1:  # most jobs: nothing to sort
+        task = next(iter(job.tasks.values()))
+        return [task] if task.status in EVICTABLE else []
     return sorted(
         (t for t in job.tasks.values() if t.status in EVICTABLE),
         key=lambda t: t.order_key,
@@ -91,6 +94,8 @@ class _Offer:
 
 
 def _sum(tasks: list[Task]) -> Resources:
+    if len(tasks) == 1:
+        return tasks[0].request
     total = Resources.ZERO
     for task in tasks:
         total += task.request
@@ -132,6 +137,7 @@ class _Tree:
     children (so a pass in index order works bottom-up)."""
 
     names: list[str]
+    index: dict[str, int]
     parent: list[int]  # -1 for a root
     position: list[int]  # among its siblings (the roots are siblings, by name)
     children: list[list[int]]
@@ -161,6 +167,7 @@ class _Tree:
             position.update((name, p) for p, name in enumerate(siblings))
         return cls(
             names=names,
+            index=index,
             parent=[index[parents[n]] if n in parents else -1 for n in names],
             position=[position[n] for n in names],
             children=[[index[c] for c in children.get(n, [])] for n in names],
@@ -172,19 +179,40 @@ class _Tree:
 @dataclass(slots=True)
 class Start:
     """What every search over the same leaves (and the same eligibility) sees before its first
-    pop: each leaf's first offer and each queue's entry and the leaf its next victim comes from,
-    kept by the caller between searches and forgotten for the queues a commit changes; and the
-    queue tree above the leaves."""
+    pop, kept by the caller between searches and forgotten for the queues a commit changes:
+    each leaf's first offer, each queue's entry and the leaf its next victim comes from (by
+    the tree's indexes, with the entries each parent reads); and the queue tree itself, with
+    each queue's victim-order keys by the allocation they were made for."""
 
     heads: dict[str, Head] = field(default_factory=dict)
-    entries: dict[str, tuple[Entry, int]] = field(default_factory=dict)
     tree: _Tree | None = None
+    known: list[bool] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
+    under: list[int] = field(default_factory=list)
+    below: list[list[Entry]] = field(default_factory=list)
+    top: list[Entry] = field(default_factory=list)
+    orders: list[tuple[Resources, VictimKeys] | None] = field(default_factory=list)
 
     def forget(self, queues: set[str]) -> None:
         """Drop what depends on the given queues (leaves, and every queue above them)."""
-        for table in (self.heads, self.entries):
-            for name in queues & table.keys():
-                del table[name]
+        for name in queues & self.heads.keys():
+            del self.heads[name]
+        if self.tree is not None:
+            for name in queues & self.tree.index.keys():
+                self.known[self.tree.index[name]] = False
+
+    def grow(self, session: Session, leaves: list[str]) -> _Tree:
+        """The tree above the leaves, with nothing known yet (once)."""
+        if self.tree is None:
+            tree = self.tree = _Tree.of(session, leaves)
+            count = len(tree.names)
+            self.known = [False] * count
+            self.entries = [None] * count
+            self.under = [-1] * count
+            self.below = [[None] * len(c) for c in tree.children]
+            self.top = [None] * len(tree.roots)
+            self.orders = [None] * count
+        return self.tree
 
 
 class VictimQueue:
@@ -210,32 +238,34 @@ class VictimQueue:
         self._protected = protected
         self._seq = itertools.count()
         self._start = Start() if start is None else start
-        if self._start.tree is None:
-            self._start.tree = _Tree.of(session, leaves)
-        tree = self._tree = self._start.tree
+        tree = self._tree = self._start.grow(session, leaves)
         self._leaves = [_Leaf(name) for name in leaves]
         known = {} if orders is None else orders  # kept by the caller, by queue and allocation
-        self._orders: list[VictimKeys] = []
-        for name in tree.names:
-            info = session.queues[name]
-            memo = (name, info.usage.allocated)
-            if memo not in known:
-                known[memo] = VictimKeys(info, info.usage.allocated, session.total)
-            self._orders.append(known[memo])
-        count = len(tree.names)
-        self._entries: list[Entry] = [None] * count
-        self._under: list[int] = [-1] * count  # the leaf a queue's next victim comes from
-        self._below: list[list[Entry]] = [[None] * len(c) for c in tree.children]
-        self._top: list[Entry] = [None] * len(tree.roots)
-        cached = self._start.entries
+        kept = self._start.orders
         for i, name in enumerate(tree.names):
-            known_entry = cached.get(name)
-            if known_entry is None:
-                self._refresh(i)
-                cached[name] = (self._entries[i], self._under[i])
-            else:
-                self._entries[i], self._under[i] = known_entry
-                self._post(i)
+            info = session.queues[name]
+            allocated = info.usage.allocated
+            order = kept[i]
+            if order is None or order[0] is not allocated:
+                memo = (name, allocated)
+                if memo not in known:
+                    known[memo] = VictimKeys(info, allocated, session.total)
+                kept[i] = (allocated, known[memo])
+        self._orders = [order[1] for order in kept if order is not None]
+        start = self._start
+        self._entries = start.entries
+        self._under = start.under
+        self._below = start.below
+        self._top = start.top
+        if not all(start.known):
+            for i, is_known in enumerate(start.known):  # bottom-up
+                if not is_known:
+                    self._refresh(i)
+                    start.known[i] = True
+        self._entries = list(start.entries)  # this search's own from here on
+        self._under = list(start.under)
+        self._below = [list(entries) for entries in start.below]
+        self._top = list(start.top)
 
     def pop(self) -> VictimUnit | None:
         """The next victim unit, or None when no victim is left."""
