@@ -10,7 +10,10 @@ more to give goes back into its queue, judged again by what it has left.
 
 Nothing is built for jobs that are never reached: each leaf queue hands out its jobs from a
 list sorted once (shared by the searches of an action), skipping those the search may not
-take, and only jobs given back after a first unit go into a heap.
+take, and only jobs given back after a first unit go into a heap. What a leaf hands out does
+not depend on the other queues: the searches over the same leaves share each leaf's stream of
+units (as far as any of them read it), and each queue's entry before the first pop, until a
+commit changes the queue.
 """
 
 from __future__ import annotations
@@ -80,17 +83,17 @@ class _Offer:
         """Job order of what is left (KAI re-queues a clone of the job with its other pods)."""
         return _left_key(self.job, len(self.tasks))
 
-    def take(self, protected: Callable[[Job], bool]) -> tuple[Task, ...]:
-        """The next unit: one pod beyond the minimum, else the rest of the gang (none if
-        min-runtime protects the job)."""
+    def take(self) -> tuple[tuple[Task, ...], bool]:
+        """The next unit: one pod beyond the minimum, else the rest of the gang (which
+        min-runtime may protect: the flag)."""
         extra = len(self.tasks) - self.job.min_member
         if extra > 0:
             task = self.tasks.pop(0)
             self.amount = _sum(self.tasks)
-            return (task,)
-        unit = () if protected(self.job) else tuple(self.tasks)
+            return (task,), False
+        unit = tuple(self.tasks)
         self.tasks, self.amount = [], Resources.ZERO
-        return unit
+        return unit, True
 
 
 def _sum(tasks: list[Task]) -> Resources:
@@ -114,18 +117,78 @@ class _Reversed:
         return (self.key, -self.seq) > (other.key, -other.seq)
 
 
-@dataclass(slots=True)
-class _Leaf:
-    name: str
-    jobs: list[tuple[JobKey, Job]] | None = None  # in job order, shared, read from the end
-    cursor: int = 0  # how many of them, from the end, were looked at
-    again: list[_Reversed] = field(default_factory=list)  # jobs given back after a unit
-    head: _Offer | None = None  # the next offer, once looked at
-    taken: Resources = Resources.ZERO  # Σ of what popped offers held when popped
-    touched: bool = False  # popped from in this search
+@dataclass(slots=True, eq=False)
+class _Item:
+    """One unit a leaf hands out: the offer it comes from (its job and what the offer held
+    when taken from), the unit's pods, whether min-runtime may protect it (the rest of a
+    gang), and all the leaf gave up to and with it (what its key is judged by)."""
+
+    job: Job
+    tasks: tuple[Task, ...]
+    amount: Resources
+    whole: bool
+    through: Resources
+    keys: dict[int, tuple[VictimKeys, QueueKey]] = field(default_factory=dict)  # by queue
 
 
-Head = tuple[int, Job, tuple[Task, ...], Resources] | None  # cursor after it, job, pods, amount
+class _Stream:
+    """A leaf's units in victim order, worked out as far as a search reads them: the later in
+    job order of its next listed job and of the jobs given back after a unit."""
+
+    def __init__(
+        self,
+        name: str,
+        jobs_of: Callable[[str], list[tuple[JobKey, Job]]],
+        eligible: Callable[[Job], bool],
+    ) -> None:
+        self._name = name
+        self._jobs_of = jobs_of
+        self._eligible = eligible
+        self._jobs: list[tuple[JobKey, Job]] | None = None  # in job order, read from the end
+        self._cursor = 0  # how many of them, from the end, were looked at
+        self._again: list[_Reversed] = []  # jobs given back after a unit
+        self._seq = itertools.count()
+        self._taken = Resources.ZERO  # Σ of what the offers taken from held when taken
+        self._done = False
+        self.items: list[_Item] = []
+
+    def item(self, position: int) -> _Item | None:
+        """The unit at ``position`` (None past the last)."""
+        while len(self.items) <= position and not self._done:
+            self._next()
+        return self.items[position] if position < len(self.items) else None
+
+    def _next(self) -> None:
+        offer = self._head()
+        if offer is None:
+            self._done = True
+            return
+        amount = offer.amount
+        self._taken += amount  # the leaf's taken before this unit, and this offer's amount
+        tasks, whole = offer.take()
+        if offer.tasks:
+            heapq.heappush(self._again, _Reversed(offer.key(), next(self._seq), offer))
+        self.items.append(_Item(offer.job, tasks, amount, whole, self._taken))
+
+    def _head(self) -> _Offer | None:
+        if self._jobs is None:
+            self._jobs = self._jobs_of(self._name)
+        jobs = self._jobs
+        listed = None
+        while self._cursor < len(jobs) and listed is None:
+            job = jobs[-1 - self._cursor][1]
+            tasks = offers(job) if self._eligible(job) else []
+            if tasks:
+                listed = _Offer.of(job, tasks)
+            else:
+                self._cursor += 1
+        if self._again and (listed is None or self._again[0].key > listed.key()):
+            return heapq.heappop(self._again).offer
+        if listed is not None:
+            self._cursor += 1
+        return listed
+
+
 # a queue with victims as its parent sees it: its key, its place among its siblings (negated:
 # the first of equal keys wins) and its index; None for a queue without victims
 Entry = tuple[QueueKey, int, int] | None
@@ -178,13 +241,13 @@ class _Tree:
 
 @dataclass(slots=True)
 class Start:
-    """What every search over the same leaves (and the same eligibility) sees before its first
-    pop, kept by the caller between searches and forgotten for the queues a commit changes:
-    each leaf's first offer, each queue's entry and the leaf its next victim comes from (by
-    the tree's indexes, with the entries each parent reads); and the queue tree itself, with
-    each queue's victim-order keys by the allocation they were made for."""
+    """What every search over the same leaves (and the same eligibility) shares, kept by the
+    caller between searches and forgotten for the queues a commit changes: each leaf's stream,
+    each queue's entry before the first pop and the leaf its next victim comes from (by the
+    tree's indexes, with the entries each parent reads); and the queue tree itself, with each
+    queue's victim-order keys by the allocation they were made for."""
 
-    heads: dict[str, Head] = field(default_factory=dict)
+    streams: dict[str, _Stream] = field(default_factory=dict)
     tree: _Tree | None = None
     known: list[bool] = field(default_factory=list)
     entries: list[Entry] = field(default_factory=list)
@@ -195,8 +258,8 @@ class Start:
 
     def forget(self, queues: set[str]) -> None:
         """Drop what depends on the given queues (leaves, and every queue above them)."""
-        for name in queues & self.heads.keys():
-            del self.heads[name]
+        for name in queues & self.streams.keys():
+            del self.streams[name]
         if self.tree is not None:
             for name in queues & self.tree.index.keys():
                 self.known[self.tree.index[name]] = False
@@ -219,7 +282,7 @@ class VictimQueue:
     """Victim units in KAI's victim order, produced on demand from the leaf queues' jobs
     (``jobs_of``: a leaf's candidates in reverse job order) that ``eligible`` accepts.
 
-    Every queue's entry (its victim-order key, judged with the next victim of the leaf below it
+    Every queue's entry (its victim-order key, judged with the next unit of the leaf below it
     that its own children rank last) is kept current: a pop changes only the entries on the
     popped leaf's chain, worked out again bottom-up from their children's."""
 
@@ -233,15 +296,17 @@ class VictimQueue:
         orders: dict[tuple[str, Resources], VictimKeys] | None = None,
         start: Start | None = None,
     ) -> None:
-        self._jobs_of = jobs_of
-        self._eligible = eligible
         self._protected = protected
-        self._seq = itertools.count()
-        self._start = Start() if start is None else start
-        tree = self._tree = self._start.grow(session, leaves)
-        self._leaves = [_Leaf(name) for name in leaves]
+        start = self._start = Start() if start is None else start
+        tree = self._tree = start.grow(session, leaves)
+        streams = start.streams
+        for name in leaves:
+            if name not in streams:
+                streams[name] = _Stream(name, jobs_of, eligible)
+        self._streams = [streams[name] for name in leaves]
+        self._positions = [0] * len(leaves)  # units taken from each leaf in this search
         known = {} if orders is None else orders  # kept by the caller, by queue and allocation
-        kept = self._start.orders
+        kept = start.orders
         for i, name in enumerate(tree.names):
             info = session.queues[name]
             allocated = info.usage.allocated
@@ -252,7 +317,6 @@ class VictimQueue:
                     known[memo] = VictimKeys(info, allocated, session.total)
                 kept[i] = (allocated, known[memo])
         self._orders = [order[1] for order in kept if order is not None]
-        start = self._start
         self._entries = start.entries
         self._under = start.under
         self._below = start.below
@@ -269,82 +333,44 @@ class VictimQueue:
 
     def pop(self) -> VictimUnit | None:
         """The next victim unit, or None when no victim is left."""
+        parents = self._tree.parent
         while True:
             present = [entry for entry in self._top if entry is not None]
             if not present:
                 return None
             index = self._under[max(present)[2]]
-            leaf = self._leaves[index]
-            offer = self._head(leaf)
-            assert offer is not None
-            leaf.head = None
-            leaf.touched = True
-            leaf.taken += offer.amount
-            tasks = offer.take(self._protected)
-            if offer.tasks:
-                heapq.heappush(leaf.again, _Reversed(offer.key(), next(self._seq), offer))
-            parent = index
-            while parent >= 0:
-                self._refresh(parent)
-                parent = self._tree.parent[parent]
-            if tasks:
-                return VictimUnit(offer.job, tasks)
+            item = self._streams[index].item(self._positions[index])
+            assert item is not None
+            self._positions[index] += 1
+            queue = index
+            while queue >= 0:
+                self._refresh(queue)
+                queue = parents[queue]
+            if not (item.whole and self._protected(item.job)):
+                return VictimUnit(item.job, item.tasks)
 
     def _refresh(self, index: int) -> None:
-        """Work a queue's entry out again from its leaf's next offer, or from its children's
+        """Work a queue's entry out again from its leaf's next unit, or from its children's
         entries (the child ranked last gives next), and tell its parent."""
         if index < self._tree.leaves:
-            head = self._head(self._leaves[index])
-            under = index if head is not None else -1
+            item = self._streams[index].item(self._positions[index])
+            under = index if item is not None else -1
         else:
             present = [entry for entry in self._below[index] if entry is not None]
             under = self._under[max(present)[2]] if present else -1
         entry: Entry = None
         if under >= 0:
-            leaf = self._leaves[under]
-            head = self._head(leaf)
-            assert head is not None
-            key = self._orders[index].key(leaf.taken + head.amount)
+            item = self._streams[under].item(self._positions[under])
+            assert item is not None
+            order = self._orders[index]
+            cached = item.keys.get(index)
+            if cached is not None and cached[0] is order:
+                key = cached[1]
+            else:
+                key = order.key(item.through)
+                item.keys[index] = (order, key)
             entry = (key, -self._tree.position[index], index)
         self._entries[index], self._under[index] = entry, under
-        self._post(index)
-
-    def _post(self, index: int) -> None:
-        """Put a queue's entry where its parent (or the roots' level) reads it."""
         parent = self._tree.parent[index]
         target = self._top if parent < 0 else self._below[parent]
-        target[self._tree.position[index]] = self._entries[index]
-
-    def _head(self, leaf: _Leaf) -> _Offer | None:
-        """The leaf's next offer: the later in job order of its next listed job and of the
-        jobs given back."""
-        if leaf.head is not None:
-            return leaf.head
-        if not leaf.touched and leaf.name in self._start.heads:
-            first = self._start.heads[leaf.name]
-            if first is None:
-                return None
-            leaf.cursor, first_job, pods, amount = first
-            leaf.head = _Offer(first_job, list(pods), amount)
-            return leaf.head
-        if leaf.jobs is None:
-            leaf.jobs = self._jobs_of(leaf.name)
-        listed = None
-        while leaf.cursor < len(leaf.jobs) and listed is None:
-            job = leaf.jobs[-1 - leaf.cursor][1]
-            tasks = offers(job) if self._eligible(job) else []
-            if tasks:
-                listed = _Offer.of(job, tasks)
-            else:
-                leaf.cursor += 1
-        if leaf.again and (listed is None or leaf.again[0].key > listed.key()):
-            leaf.head = heapq.heappop(leaf.again).offer
-        elif listed is not None:
-            leaf.cursor += 1
-            leaf.head = listed
-        if not leaf.touched:
-            head = leaf.head
-            self._start.heads[leaf.name] = (
-                None if head is None else (leaf.cursor, head.job, tuple(head.tasks), head.amount)
-            )
-        return leaf.head
+        target[self._tree.position[index]] = entry
