@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from pykai.engine.actions.allocate import tasks_to_allocate
-from pykai.engine.actions.capacity_bound import Capacity, feasible_mask, spare
+from pykai.engine.actions.capacity_bound import Capacity, Room, feasible_mask, spare
 from pykai.engine.actions.gang import FitKey, fit_key, place_gang
 from pykai.engine.actions.victims import Start, VictimQueue, VictimUnit, victim_key
 from pykai.engine.capacity import over_capacity, over_limit
@@ -363,10 +363,10 @@ class _Search:
                 self.solver.victim_keys,
                 start,
             )
-            for scenario in generate(victims):
+            for scenario, bounded in generate(victims):
                 if self.solver.out_of_time:
                     return None
-                outcome = self._try(scenario)
+                outcome = self._try(scenario, bounded)
                 if outcome is not None:
                     return outcome
         return None
@@ -393,18 +393,22 @@ class _Search:
                 return
             yield unit
 
-    def _node_local(self, victims: VictimQueue) -> Iterator[list[VictimUnit]]:
+    def _node_local(self, victims: VictimQueue) -> Iterator[tuple[list[VictimUnit], bool]]:
         """KAI's NodeLocalGreedy: after each new unit, the accumulated units on each of its
-        nodes."""
+        nodes (those the bound lets through, and said to be so)."""
         on_node: dict[str, list[VictimUnit]] = {}
+        rooms: dict[str, Room] = {}  # node -> what its units give back, for the bound
         for unit in self._units(victims):
             nodes = sorted({t.node for t in unit.tasks})
             for node in nodes:
                 on_node.setdefault(node, []).append(unit)
+                if self.capacity is not None:
+                    rooms.setdefault(node, self.capacity.room()).add(unit.tasks)
             for node in nodes:
-                yield on_node[node]
+                if self.capacity is None or rooms[node].holds():
+                    yield on_node[node], True
 
-    def _multi_node(self, victims: VictimQueue) -> Iterator[list[VictimUnit]]:
+    def _multi_node(self, victims: VictimQueue) -> Iterator[tuple[list[VictimUnit], bool]]:
         """KAI's MultiNodeGang: the accumulated units on the K nodes of least GPU capacity
         that could hold a pod, from the smallest K that covers the demand (with the idle and
         releasing GPUs of nodes without victims), K growing by 1, 2, 4, ... to all of them."""
@@ -415,6 +419,7 @@ class _Search:
         smallest = min(t.request.gpu for t in self.tasks)
         baseline = float(free[mask].sum())
         taken: list[VictimUnit] = []
+        room = None if self.capacity is None else self.capacity.room()
         on_node: dict[str, list[int]] = {}  # node -> indexes of the units with a pod on it
         gpus: dict[str, float] = {}  # node -> GPUs the units hold on it
 
@@ -430,8 +435,10 @@ class _Search:
                 if not indexes or indexes[-1] != index:
                     indexes.append(index)
                 gpus[task.node] = gpus.get(task.node, 0.0) + task.request.gpu
-            if self.capacity is not None and not self.capacity.could_hold_units(taken):
-                continue
+            if room is not None:
+                room.add(unit.tasks)
+                if not room.holds():
+                    continue
             viable = sorted(
                 (n for n in on_node if smallest <= 0 or capacity(n) >= smallest - EPS),
                 key=lambda n: (capacity(n), on_node[n][0]),
@@ -442,18 +449,23 @@ class _Search:
             step = 1
             while count <= len(viable):
                 chosen = sorted({i for n in viable[:count] for i in on_node[n]})
-                yield [taken[i] for i in chosen]
+                yield [taken[i] for i in chosen], False
                 if count >= len(viable):
                     break
                 count, step = min(count + step, len(viable)), step * 2
 
-    def _try(self, scenario: list[VictimUnit]) -> Outcome | None:
-        """Simulate one scenario (each at most once per search)."""
+    def _try(self, scenario: list[VictimUnit], bounded: bool) -> Outcome | None:
+        """Simulate one scenario (each at most once per search); ``bounded``: the bound was
+        checked on it already."""
         fingerprint = frozenset(id(t) for unit in scenario for t in unit.tasks)
         if not fingerprint or fingerprint in self.tried:
             return None
         self.tried.add(fingerprint)
-        if self.capacity is not None and not self.capacity.could_hold_units(scenario):
+        if (
+            not bounded
+            and self.capacity is not None
+            and not self.capacity.could_hold_units(scenario)
+        ):
             return None
         self.solver.simulated += 1
         statement = self.session.statement()
