@@ -98,6 +98,7 @@ def _candidates(
     across commits, by those (the exhaustive search works every one out)."""
     found = []
     seen: Verdicts = {} if solver.exhaustive else verdicts
+    by_side: dict[str, bool] = {}  # this reclaimer's verdict, by the sibling it takes from
     for queue in solver.victim_queues():
         if queue == reclaimer.queue:
             continue
@@ -105,12 +106,15 @@ def _candidates(
         if levels is None:
             continue
         mine, theirs = levels
-        key = (mine.name, theirs.name, request, mine.usage.allocated, theirs.usage.allocated)
-        verdict = seen.get(key)
+        verdict = by_side.get(theirs.name)
         if verdict is None:
-            verdict = seen[key] = _may_give(mine, theirs, request) and not _saturated(
-                mine, theirs, request, session.config.reclaimer_saturation_multiplier
-            )
+            key = (mine.name, theirs.name, request, mine.usage.allocated, theirs.usage.allocated)
+            verdict = seen.get(key)
+            if verdict is None:
+                verdict = seen[key] = _may_give(mine, theirs, request) and not _saturated(
+                    mine, theirs, request, session.config.reclaimer_saturation_multiplier
+                )
+            by_side[theirs.name] = verdict
         if verdict:
             found.append(queue)
     return found

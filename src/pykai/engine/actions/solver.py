@@ -125,6 +125,7 @@ class Solver:
         self._pending: dict[str, list[Job]] | None = None  # leaf -> its pending jobs
         self._sorted: dict[str, list[tuple[JobKey, Job]]] = {}  # leaf -> them in job order
         self._requests: dict[str, Resources] = {}
+        self._order_keys: dict[str, JobKey] = {}  # pending jobs' job order, until they change
         self._until_commit: dict[Hashable, Any] = {}
         self._gives: dict[str, bool] | None = None  # leaf -> whether it has running victims
         self._victim_queues: list[str] | None = None  # those that have, by name
@@ -184,6 +185,7 @@ class Solver:
             start.forget(queues)
         self._recheck_victim_queues(queues)
         self._sorted.pop(preemptor.queue, None)  # the preemptor runs now, or runs more
+        self._order_keys.pop(preemptor.key, None)
         self._requests.pop(preemptor.key, None)
         return outcome
 
@@ -270,6 +272,7 @@ class Solver:
 
     def _reposition(self, job: Job) -> None:
         """A job lost pods: its place in its leaf's victim list changes."""
+        self._order_keys.pop(job.key, None)
         entries = self._victims.get(job.queue)
         if entries is None:
             return
@@ -297,10 +300,17 @@ class Solver:
         ordered = self._sorted.get(leaf)
         if ordered is None:
             ordered = self._sorted[leaf] = sorted(
-                ((job_order_key(j), j) for j in self._pending.get(leaf, [])), key=_first
+                ((self._order_key(j), j) for j in self._pending.get(leaf, [])), key=_first
             )
         end = bisect.bisect_left(ordered, limit, key=_first)
         return [job for _, job in ordered[:end] if job.pending]
+
+    def _order_key(self, job: Job) -> JobKey:
+        """``job_order_key``, kept until a commit changes the job."""
+        key = self._order_keys.get(job.key)
+        if key is None or self.exhaustive:
+            key = self._order_keys[job.key] = job_order_key(job)
+        return key
 
 
 def _first(pair: tuple[JobKey, Job]) -> JobKey:
@@ -376,12 +386,17 @@ class _Search:
         can ever come out at its turn were evicted (an upper bound: a queue's preemptible
         allocation, on any node)."""
         assert self.capacity is not None
-        extra = Resources.ZERO
+        cpu = memory = gpu = 0.0
+        queues = self.session.queues
+        moves = self.solver.moves
         for leaf in leaves:
-            if self.solver.moves or not self._always_before(leaf):
-                usage = self.session.queues[leaf].usage
-                extra += usage.allocated - usage.allocated_non_preemptible
-        return self.capacity.could_hold_extra(extra)
+            if moves or not self._always_before(leaf):
+                usage = queues[leaf].usage
+                allocated, kept = usage.allocated, usage.allocated_non_preemptible
+                cpu += allocated.cpu - kept.cpu
+                memory += allocated.memory - kept.memory
+                gpu += allocated.gpu - kept.gpu
+        return self.capacity.could_hold_extra(Resources(cpu, memory, gpu))
 
     def _units(self, victims: VictimQueue) -> Iterator[VictimUnit]:
         """Units in victim order while the scenario may still grow (``max_pods``)."""

@@ -128,7 +128,7 @@ class _Item:
     amount: Resources
     whole: bool
     through: Resources
-    keys: dict[int, tuple[VictimKeys, QueueKey]] = field(default_factory=dict)  # by queue
+    keys: dict[int, tuple[VictimKeys, QueueKey]] | None = None  # by queue, once judged
 
 
 class _Stream:
@@ -363,6 +363,8 @@ class VictimQueue:
             item = self._streams[under].item(self._positions[under])
             assert item is not None
             order = self._orders[index]
+            if item.keys is None:
+                item.keys = {}
             cached = item.keys.get(index)
             if cached is not None and cached[0] is order:
                 key = cached[1]
