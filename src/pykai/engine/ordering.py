@@ -68,10 +68,20 @@ class VictimKeys:
         self._share = tuple(queue.share or queue.allocatable_share(total))
 
     def key(self, victims: Resources) -> QueueKey:
-        """The queue's key with ``victims`` taken from it."""
+        """The queue's key with ``victims`` taken from it (``_dominant_share`` written out
+        for the three resources: this runs for every victim taken)."""
         cpu, memory, gpu = self._allocated
-        changed = (cpu - victims.cpu, memory - victims.memory, gpu - victims.gpu)
-        return (*self._prefix, _dominant_share(changed, self._share), *self._suffix)
+        cpu -= victims.cpu
+        memory -= victims.memory
+        gpu -= victims.gpu
+        s0, s1, s2 = self._share
+        share = max(
+            0.0,
+            cpu * 1000 if s0 <= EPS else cpu / s0,
+            memory * 1000 if s1 <= EPS else memory / s1,
+            gpu * 1000 if s2 <= EPS else gpu / s2,
+        )
+        return (*self._prefix, share, *self._suffix)
 
 
 def _order_key(

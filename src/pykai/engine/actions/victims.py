@@ -305,6 +305,7 @@ class VictimQueue:
                 streams[name] = _Stream(name, jobs_of, eligible)
         self._streams = [streams[name] for name in leaves]
         self._positions = [0] * len(leaves)  # units taken from each leaf in this search
+        self._items = [stream.item(0) for stream in self._streams]  # each leaf's next unit
         known = {} if orders is None else orders  # kept by the caller, by queue and allocation
         kept = start.orders
         for i, name in enumerate(tree.names):
@@ -335,13 +336,14 @@ class VictimQueue:
         """The next victim unit, or None when no victim is left."""
         parents = self._tree.parent
         while True:
-            present = [entry for entry in self._top if entry is not None]
-            if not present:
+            best = max(filter(None, self._top), default=None)
+            if best is None:
                 return None
-            index = self._under[max(present)[2]]
-            item = self._streams[index].item(self._positions[index])
+            index = self._under[best[2]]
+            item = self._items[index]
             assert item is not None
             self._positions[index] += 1
+            self._items[index] = self._streams[index].item(self._positions[index])
             queue = index
             while queue >= 0:
                 self._refresh(queue)
@@ -352,27 +354,29 @@ class VictimQueue:
     def _refresh(self, index: int) -> None:
         """Work a queue's entry out again from its leaf's next unit, or from its children's
         entries (the child ranked last gives next), and tell its parent."""
-        if index < self._tree.leaves:
-            item = self._streams[index].item(self._positions[index])
-            under = index if item is not None else -1
+        tree = self._tree
+        if index < tree.leaves:
+            under = index if self._items[index] is not None else -1
         else:
-            present = [entry for entry in self._below[index] if entry is not None]
-            under = self._under[max(present)[2]] if present else -1
+            best = max(filter(None, self._below[index]), default=None)
+            under = -1 if best is None else self._under[best[2]]
         entry: Entry = None
         if under >= 0:
-            item = self._streams[under].item(self._positions[under])
+            item = self._items[under]
             assert item is not None
             order = self._orders[index]
-            if item.keys is None:
-                item.keys = {}
-            cached = item.keys.get(index)
+            keys = item.keys
+            if keys is None:
+                keys = item.keys = {}
+            cached = keys.get(index)
             if cached is not None and cached[0] is order:
                 key = cached[1]
             else:
                 key = order.key(item.through)
-                item.keys[index] = (order, key)
-            entry = (key, -self._tree.position[index], index)
-        self._entries[index], self._under[index] = entry, under
-        parent = self._tree.parent[index]
+                keys[index] = (order, key)
+            entry = (key, -tree.position[index], index)
+        self._entries[index] = entry
+        self._under[index] = under
+        parent = tree.parent[index]
         target = self._top if parent < 0 else self._below[parent]
-        target[self._tree.position[index]] = entry
+        target[tree.position[index]] = entry
