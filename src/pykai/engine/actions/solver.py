@@ -46,6 +46,7 @@ import math
 import time
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 from pykai.engine.actions.allocate import tasks_to_allocate
@@ -164,9 +165,9 @@ class Solver:
         if shape is not None and shape in self._failed:
             return None
         search = _Search(self, preemptor, tasks, message, validate)
-        reuse = shared and not self.exhaustive  # the exhaustive search starts afresh
-        start = self._starts.setdefault(tuple(leaves), Start()) if reuse else None
-        outcome = search.run(leaves, eligible, protected, start)
+        outcome = search.run(
+            leaves, partial(self.victim_order, leaves, eligible, protected, shared)
+        )
         if outcome is None:
             if shape is not None:
                 self._failed.add(shape)
@@ -177,17 +178,29 @@ class Solver:
         changed = {t.job_key for unit in outcome.victims for t in unit.tasks}
         changed |= {t.job_key for t in outcome.moved}
         queues = set(self.session.state.queue_chain(preemptor.queue))
-        for key in changed:
+        for key in changed | {preemptor.key}:
             if key in jobs:
                 self._reposition(jobs[key])
                 queues.update(self.session.state.queue_chain(jobs[key].queue))
         for start in self._starts.values():
             start.forget(queues)
         self._recheck_victim_queues(queues)
-        self._sorted.pop(preemptor.queue, None)  # the preemptor runs now, or runs more
-        self._order_keys.pop(preemptor.key, None)
-        self._requests.pop(preemptor.key, None)
         return outcome
+
+    def victim_order(
+        self,
+        leaves: list[str],
+        eligible: Callable[[Job], bool],
+        protected: Callable[[Job], bool],
+        shared: bool = False,
+    ) -> VictimQueue:
+        """The victims of ``leaves`` in KAI's victim order; ``shared`` as for ``solve`` (the
+        exhaustive search starts afresh)."""
+        reuse = shared and not self.exhaustive
+        start = self._starts.setdefault(tuple(leaves), Start()) if reuse else None
+        return VictimQueue(
+            self.session, leaves, self.victims_in, eligible, protected, self.victim_keys, start
+        )
 
     def key(self, queue: QueueInfo, allocated: Resources, request: Resources) -> QueueKey:
         """Queue order's key for a queue with a given allocation and next job."""
@@ -271,8 +284,11 @@ class Solver:
         return entries
 
     def _reposition(self, job: Job) -> None:
-        """A job lost pods: its place in its leaf's victim list changes."""
+        """A commit changed a job (it runs now, or more, or lost pods): its place in its
+        leaf's victim list and among its leaf's pending jobs, and what it asks for, change."""
         self._order_keys.pop(job.key, None)
+        self._sorted.pop(job.queue, None)
+        self._requests.pop(job.key, None)
         entries = self._victims.get(job.queue)
         if entries is None:
             return
@@ -351,29 +367,16 @@ class _Search:
         first = solver.pending_before(preemptor.queue, self.order_key)
         self.first_request = solver.pending_request(first[0]) if first else self.request
 
-    def run(
-        self,
-        leaves: list[str],
-        eligible: Callable[[Job], bool],
-        protected: Callable[[Job], bool],
-        start: Start | None,
-    ) -> Outcome | None:
+    def run(self, leaves: list[str], victims: Callable[[], VictimQueue]) -> Outcome | None:
+        """The first scenario that works, committed; ``victims`` gives the victim order
+        afresh for each scenario generator."""
         if self.capacity is not None and not self._may_fit(leaves):
             return None
         generators = [self._node_local]
         if len(self.tasks) > 1:  # one pod needs one node: node-local scenarios cover it
             generators.append(self._multi_node)
         for generate in generators:
-            victims = VictimQueue(
-                self.session,
-                leaves,
-                self.solver.victims_in,
-                eligible,
-                protected,
-                self.solver.victim_keys,
-                start,
-            )
-            for scenario, bounded in generate(victims):
+            for scenario, bounded in generate(victims()):
                 if self.solver.out_of_time:
                     return None
                 outcome = self._try(scenario, bounded)
