@@ -64,3 +64,4 @@ class CycleResult:
     timings: dict[str, float] = field(default_factory=dict)  # phase -> seconds
     # action -> pending jobs it did not try because its search budget was spent
     out_of_budget: dict[str, int] = field(default_factory=dict)
+    untried: dict[str, dict[str, int]] = field(default_factory=dict)  # the same, by leaf queue

@@ -163,8 +163,9 @@ class JobQueue:
         for job in jobs:
             self.push(job)
 
-    def __len__(self) -> int:
-        return sum(len(h) for h in self._heaps.values())
+    def remaining(self) -> list[Job]:
+        """The jobs not popped yet (in no particular order)."""
+        return [job for heap in self._heaps.values() for _, _, job in heap]
 
     def push(self, job: Job) -> None:
         """Add (or re-add) a job to its leaf queue."""

@@ -55,7 +55,7 @@ def reclaim(session: Session) -> None:
     queue = JobQueue(session, schedulable_jobs(session, note=False), request_for, memo=solver.keys)
     while (job := queue.pop()) is not None:
         if solver.out_of_time:
-            solver.stop(len(queue) + 1)
+            solver.stop([job, *queue.remaining()])
             return
         tasks = tasks_to_allocate(job)
         request = request_for(job)

@@ -137,10 +137,13 @@ class Solver:
         """True once the action's search budget is spent (never for an exhaustive search)."""
         return not self.exhaustive and time.perf_counter() > self._deadline
 
-    def stop(self, untried: int) -> None:
+    def stop(self, untried: list[Job]) -> None:
         """Note, for the cycle's result, that the action stops with ``untried`` jobs left
-        because its budget is spent."""
-        self.session.out_of_budget[self.action] = untried
+        because its budget is spent (how many, and how many of each queue)."""
+        self.session.out_of_budget[self.action] = len(untried)
+        by_queue = self.session.untried.setdefault(self.action, {})
+        for job in untried:
+            by_queue[job.queue] = by_queue.get(job.queue, 0) + 1
 
     def solve(
         self,
