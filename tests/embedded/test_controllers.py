@@ -11,7 +11,7 @@ from pykai.embedded.store import Store
 from pykai.engine.decisions import Bind, CycleResult, Evict, QueueStatus, Reason
 from pykai.engine.jobs import TaskStatus
 from pykai.engine.state import ClusterState
-from pykai.model.builders import node, pod, podgroup
+from pykai.model.builders import node, pod, podgroup, queue
 from pykai.model.meta import Obj, format_time
 from pykai.model.resources import Resources
 
@@ -240,3 +240,24 @@ def test_settle_gives_up_after_max_cycles_and_schedule_runs_exactly_n(tmp_path: 
     assert cluster.settle(max_cycles=3) == 3
     cluster.schedule(cycles=2)
     assert runner.cycles == 10
+
+
+def test_a_spent_search_budget_is_a_warning_on_the_queues_left_untried(tmp_path: Path) -> None:
+    """An action stopped by its search budget: a warning on each queue with jobs it did not
+    try, saying how many; the same warning next cycle counts up; queues it tried get none."""
+    untried = CycleResult(out_of_budget={"reclaim": 3}, untried={"reclaim": {"default-queue": 3}})
+    scheduler = ScriptedScheduler()
+    cluster = scripted(tmp_path / "c.db", scheduler)
+    cluster.apply([node("n1"), queue("other")])
+    scheduler.script.append(untried)
+    cluster.schedule()
+    cluster.advance(10)  # settles with nothing left untried: no warning
+    scheduler.script.append(untried)
+    cluster.schedule()
+    events = cluster.events_for("Queue", "default-queue", "")
+    assert [(e["type"], e["reason"], e["count"]) for e in events] == [
+        ("Warning", "SearchBudgetSpent", 2)
+    ]
+    assert "reclaim spent its search budget" in events[0]["message"]
+    assert "3 pending job(s) of this queue were not tried" in events[0]["message"]
+    assert cluster.events_for("Queue", "other", "") == []

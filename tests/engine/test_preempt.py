@@ -150,3 +150,25 @@ def test_stale_gang_is_evicted_after_grace(engine: Engine) -> None:
     assert [e.name for e in result.evictions] == ["g-0"]
     assert result.evictions[0].reason == "StaleGang"
     assert engine.state.task_by_key("default", "g-0").status == TaskStatus.RELEASING  # type: ignore[union-attr]
+
+
+def test_a_spent_search_budget_names_the_queues_of_the_jobs_left_untried() -> None:
+    """The budget stops an action before its next job: the cycle says how many jobs of which
+    queue it did not try (for the queue's warning), and nothing is evicted for them; with the
+    default budget the same cluster reclaims."""
+    objs = [node("n1", gpus=2), queue("d")]
+    objs += [queue(name, parent="d", gpu=(1, -1, 1)) for name in ("q1", "q2")]
+    objs += [*running_gang("a", 1, gpus=1, node_name="n1", queue_name="q1")]
+    objs += [*running_gang("b", 1, gpus=1, node_name="n1", queue_name="q1")]
+    objs += pending("c", gpus=1, priority="train", queue_name="q2")
+    results = {}
+    for budget in (1e-12, 10.0):
+        engine = Engine(SchedulerConfig(actionSearchBudget=budget))
+        engine.add(objs)
+        results[budget] = engine.cycle()
+    spent, default = results[1e-12], results[10.0]
+    assert spent.untried["reclaim"] == {"q2": 1}
+    assert spent.out_of_budget["reclaim"] == 1
+    assert not spent.evictions
+    assert not default.untried and not default.out_of_budget
+    assert [e.name for e in default.evictions] == ["b-0"]

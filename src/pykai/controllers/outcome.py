@@ -4,7 +4,12 @@ they ask for (last start, stale since), with KAI's events:
 - a bind: ``Scheduled`` (Normal) on the pod; a refused bind: ``FailedBinding`` (Warning), the
   engine stops assuming it and the pod waits out its backoff;
 - an eviction: ``Evict`` (Normal) on the pod and on its PodGroup, saying which action evicted it
-  and for whom (pykai's finer reason leads the message: Preempted, Reclaimed, ...).
+  and for whom (pykai's finer reason leads the message: Preempted, Reclaimed, ...);
+- an action stopped by its search budget: ``SearchBudgetSpent`` (Warning) on each queue with
+  pending jobs it did not try. On the queue, not the jobs: those jobs were not judged (no reason
+  about them would be true), there may be thousands of them while the scheduler is already
+  behind, and the budget is the operator's setting, whom a queue's events reach; a job's owner
+  finds it on the job's queue.
 
 Why a job stays pending (``Unschedulable``) is the status controller's (controllers/status.py):
 it is said when the PodGroup's scheduling condition changes.
@@ -81,6 +86,21 @@ def carry_out(host: Host, result: CycleResult, *, scheduled_events: bool = True)
         "the evictor", list(_victims(host, result.evictions)), lambda item: _evict(host, *item)
     )
     annotate_podgroups(host, result)
+    _budget_spent(host, result)
+
+
+def _budget_spent(host: Host, result: CycleResult) -> None:
+    """A warning on each queue whose pending jobs an action left untried (a repeat counts up)."""
+    for action, queues in sorted(result.untried.items()):
+        for name, count in sorted(queues.items()):
+            queue = host.get("Queue", name)
+            if queue is not None:
+                message = (
+                    f"{action} spent its search budget (actionSearchBudget) this cycle: "
+                    f"{count} pending job(s) of this queue were not tried; they are tried "
+                    f"again in the next cycle"
+                )
+                host.record(queue, "SearchBudgetSpent", message, WARNING)
 
 
 def _pod_ref(decision: Bind) -> Obj:

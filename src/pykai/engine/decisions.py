@@ -65,3 +65,4 @@ class CycleResult:
     action_timings: dict[str, float] = field(default_factory=dict)  # action -> seconds
     # action -> pending jobs it did not try because its search budget was spent
     out_of_budget: dict[str, int] = field(default_factory=dict)
+    untried: dict[str, dict[str, int]] = field(default_factory=dict)  # the same, by leaf queue

@@ -23,7 +23,8 @@ def _dominant_share(used: tuple[float, ...], allocatable: tuple[float, ...]) -> 
     """max over resources of used / allocatable; a zero allocatable weighs used × 1000."""
     share = 0.0
     for u, a in zip(used, allocatable, strict=True):
-        share = max(share, u * 1000 if a <= EPS else u / a)
+        value = u * 1000 if a <= EPS else u / a
+        share = max(share, value)
     return share
 
 
@@ -67,11 +68,20 @@ class VictimKeys:
         self._share = tuple(queue.share or queue.allocatable_share(total))
 
     def key(self, victims: Resources) -> QueueKey:
-        """The queue's key with ``victims`` taken from it."""
-        changed = tuple(a - v for a, v in zip(self._allocated, victims, strict=True))
-        p = self._prefix
-        s = self._suffix
-        return (p[0], p[1], p[2], p[3], _dominant_share(changed, self._share), *s)
+        """The queue's key with ``victims`` taken from it (``_dominant_share`` written out
+        for the three resources: this runs for every victim taken)."""
+        cpu, memory, gpu = self._allocated
+        cpu -= victims.cpu
+        memory -= victims.memory
+        gpu -= victims.gpu
+        s0, s1, s2 = self._share
+        share = max(
+            0.0,
+            cpu * 1000 if s0 <= EPS else cpu / s0,
+            memory * 1000 if s1 <= EPS else memory / s1,
+            gpu * 1000 if s2 <= EPS else gpu / s2,
+        )
+        return (*self._prefix, share, *self._suffix)
 
 
 def _order_key(
@@ -153,8 +163,9 @@ class JobQueue:
         for job in jobs:
             self.push(job)
 
-    def __len__(self) -> int:
-        return sum(len(h) for h in self._heaps.values())
+    def remaining(self) -> list[Job]:
+        """The jobs not popped yet (in no particular order)."""
+        return [job for heap in self._heaps.values() for _, _, job in heap]
 
     def push(self, job: Job) -> None:
         """Add (or re-add) a job to its leaf queue."""

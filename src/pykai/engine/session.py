@@ -128,6 +128,7 @@ class Session:
     stale: dict[str, float | None] = field(default_factory=dict)
     moved_jobs: set[str] = field(default_factory=set)  # moved by consolidation this cycle
     out_of_budget: dict[str, int] = field(default_factory=dict)  # action -> jobs not tried
+    untried: dict[str, dict[str, int]] = field(default_factory=dict)  # the same, by queue
 
     @classmethod
     def open(cls, state: ClusterState, config: SchedulerConfig, now: float) -> Session:
@@ -186,7 +187,11 @@ class Session:
 
     def close(self) -> CycleResult:
         """Turn committed changes into decisions; undo pipelined placements."""
-        result = CycleResult(stale=dict(self.stale), out_of_budget=dict(self.out_of_budget))
+        result = CycleResult(
+            stale=dict(self.stale),
+            out_of_budget=dict(self.out_of_budget),
+            untried={action: dict(queues) for action, queues in self.untried.items()},
+        )
         first: dict[int, _Change] = {}
         evicted: dict[int, tuple[str, str]] = {}
         for change in self.committed:

@@ -22,22 +22,26 @@ from pykai.model.resources import Resources
 
 def allocate(session: Session) -> None:
     """Run the allocate action."""
-    plans: dict[str, list[Task]] = {}
+    plans: dict[str, tuple[list[Task], Resources]] = {}  # job -> its next pods, their sum
     no_fit: dict[FitKey, str] = {}  # allocate only fills nodes: what did not fit stays so
 
+    def plan(job: Job) -> tuple[list[Task], Resources]:
+        found = plans.get(job.key)
+        if found is None:
+            tasks = tasks_to_allocate(job)
+            total = Resources.ZERO
+            for task in tasks:
+                total += task.request
+            found = plans[job.key] = (tasks, total)
+        return found
+
     def request_of(job: Job) -> Resources:
-        tasks = plans.get(job.key)
-        if tasks is None:
-            tasks = plans[job.key] = tasks_to_allocate(job)
-        total = Resources.ZERO
-        for task in tasks:
-            total += task.request
-        return total
+        return plan(job)[1]
 
     queue = JobQueue(session, schedulable_jobs(session), request_of, memo={})
     while (job := queue.pop()) is not None:
-        request_of(job)
-        tasks = plans.pop(job.key)
+        tasks = plan(job)[0]
+        del plans[job.key]
         if not tasks:
             continue
         if allocate_job(session, job, tasks, no_fit) and job.pending and job.gang_satisfied():

@@ -3,13 +3,16 @@
 A node can give a preemptor at most its idle and releasing resources (whole GPUs, and the
 spare portions of shared ones) plus what the scenario's victims on it hold. If, even so, the
 preemptor's pods could not all find a node (counting how many of its smallest pod fit on each
-node), simulating the scenario is pointless: it fails. The bound never rejects a scenario the
-simulation would accept, so the search decides exactly as if it simulated every scenario (a
-property test compares them).
+node), simulating the scenario is pointless: it fails. A preemptor whose pods all ask for whole
+devices can use no portion of a shared one: a scenario gives it a shared device only when every
+pod on that device is then releasing (the device is then a whole releasing GPU). The bound never
+rejects a scenario the simulation would accept, so the search decides exactly as if it simulated
+every scenario (a property test compares them).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 
 import numpy as np
@@ -43,52 +46,139 @@ class Capacity:
     """How many of a preemptor's pods could fit, at most, with given victims evicted."""
 
     def __init__(self, nodes: NodeTable, tasks: list[Task]) -> None:
-        self._index = nodes.index
-        self._mask = feasible_mask(nodes, tasks)
+        self.nodes = nodes
+        self.mask = feasible_mask(nodes, tasks)
         self._free = spare(nodes)
         requests = np.array([tuple(t.request) for t in tasks], dtype=float).reshape(-1, 3)
         self._total = requests.sum(axis=0)
         self._smallest = requests.min(axis=0) if len(tasks) else np.zeros(3)
-        self._pods = len(tasks)
-        base = self._free[self._mask]
+        self.pods = len(tasks)
+        base = self._free[self.mask]
         self._base_total = base.sum(axis=0)
-        self._base_slots = int(self._slots(base).sum())
+        # whole devices only: no shared portion counts, a shared device only once released
+        self.whole = all(not t.pod.gpu.is_shared for t in tasks)
+        if self.whole:
+            self._free[:, GPU] -= nodes.shared_spare
+            base = self._free[self.mask]
+        self.scenario_total = tuple(base.sum(axis=0).tolist())
+        self.needed = tuple(self._total.tolist())
+        self._asked = [(k, float(v)) for k, v in enumerate(self._smallest.tolist()) if v > EPS]
+        self.base_slots = int(self._slots(base).sum())
+        self._slots_before: dict[int, int] = {}  # row -> slots with no victim
 
     def _slots(self, free: FloatArray) -> np.ndarray:
         """Per row: how many of the smallest pod fit (a huge number when it asks nothing)."""
         asked = self._smallest > EPS
         if not asked.any():
-            return np.full(len(free), self._pods)
+            return np.full(len(free), self.pods)
         ratios = np.floor(free[:, asked] / self._smallest[asked] + EPS)
         fit: np.ndarray = ratios.min(axis=1)
         return fit
 
+    def _row_slots(self, free: list[float]) -> int:
+        """``_slots`` of one row."""
+        if not self._asked:
+            return self.pods
+        return min(math.floor(free[k] / smallest + EPS) for k, smallest in self._asked)
+
     def could_hold_extra(self, extra: Resources) -> bool:
-        """Whether ``extra`` more room, anywhere, could make the pods' total fit."""
+        """Whether ``extra`` more room, anywhere, could make the pods' total fit (``extra``
+        counting shared portions as devices: a bound for every preemptor)."""
         return not (self._base_total + np.array(tuple(extra)) + EPS < self._total).any()
 
     def could_hold_units(self, units: Iterable[VictimUnit]) -> bool:
         """Whether evicting the units could make room."""
-        return self._holds(t for unit in units for t in unit.tasks)
+        room = self.room()
+        for unit in units:
+            room.add(unit.tasks)
+        return room.holds()
 
-    def _holds(self, victims: Iterable[Task]) -> bool:
-        added: dict[int, np.ndarray] = {}
-        for task in victims:
-            row = self._index.get(task.node)
-            if row is None or not self._mask[row]:
+    def room(self) -> Room:
+        """An empty set of victims, to grow one unit at a time."""
+        return Room(self)
+
+    def row_slots(self, row: int, extra: list[float] | None = None) -> int:
+        """How many of the smallest pod fit on a row, with ``extra`` more room."""
+        free = self._free[row].tolist()
+        if extra is None:
+            slots = self._slots_before.get(row)
+            if slots is None:
+                slots = self._slots_before[row] = self._row_slots(free)
+            return slots
+        return self._row_slots([f + e for f, e in zip(free, extra, strict=True)])
+
+    def released_with(self, node: str, group_id: str, victims: int) -> bool:
+        """Whether a shared device becomes a whole releasing one once ``victims`` of its pods
+        are evicted (it was not one already)."""
+        groups = self.nodes.shared.get(node)
+        group = groups.groups.get(group_id) if groups is not None else None
+        return (
+            group is not None
+            and not group.all_released
+            and group.releasing_pods + victims >= group.pods
+        )
+
+
+class Room:
+    """What a set of victims gives back on the nodes a preemptor may use, grown one unit at
+    a time; ``holds`` says whether the preemptor's pods could then fit (``Capacity``)."""
+
+    __slots__ = ("_added", "_capacity", "_shared", "_total")
+
+    def __init__(self, capacity: Capacity) -> None:
+        self._capacity = capacity
+        self._added: dict[int, list[float]] = {}  # row -> cpu, memory, GPUs given back
+        self._shared: dict[tuple[str, str], int] = {}  # (node, shared device) -> its victims
+        self._total = list(capacity.scenario_total)
+
+    def add(self, tasks: Iterable[Task]) -> None:
+        """Count the victims' pods in."""
+        capacity = self._capacity
+        index = capacity.nodes.index
+        mask = capacity.mask
+        total = self._total
+        for task in tasks:
+            row = index.get(task.node)
+            if row is None or not mask[row]:
                 continue
-            extra = added.get(row)
+            request = task.request
+            gpu = request.gpu
+            if capacity.whole and task.gpu_groups:
+                gpu = 0.0
+                for group in task.gpu_groups:
+                    key = (task.node, group)
+                    self._shared[key] = self._shared.get(key, 0) + 1
+            extra = self._added.get(row)
             if extra is None:
-                extra = added[row] = np.zeros(3)
-            extra += tuple(task.request)
-        total = self._base_total.copy()
-        for extra in added.values():
-            total += extra
-        if (total + EPS < self._total).any():
+                self._added[row] = [request.cpu, request.memory, gpu]
+            else:
+                extra[0] += request.cpu
+                extra[1] += request.memory
+                extra[2] += gpu
+            total[0] += request.cpu
+            total[1] += request.memory
+            total[2] += gpu
+
+    def holds(self) -> bool:
+        """Whether the preemptor's pods could fit with these victims evicted."""
+        capacity = self._capacity
+        index = capacity.nodes.index
+        released: dict[int, float] = {}  # row -> shared devices wholly given back
+        for (node, group), count in self._shared.items():
+            if capacity.released_with(node, group, count):
+                row = index[node]
+                released[row] = released.get(row, 0.0) + 1.0
+        needed = capacity.needed
+        gpus = self._total[2] + sum(released.values())
+        if (
+            self._total[0] + EPS < needed[0]
+            or self._total[1] + EPS < needed[1]
+            or gpus + EPS < needed[2]
+        ):
             return False
-        if not added:
-            return self._base_slots >= self._pods
-        rows = np.fromiter(added, dtype=int, count=len(added))
-        before = self._slots(self._free[rows])
-        after = self._slots(self._free[rows] + np.array(list(added.values())))
-        return self._base_slots - int(before.sum()) + int(after.sum()) >= self._pods
+        slots = capacity.base_slots
+        for row, given in self._added.items():
+            bonus = released.get(row)
+            extra = [given[0], given[1], given[2] + bonus] if bonus else given
+            slots += capacity.row_slots(row, extra) - capacity.row_slots(row)
+        return slots >= capacity.pods

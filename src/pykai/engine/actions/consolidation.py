@@ -33,7 +33,7 @@ def consolidation(session: Session) -> None:
     free = _total_free(session)
     for index, job in enumerate(jobs):
         if solver.out_of_time:
-            solver.stop(len(jobs) - index)
+            solver.stop(jobs[index:])
             return
         if not job.preemptible or job.key in session.moved_jobs:
             continue

@@ -25,7 +25,7 @@ def preempt(session: Session) -> None:
     jobs = sorted(schedulable_jobs(session, note=False), key=job_order_key)
     for index, job in enumerate(jobs):
         if solver.out_of_time:
-            solver.stop(len(jobs) - index)
+            solver.stop(jobs[index:])
             return
         tasks = tasks_to_allocate(job)
         if not tasks or over_quota(job, session.chain(job), request_of(tasks)) is not None:

@@ -35,6 +35,9 @@ from pykai.engine.session import QueueInfo, Session
 from pykai.model.resources import RESOURCE_NAMES, Resources
 
 EPS = 1e-9
+# whether a sibling may give to the reclaimer's side: by the two sides, the request and the
+# sides' allocations
+Verdicts = dict[tuple[str, str, Resources, Resources, Resources], bool]
 
 
 def reclaim(session: Session) -> None:
@@ -42,6 +45,7 @@ def reclaim(session: Session) -> None:
     requests: dict[str, Resources] = {}
     runtimes: dict[tuple[str, str], float] = {}  # (victim's queue, reclaimer's) -> min-runtime
     solver = Solver(session, "reclaim", "Reclaimed")
+    verdicts: Verdicts = {}
 
     def request_for(job: Job) -> Resources:
         if job.key not in requests:
@@ -51,14 +55,15 @@ def reclaim(session: Session) -> None:
     queue = JobQueue(session, schedulable_jobs(session, note=False), request_for, memo=solver.keys)
     while (job := queue.pop()) is not None:
         if solver.out_of_time:
-            solver.stop(len(queue) + 1)
+            solver.stop([job, *queue.remaining()])
             return
         tasks = tasks_to_allocate(job)
         request = request_for(job)
         if not tasks or not can_reclaim(session, job, request):
             continue
         leaves = solver.until_commit(
-            ("candidates", job.queue, request), partial(_candidates, session, solver, job, request)
+            ("candidates", job.queue, request),
+            partial(_candidates, session, solver, verdicts, job, request),
         )
         if not leaves:
             continue
@@ -84,19 +89,34 @@ def can_reclaim(session: Session, job: Job, request: Resources) -> bool:
     )
 
 
-def _candidates(session: Session, solver: Solver, reclaimer: Job, request: Resources) -> list[str]:
+def _candidates(
+    session: Session, solver: Solver, verdicts: Verdicts, reclaimer: Job, request: Resources
+) -> list[str]:
     """Queues with running preemptible jobs a reclaim strategy may take from (KAI's
-    ReclaimVictimFilter)."""
+    ReclaimVictimFilter). The verdict is the same for every leaf below the same sibling of the
+    reclaimer's side, and depends only on the two sides' allocations: ``verdicts`` keeps it
+    across commits, by those (the exhaustive search works every one out)."""
     found = []
+    seen: Verdicts = {} if solver.exhaustive else verdicts
+    by_side: dict[str, bool] = {}  # this reclaimer's verdict, by the sibling it takes from
     for queue in solver.victim_queues():
         if queue == reclaimer.queue:
             continue
         levels = solver.sides(reclaimer.queue, queue)
-        if levels is None or not _may_give(*levels, request):
+        if levels is None:
             continue
-        if _saturated(*levels, request, session.config.reclaimer_saturation_multiplier):
-            continue
-        found.append(queue)
+        mine, theirs = levels
+        verdict = by_side.get(theirs.name)
+        if verdict is None:
+            key = (mine.name, theirs.name, request, mine.usage.allocated, theirs.usage.allocated)
+            verdict = seen.get(key)
+            if verdict is None:
+                verdict = seen[key] = _may_give(mine, theirs, request) and not _saturated(
+                    mine, theirs, request, session.config.reclaimer_saturation_multiplier
+                )
+            by_side[theirs.name] = verdict
+        if verdict:
+            found.append(queue)
     return found
 
 

@@ -42,13 +42,15 @@ from __future__ import annotations
 
 import bisect
 import dataclasses
+import math
 import time
 from collections.abc import Callable, Hashable, Iterator
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, TypeVar
 
 from pykai.engine.actions.allocate import tasks_to_allocate
-from pykai.engine.actions.capacity_bound import Capacity, feasible_mask, spare
+from pykai.engine.actions.capacity_bound import Capacity, Room, feasible_mask, spare
 from pykai.engine.actions.gang import FitKey, fit_key, place_gang
 from pykai.engine.actions.victims import Start, VictimQueue, VictimUnit, victim_key
 from pykai.engine.capacity import over_capacity, over_limit
@@ -116,6 +118,7 @@ class Solver:
         self.keys: KeyMemo = {}  # queue-order keys by queue, allocation and request
         self.victim_keys: dict[tuple[str, Resources], VictimKeys] = {}
         self._sides: dict[tuple[str, str], tuple[QueueInfo, QueueInfo] | None] = {}
+        self._limited: dict[str, list[QueueInfo]] = {}  # leaf -> its queues that have a limit
         self._starts: dict[tuple[str, ...], Start] = {}  # by leaves, for searches that share
         self.simulated = 0  # scenarios simulated (for benchmarks)
         self._failed: set[Shape] = set()
@@ -123,7 +126,10 @@ class Solver:
         self._pending: dict[str, list[Job]] | None = None  # leaf -> its pending jobs
         self._sorted: dict[str, list[tuple[JobKey, Job]]] = {}  # leaf -> them in job order
         self._requests: dict[str, Resources] = {}
+        self._order_keys: dict[str, JobKey] = {}  # pending jobs' job order, until they change
         self._until_commit: dict[Hashable, Any] = {}
+        self._gives: dict[str, bool] | None = None  # leaf -> whether it has running victims
+        self._victim_queues: list[str] | None = None  # those that have, by name
         self._deadline = time.perf_counter() + session.config.action_search_budget
 
     @property
@@ -131,10 +137,13 @@ class Solver:
         """True once the action's search budget is spent (never for an exhaustive search)."""
         return not self.exhaustive and time.perf_counter() > self._deadline
 
-    def stop(self, untried: int) -> None:
+    def stop(self, untried: list[Job]) -> None:
         """Note, for the cycle's result, that the action stops with ``untried`` jobs left
-        because its budget is spent."""
-        self.session.out_of_budget[self.action] = untried
+        because its budget is spent (how many, and how many of each queue)."""
+        self.session.out_of_budget[self.action] = len(untried)
+        by_queue = self.session.untried.setdefault(self.action, {})
+        for job in untried:
+            by_queue[job.queue] = by_queue.get(job.queue, 0) + 1
 
     def solve(
         self,
@@ -159,8 +168,9 @@ class Solver:
         if shape is not None and shape in self._failed:
             return None
         search = _Search(self, preemptor, tasks, message, validate)
-        start = self._starts.setdefault(tuple(leaves), Start()) if shared else None
-        outcome = search.run(leaves, eligible, protected, start)
+        outcome = search.run(
+            leaves, partial(self.victim_order, leaves, eligible, protected, shared)
+        )
         if outcome is None:
             if shape is not None:
                 self._failed.add(shape)
@@ -171,15 +181,29 @@ class Solver:
         changed = {t.job_key for unit in outcome.victims for t in unit.tasks}
         changed |= {t.job_key for t in outcome.moved}
         queues = set(self.session.state.queue_chain(preemptor.queue))
-        for key in changed:
+        for key in changed | {preemptor.key}:
             if key in jobs:
                 self._reposition(jobs[key])
                 queues.update(self.session.state.queue_chain(jobs[key].queue))
         for start in self._starts.values():
             start.forget(queues)
-        self._sorted.pop(preemptor.queue, None)  # the preemptor runs now, or runs more
-        self._requests.pop(preemptor.key, None)
+        self._recheck_victim_queues(queues)
         return outcome
+
+    def victim_order(
+        self,
+        leaves: list[str],
+        eligible: Callable[[Job], bool],
+        protected: Callable[[Job], bool],
+        shared: bool = False,
+    ) -> VictimQueue:
+        """The victims of ``leaves`` in KAI's victim order; ``shared`` as for ``solve`` (the
+        exhaustive search starts afresh)."""
+        reuse = shared and not self.exhaustive
+        start = self._starts.setdefault(tuple(leaves), Start()) if reuse else None
+        return VictimQueue(
+            self.session, leaves, self.victims_in, eligible, protected, self.victim_keys, start
+        )
 
     def key(self, queue: QueueInfo, allocated: Resources, request: Resources) -> QueueKey:
         """Queue order's key for a queue with a given allocation and next job."""
@@ -196,6 +220,17 @@ class Solver:
             self._sides[pair] = sides(self.session, one, other)
         return self._sides[pair]
 
+    def within_limits(self, leaf: str) -> bool:
+        """Whether a leaf queue and its ancestors are within their limits now."""
+        limited = self._limited.get(leaf)
+        if limited is None:
+            chain = self.session.state.queue_chain(leaf)
+            queues = self.session.queues
+            limited = self._limited[leaf] = [
+                queues[name] for name in chain if not all(map(math.isinf, queues[name].limit))
+            ]
+        return all(queue.usage.allocated.fits_in(queue.limit) for queue in limited)
+
     def until_commit(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()``, kept until the next commit under ``key`` (it must depend on
         nothing else than the cluster and ``key``)."""
@@ -206,26 +241,43 @@ class Solver:
 
     def victim_queues(self) -> list[str]:
         """Leaf queues with running preemptible jobs, by name (a queue that is missing, cannot
-        be read or sits in a parent cycle has no place in the order: its jobs are no victims)."""
+        be read or sits in a parent cycle has no place in the order: its jobs are no victims).
+        Kept for the action and checked again, after a commit, only for the queues it changed
+        (the exhaustive search looks at every queue every time)."""
+        if self._gives is None or self.exhaustive:
+            self._gives = {
+                queue: self._has_victims(queue) for queue in self.session.state.running_jobs
+            }
+            self._victim_queues = None
+        if self._victim_queues is None:
+            self._victim_queues = sorted(queue for queue, yes in self._gives.items() if yes)
+        return self._victim_queues
+
+    def _has_victims(self, queue: str) -> bool:
         state = self.session.state
+        buckets = state.running_jobs.get(queue, {})
+        return (
+            queue in self.session.queues
+            and bool(state.queue_chain(queue))
+            and any(state.jobs[k].preemptible for keys in buckets.values() for k in keys)
+        )
 
-        def queues() -> list[str]:
-            return [
-                queue
-                for queue, buckets in sorted(state.running_jobs.items())
-                if queue in self.session.queues
-                and state.queue_chain(queue)
-                and any(state.jobs[k].preemptible for keys in buckets.values() for k in keys)
-            ]
-
-        return self.until_commit("victim queues", queues)
+    def _recheck_victim_queues(self, queues: set[str]) -> None:
+        """After a commit: whether the queues it changed still have (or now have) victims."""
+        if self._gives is None:
+            return
+        for queue in queues:
+            gives = self._has_victims(queue)
+            if gives != self._gives.get(queue, False):
+                self._gives[queue] = gives
+                self._victim_queues = None
 
     def victims_in(self, leaf: str) -> list[tuple[JobKey, Job]]:
         """A leaf queue's running preemptible jobs with their victim-order keys, in job order
         (the last is the first victim); kept for the action, and changed only for the jobs a
-        commit evicts pods of."""
+        commit evicts pods of (the exhaustive search sorts them afresh every time)."""
         entries = self._victims.get(leaf)
-        if entries is None:
+        if entries is None or self.exhaustive:
             jobs = self.session.state.jobs
             buckets = self.session.state.running_jobs.get(leaf, {})
             running = [jobs[k] for keys in buckets.values() for k in keys]
@@ -235,7 +287,11 @@ class Solver:
         return entries
 
     def _reposition(self, job: Job) -> None:
-        """A job lost pods: its place in its leaf's victim list changes."""
+        """A commit changed a job (it runs now, or more, or lost pods): its place in its
+        leaf's victim list and among its leaf's pending jobs, and what it asks for, change."""
+        self._order_keys.pop(job.key, None)
+        self._sorted.pop(job.queue, None)
+        self._requests.pop(job.key, None)
         entries = self._victims.get(job.queue)
         if entries is None:
             return
@@ -263,10 +319,17 @@ class Solver:
         ordered = self._sorted.get(leaf)
         if ordered is None:
             ordered = self._sorted[leaf] = sorted(
-                ((job_order_key(j), j) for j in self._pending.get(leaf, [])), key=_first
+                ((self._order_key(j), j) for j in self._pending.get(leaf, [])), key=_first
             )
         end = bisect.bisect_left(ordered, limit, key=_first)
         return [job for _, job in ordered[:end] if job.pending]
+
+    def _order_key(self, job: Job) -> JobKey:
+        """``job_order_key``, kept until a commit changes the job."""
+        key = self._order_keys.get(job.key)
+        if key is None or self.exhaustive:
+            key = self._order_keys[job.key] = job_order_key(job)
+        return key
 
 
 def _first(pair: tuple[JobKey, Job]) -> JobKey:
@@ -303,35 +366,23 @@ class _Search:
         self.tried: set[frozenset[int]] = set()
         self.capacity = None if solver.exhaustive else Capacity(self.session.state.nodes, tasks)
         self._side_keys: dict[str, QueueKey] = {}
+        self._before: dict[str, bool] = {}  # by the victims' side: ranked before the preemptor's
         first = solver.pending_before(preemptor.queue, self.order_key)
         self.first_request = solver.pending_request(first[0]) if first else self.request
 
-    def run(
-        self,
-        leaves: list[str],
-        eligible: Callable[[Job], bool],
-        protected: Callable[[Job], bool],
-        start: Start | None,
-    ) -> Outcome | None:
+    def run(self, leaves: list[str], victims: Callable[[], VictimQueue]) -> Outcome | None:
+        """The first scenario that works, committed; ``victims`` gives the victim order
+        afresh for each scenario generator."""
         if self.capacity is not None and not self._may_fit(leaves):
             return None
         generators = [self._node_local]
         if len(self.tasks) > 1:  # one pod needs one node: node-local scenarios cover it
             generators.append(self._multi_node)
         for generate in generators:
-            victims = VictimQueue(
-                self.session,
-                leaves,
-                self.solver.victims_in,
-                eligible,
-                protected,
-                self.solver.victim_keys,
-                start,
-            )
-            for scenario in generate(victims):
+            for scenario, bounded in generate(victims()):
                 if self.solver.out_of_time:
                     return None
-                outcome = self._try(scenario)
+                outcome = self._try(scenario, bounded)
                 if outcome is not None:
                     return outcome
         return None
@@ -341,12 +392,17 @@ class _Search:
         can ever come out at its turn were evicted (an upper bound: a queue's preemptible
         allocation, on any node)."""
         assert self.capacity is not None
-        extra = Resources.ZERO
+        cpu = memory = gpu = 0.0
+        queues = self.session.queues
+        moves = self.solver.moves
         for leaf in leaves:
-            if self.solver.moves or not self._always_before(leaf):
-                usage = self.session.queues[leaf].usage
-                extra += usage.allocated - usage.allocated_non_preemptible
-        return self.capacity.could_hold_extra(extra)
+            if moves or not self._always_before(leaf):
+                usage = queues[leaf].usage
+                allocated, kept = usage.allocated, usage.allocated_non_preemptible
+                cpu += allocated.cpu - kept.cpu
+                memory += allocated.memory - kept.memory
+                gpu += allocated.gpu - kept.gpu
+        return self.capacity.could_hold_extra(Resources(cpu, memory, gpu))
 
     def _units(self, victims: VictimQueue) -> Iterator[VictimUnit]:
         """Units in victim order while the scenario may still grow (``max_pods``)."""
@@ -358,18 +414,22 @@ class _Search:
                 return
             yield unit
 
-    def _node_local(self, victims: VictimQueue) -> Iterator[list[VictimUnit]]:
+    def _node_local(self, victims: VictimQueue) -> Iterator[tuple[list[VictimUnit], bool]]:
         """KAI's NodeLocalGreedy: after each new unit, the accumulated units on each of its
-        nodes."""
+        nodes (those the bound lets through, and said to be so)."""
         on_node: dict[str, list[VictimUnit]] = {}
+        rooms: dict[str, Room] = {}  # node -> what its units give back, for the bound
         for unit in self._units(victims):
             nodes = sorted({t.node for t in unit.tasks})
             for node in nodes:
                 on_node.setdefault(node, []).append(unit)
+                if self.capacity is not None:
+                    rooms.setdefault(node, self.capacity.room()).add(unit.tasks)
             for node in nodes:
-                yield on_node[node]
+                if self.capacity is None or rooms[node].holds():
+                    yield on_node[node], True
 
-    def _multi_node(self, victims: VictimQueue) -> Iterator[list[VictimUnit]]:
+    def _multi_node(self, victims: VictimQueue) -> Iterator[tuple[list[VictimUnit], bool]]:
         """KAI's MultiNodeGang: the accumulated units on the K nodes of least GPU capacity
         that could hold a pod, from the smallest K that covers the demand (with the idle and
         releasing GPUs of nodes without victims), K growing by 1, 2, 4, ... to all of them."""
@@ -380,6 +440,7 @@ class _Search:
         smallest = min(t.request.gpu for t in self.tasks)
         baseline = float(free[mask].sum())
         taken: list[VictimUnit] = []
+        room = None if self.capacity is None else self.capacity.room()
         on_node: dict[str, list[int]] = {}  # node -> indexes of the units with a pod on it
         gpus: dict[str, float] = {}  # node -> GPUs the units hold on it
 
@@ -395,8 +456,10 @@ class _Search:
                 if not indexes or indexes[-1] != index:
                     indexes.append(index)
                 gpus[task.node] = gpus.get(task.node, 0.0) + task.request.gpu
-            if self.capacity is not None and not self.capacity.could_hold_units(taken):
-                continue
+            if room is not None:
+                room.add(unit.tasks)
+                if not room.holds():
+                    continue
             viable = sorted(
                 (n for n in on_node if smallest <= 0 or capacity(n) >= smallest - EPS),
                 key=lambda n: (capacity(n), on_node[n][0]),
@@ -407,18 +470,23 @@ class _Search:
             step = 1
             while count <= len(viable):
                 chosen = sorted({i for n in viable[:count] for i in on_node[n]})
-                yield [taken[i] for i in chosen]
+                yield [taken[i] for i in chosen], False
                 if count >= len(viable):
                     break
                 count, step = min(count + step, len(viable)), step * 2
 
-    def _try(self, scenario: list[VictimUnit]) -> Outcome | None:
-        """Simulate one scenario (each at most once per search)."""
+    def _try(self, scenario: list[VictimUnit], bounded: bool) -> Outcome | None:
+        """Simulate one scenario (each at most once per search); ``bounded``: the bound was
+        checked on it already."""
         fingerprint = frozenset(id(t) for unit in scenario for t in unit.tasks)
         if not fingerprint or fingerprint in self.tried:
             return None
         self.tried.add(fingerprint)
-        if self.capacity is not None and not self.capacity.could_hold_units(scenario):
+        if (
+            not bounded
+            and self.capacity is not None
+            and not self.capacity.could_hold_units(scenario)
+        ):
             return None
         self.solver.simulated += 1
         statement = self.session.statement()
@@ -489,15 +557,14 @@ class _Search:
         if leaf == self.preemptor.queue:
             return False
         pair = self.solver.sides(self.preemptor.queue, leaf)
-        if pair is None:
+        if pair is None or not self.solver.within_limits(leaf):
             return False
-        queues = self.session.queues
-        for name in self.session.state.queue_chain(leaf):
-            if not queues[name].usage.allocated.fits_in(queues[name].limit):
-                return False
         mine, theirs = pair
-        key = self.solver.key(theirs, theirs.usage.allocated, Resources.ZERO)
-        return key < self._side_key(mine)
+        before = self._before.get(theirs.name)  # the same for every leaf below ``theirs``
+        if before is None:
+            key = self.solver.key(theirs, theirs.usage.allocated, Resources.ZERO)
+            before = self._before[theirs.name] = key < self._side_key(mine)
+        return before
 
     def _side_key(self, side: QueueInfo) -> QueueKey:
         """Queue order's key of the preemptor's side, judged by its queue's first pending

@@ -10,7 +10,10 @@ more to give goes back into its queue, judged again by what it has left.
 
 Nothing is built for jobs that are never reached: each leaf queue hands out its jobs from a
 list sorted once (shared by the searches of an action), skipping those the search may not
-take, and only jobs given back after a first unit go into a heap.
+take, and only jobs given back after a first unit go into a heap. What a leaf hands out does
+not depend on the other queues: the searches over the same leaves share each leaf's stream of
+units (as far as any of them read it), and each queue's entry before the first pop, until a
+commit changes the queue.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ class VictimUnit:
 
 def offers(job: Job) -> list[Task]:
     """A victim job's evictable pods, newest (reverse task order) first."""
+    if len(job.tasks) == 1:  # most jobs: nothing to sort
+        task = next(iter(job.tasks.values()))
+        return [task] if task.status in EVICTABLE else []
     return sorted(
         (t for t in job.tasks.values() if t.status in EVICTABLE),
         key=lambda t: t.order_key,
@@ -77,20 +83,22 @@ class _Offer:
         """Job order of what is left (KAI re-queues a clone of the job with its other pods)."""
         return _left_key(self.job, len(self.tasks))
 
-    def take(self, protected: Callable[[Job], bool]) -> tuple[Task, ...]:
-        """The next unit: one pod beyond the minimum, else the rest of the gang (none if
-        min-runtime protects the job)."""
+    def take(self) -> tuple[tuple[Task, ...], bool]:
+        """The next unit: one pod beyond the minimum, else the rest of the gang (which
+        min-runtime may protect: the flag)."""
         extra = len(self.tasks) - self.job.min_member
         if extra > 0:
             task = self.tasks.pop(0)
             self.amount = _sum(self.tasks)
-            return (task,)
-        unit = () if protected(self.job) else tuple(self.tasks)
+            return (task,), False
+        unit = tuple(self.tasks)
         self.tasks, self.amount = [], Resources.ZERO
-        return unit
+        return unit, True
 
 
 def _sum(tasks: list[Task]) -> Resources:
+    if len(tasks) == 1:
+        return tasks[0].request
     total = Resources.ZERO
     for task in tasks:
         total += task.request
@@ -109,41 +117,174 @@ class _Reversed:
         return (self.key, -self.seq) > (other.key, -other.seq)
 
 
-@dataclass(slots=True)
-class _Leaf:
-    name: str
-    jobs: list[tuple[JobKey, Job]] | None = None  # in job order, shared, read from the end
-    cursor: int = 0  # how many of them, from the end, were looked at
-    again: list[_Reversed] = field(default_factory=list)  # jobs given back after a unit
-    head: _Offer | None = None  # the next offer, once looked at
-    taken: Resources = Resources.ZERO  # Σ of what popped offers held when popped
-    touched: bool = False  # popped from in this search
+@dataclass(slots=True, eq=False)
+class _Item:
+    """One unit a leaf hands out: the offer it comes from (its job and what the offer held
+    when taken from), the unit's pods, whether min-runtime may protect it (the rest of a
+    gang), and all the leaf gave up to and with it (what its key is judged by)."""
+
+    job: Job
+    tasks: tuple[Task, ...]
+    amount: Resources
+    whole: bool
+    through: Resources
+    keys: dict[int, tuple[VictimKeys, QueueKey]] | None = None  # by queue, once judged
 
 
-Head = tuple[int, Job, tuple[Task, ...], Resources] | None  # cursor after it, job, pods, amount
+class _Stream:
+    """A leaf's units in victim order, worked out as far as a search reads them: the later in
+    job order of its next listed job and of the jobs given back after a unit."""
+
+    def __init__(
+        self,
+        name: str,
+        jobs_of: Callable[[str], list[tuple[JobKey, Job]]],
+        eligible: Callable[[Job], bool],
+    ) -> None:
+        self._name = name
+        self._jobs_of = jobs_of
+        self._eligible = eligible
+        self._jobs: list[tuple[JobKey, Job]] | None = None  # in job order, read from the end
+        self._cursor = 0  # how many of them, from the end, were looked at
+        self._again: list[_Reversed] = []  # jobs given back after a unit
+        self._seq = itertools.count()
+        self._taken = Resources.ZERO  # Σ of what the offers taken from held when taken
+        self._done = False
+        self.items: list[_Item] = []
+
+    def item(self, position: int) -> _Item | None:
+        """The unit at ``position`` (None past the last)."""
+        while len(self.items) <= position and not self._done:
+            self._next()
+        return self.items[position] if position < len(self.items) else None
+
+    def _next(self) -> None:
+        offer = self._head()
+        if offer is None:
+            self._done = True
+            return
+        amount = offer.amount
+        self._taken += amount  # the leaf's taken before this unit, and this offer's amount
+        tasks, whole = offer.take()
+        if offer.tasks:
+            heapq.heappush(self._again, _Reversed(offer.key(), next(self._seq), offer))
+        self.items.append(_Item(offer.job, tasks, amount, whole, self._taken))
+
+    def _head(self) -> _Offer | None:
+        if self._jobs is None:
+            self._jobs = self._jobs_of(self._name)
+        jobs = self._jobs
+        listed = None
+        while self._cursor < len(jobs) and listed is None:
+            job = jobs[-1 - self._cursor][1]
+            tasks = offers(job) if self._eligible(job) else []
+            if tasks:
+                listed = _Offer.of(job, tasks)
+            else:
+                self._cursor += 1
+        if self._again and (listed is None or self._again[0].key > listed.key()):
+            return heapq.heappop(self._again).offer
+        if listed is not None:
+            self._cursor += 1
+        return listed
+
+
+# a queue with victims as its parent sees it: its key, its place among its siblings (negated:
+# the first of equal keys wins) and its index; None for a queue without victims
+Entry = tuple[QueueKey, int, int] | None
+
+
+@dataclass(frozen=True, slots=True)
+class _Tree:
+    """The queues above a set of leaves, by index: leaves first, every queue after its
+    children (so a pass in index order works bottom-up)."""
+
+    names: list[str]
+    index: dict[str, int]
+    parent: list[int]  # -1 for a root
+    position: list[int]  # among its siblings (the roots are siblings, by name)
+    children: list[list[int]]
+    roots: list[int]
+    leaves: int  # indexes below this are the leaves, in the order given
+
+    @classmethod
+    def of(cls, session: Session, leaves: list[str]) -> _Tree:
+        chains = [session.state.queue_chain(name) for name in leaves]
+        depth: dict[str, int] = {}
+        parents: dict[str, str] = {}
+        children: dict[str, list[str]] = {}
+        for chain in chains:
+            for level, name in enumerate(reversed(chain)):
+                depth[name] = level
+            for child, parent in itertools.pairwise(chain):
+                parents[child] = parent
+                siblings = children.setdefault(parent, [])
+                if child not in siblings:
+                    siblings.append(child)
+        above = sorted((n for n in depth if n not in leaves), key=lambda n: -depth[n])
+        names = [*leaves, *above]
+        index = {name: i for i, name in enumerate(names)}
+        roots = sorted(name for name in names if name not in parents)
+        position = {name: p for p, name in enumerate(roots)}
+        for siblings in children.values():
+            position.update((name, p) for p, name in enumerate(siblings))
+        return cls(
+            names=names,
+            index=index,
+            parent=[index[parents[n]] if n in parents else -1 for n in names],
+            position=[position[n] for n in names],
+            children=[[index[c] for c in children.get(n, [])] for n in names],
+            roots=[index[n] for n in roots],
+            leaves=len(leaves),
+        )
 
 
 @dataclass(slots=True)
 class Start:
-    """What every search over the same leaves (and the same eligibility) sees before its first
-    pop: each leaf's first offer and each queue's key, kept by the caller between searches and
-    forgotten for the queues a commit changes."""
+    """What every search over the same leaves (and the same eligibility) shares, kept by the
+    caller between searches and forgotten for the queues a commit changes: each leaf's stream,
+    each queue's entry before the first pop and the leaf its next victim comes from (by the
+    tree's indexes, with the entries each parent reads); and the queue tree itself, with each
+    queue's victim-order keys by the allocation they were made for."""
 
-    heads: dict[str, Head] = field(default_factory=dict)
-    keys: dict[str, QueueKey] = field(default_factory=dict)
-    has: dict[str, bool] = field(default_factory=dict)
-    under: dict[str, str] = field(default_factory=dict)
+    streams: dict[str, _Stream] = field(default_factory=dict)
+    tree: _Tree | None = None
+    known: list[bool] = field(default_factory=list)
+    entries: list[Entry] = field(default_factory=list)
+    under: list[int] = field(default_factory=list)
+    below: list[list[Entry]] = field(default_factory=list)
+    top: list[Entry] = field(default_factory=list)
+    orders: list[tuple[Resources, VictimKeys] | None] = field(default_factory=list)
 
     def forget(self, queues: set[str]) -> None:
         """Drop what depends on the given queues (leaves, and every queue above them)."""
-        for table in (self.heads, self.keys, self.has, self.under):
-            for name in queues & table.keys():
-                del table[name]
+        for name in queues & self.streams.keys():
+            del self.streams[name]
+        if self.tree is not None:
+            for name in queues & self.tree.index.keys():
+                self.known[self.tree.index[name]] = False
+
+    def grow(self, session: Session, leaves: list[str]) -> _Tree:
+        """The tree above the leaves, with nothing known yet (once)."""
+        if self.tree is None:
+            tree = self.tree = _Tree.of(session, leaves)
+            count = len(tree.names)
+            self.known = [False] * count
+            self.entries = [None] * count
+            self.under = [-1] * count
+            self.below = [[None] * len(c) for c in tree.children]
+            self.top = [None] * len(tree.roots)
+            self.orders = [None] * count
+        return self.tree
 
 
 class VictimQueue:
     """Victim units in KAI's victim order, produced on demand from the leaf queues' jobs
-    (``jobs_of``: a leaf's candidates in reverse job order) that ``eligible`` accepts."""
+    (``jobs_of``: a leaf's candidates in reverse job order) that ``eligible`` accepts.
+
+    Every queue's entry (its victim-order key, judged with the next unit of the leaf below it
+    that its own children rank last) is kept current: a pop changes only the entries on the
+    popped leaf's chain, worked out again bottom-up from their children's."""
 
     def __init__(
         self,
@@ -155,148 +296,87 @@ class VictimQueue:
         orders: dict[tuple[str, Resources], VictimKeys] | None = None,
         start: Start | None = None,
     ) -> None:
-        self._session = session
-        self._jobs_of = jobs_of
-        self._eligible = eligible
         self._protected = protected
-        self._seq = itertools.count()
-        self._leaves = {name: _Leaf(name) for name in leaves}
-        self._start = Start() if start is None else start
-        self._keys = dict(self._start.keys)
-        self._has = dict(self._start.has)  # whether a queue still has victims
-        self._under = dict(self._start.under)  # the leaf a queue's next victim comes from
-        self._popped: set[str] = set()  # queues popped from (their start figures are stale)
-        self._orders: dict[str, VictimKeys] = {}  # by queue, its allocation before the search
-        known = {} if orders is None else orders  # kept by the caller, by queue and allocation
-        self._children: dict[str, list[str]] = {}
-        roots: set[str] = set()
+        start = self._start = Start() if start is None else start
+        tree = self._tree = start.grow(session, leaves)
+        streams = start.streams
         for name in leaves:
-            chain = session.state.queue_chain(name)
-            for child, parent in itertools.pairwise(chain):
-                siblings = self._children.setdefault(parent, [])
-                if child not in siblings:
-                    siblings.append(child)
-            for queue in chain:
-                if queue not in self._orders:
-                    info = session.queues[queue]
-                    memo = (queue, info.usage.allocated)
-                    if memo not in known:
-                        known[memo] = VictimKeys(info, info.usage.allocated, session.total)
-                    self._orders[queue] = known[memo]
-            roots.add(chain[-1])
-        self._roots = sorted(roots)
+            if name not in streams:
+                streams[name] = _Stream(name, jobs_of, eligible)
+        self._streams = [streams[name] for name in leaves]
+        self._positions = [0] * len(leaves)  # units taken from each leaf in this search
+        self._items = [stream.item(0) for stream in self._streams]  # each leaf's next unit
+        known = {} if orders is None else orders  # kept by the caller, by queue and allocation
+        kept = start.orders
+        for i, name in enumerate(tree.names):
+            info = session.queues[name]
+            allocated = info.usage.allocated
+            order = kept[i]
+            if order is None or order[0] is not allocated:
+                memo = (name, allocated)
+                if memo not in known:
+                    known[memo] = VictimKeys(info, allocated, session.total)
+                kept[i] = (allocated, known[memo])
+        self._orders = [order[1] for order in kept if order is not None]
+        self._entries = start.entries
+        self._under = start.under
+        self._below = start.below
+        self._top = start.top
+        if not all(start.known):
+            for i, is_known in enumerate(start.known):  # bottom-up
+                if not is_known:
+                    self._refresh(i)
+                    start.known[i] = True
+        self._entries = list(start.entries)  # this search's own from here on
+        self._under = list(start.under)
+        self._below = [list(entries) for entries in start.below]
+        self._top = list(start.top)
 
     def pop(self) -> VictimUnit | None:
         """The next victim unit, or None when no victim is left."""
+        parents = self._tree.parent
         while True:
-            name = self._next_leaf()
-            if name is None:
+            best = max(filter(None, self._top), default=None)
+            if best is None:
                 return None
-            leaf = self._leaves[name]
-            offer = self._head(leaf)
-            assert offer is not None
-            leaf.head = None
-            leaf.touched = True
-            leaf.taken += offer.amount
-            for queue in self._session.state.queue_chain(name):
-                self._keys.pop(queue, None)
-                self._has.pop(queue, None)
-                self._under.pop(queue, None)
-                self._popped.add(queue)
-            tasks = offer.take(self._protected)
-            if offer.tasks:
-                heapq.heappush(leaf.again, _Reversed(offer.key(), next(self._seq), offer))
-            if tasks:
-                return VictimUnit(offer.job, tasks)
+            index = self._under[best[2]]
+            item = self._items[index]
+            assert item is not None
+            self._positions[index] += 1
+            self._items[index] = self._streams[index].item(self._positions[index])
+            queue = index
+            while queue >= 0:
+                self._refresh(queue)
+                queue = parents[queue]
+            if not (item.whole and self._protected(item.job)):
+                return VictimUnit(item.job, item.tasks)
 
-    def _head(self, leaf: _Leaf) -> _Offer | None:
-        """The leaf's next offer: the later in job order of its next listed job and of the
-        jobs given back."""
-        if leaf.head is not None:
-            return leaf.head
-        if not leaf.touched and leaf.name in self._start.heads:
-            first = self._start.heads[leaf.name]
-            if first is None:
-                return None
-            leaf.cursor, first_job, pods, amount = first
-            leaf.head = _Offer(first_job, list(pods), amount)
-            return leaf.head
-        if leaf.jobs is None:
-            leaf.jobs = self._jobs_of(leaf.name)
-        listed = None
-        while leaf.cursor < len(leaf.jobs) and listed is None:
-            job = leaf.jobs[-1 - leaf.cursor][1]
-            tasks = offers(job) if self._eligible(job) else []
-            if tasks:
-                listed = _Offer.of(job, tasks)
+    def _refresh(self, index: int) -> None:
+        """Work a queue's entry out again from its leaf's next unit, or from its children's
+        entries (the child ranked last gives next), and tell its parent."""
+        tree = self._tree
+        if index < tree.leaves:
+            under = index if self._items[index] is not None else -1
+        else:
+            best = max(filter(None, self._below[index]), default=None)
+            under = -1 if best is None else self._under[best[2]]
+        entry: Entry = None
+        if under >= 0:
+            item = self._items[under]
+            assert item is not None
+            order = self._orders[index]
+            keys = item.keys
+            if keys is None:
+                keys = item.keys = {}
+            cached = keys.get(index)
+            if cached is not None and cached[0] is order:
+                key = cached[1]
             else:
-                leaf.cursor += 1
-        if leaf.again and (listed is None or leaf.again[0].key > listed.key()):
-            leaf.head = heapq.heappop(leaf.again).offer
-        elif listed is not None:
-            leaf.cursor += 1
-            leaf.head = listed
-        if not leaf.touched:
-            head = leaf.head
-            self._start.heads[leaf.name] = (
-                None if head is None else (leaf.cursor, head.job, tuple(head.tasks), head.amount)
-            )
-        return leaf.head
-
-    def _has_victims(self, name: str) -> bool:
-        has = self._has.get(name)
-        if has is None:
-            leaf = self._leaves.get(name)
-            if leaf is not None:
-                has = self._head(leaf) is not None
-            else:
-                has = any(self._has_victims(c) for c in self._children.get(name, []))
-            self._has[name] = has
-            if name not in self._popped:
-                self._start.has[name] = has
-        return has
-
-    def _next_leaf(self) -> str | None:
-        """The leaf the next victim comes from: at each level the child queue order ranks
-        last."""
-        best = self._last(self._roots)
-        return None if best is None else self._under_of(best)
-
-    def _last(self, queues: list[str]) -> str | None:
-        """Of the queues that still have victims, the one queue order ranks last."""
-        best = None
-        best_key: QueueKey | None = None
-        for queue in queues:
-            if self._has_victims(queue):
-                key = self._key(queue)
-                if best_key is None or key > best_key:
-                    best, best_key = queue, key
-        return best
-
-    def _under_of(self, name: str) -> str:
-        """The leaf a queue's next victim comes from."""
-        leaf = self._under.get(name)
-        if leaf is None:
-            if name in self._leaves:
-                leaf = name
-            else:
-                child = self._last(self._children[name])
-                assert child is not None
-                leaf = self._under_of(child)
-            self._under[name] = leaf
-            if name not in self._popped:
-                self._start.under[name] = leaf
-        return leaf
-
-    def _key(self, name: str) -> QueueKey:
-        """Victim order's key of a queue: a parent is judged with its next leaf's victims."""
-        key = self._keys.get(name)
-        if key is None:
-            leaf = self._leaves[self._under_of(name)]
-            head = self._head(leaf)
-            assert head is not None
-            key = self._orders[name].key(leaf.taken + head.amount)
-            self._keys[name] = key
-            if name not in self._popped:
-                self._start.keys[name] = key
-        return key
+                key = order.key(item.through)
+                keys[index] = (order, key)
+            entry = (key, -tree.position[index], index)
+        self._entries[index] = entry
+        self._under[index] = under
+        parent = tree.parent[index]
+        target = self._top if parent < 0 else self._below[parent]
+        target[tree.position[index]] = entry
