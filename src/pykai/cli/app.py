@@ -350,7 +350,14 @@ def run(
     ] = "",
     lease_duration: Annotated[
         float, typer.Option(help="Seconds without renewal before another replica takes over")
+    ] = 15.0,
+    renew_deadline: Annotated[
+        float,
+        typer.Option(help="Seconds without renewal before the leader stops acting (< the lease)"),
     ] = 10.0,
+    retry_period: Annotated[
+        float, typer.Option(help="Seconds between tries to acquire or renew the Lease")
+    ] = 2.0,
     identity: Annotated[str, typer.Option(help="This replica's name (default: host-pid)")] = "",
     scheduler_config: Annotated[
         Path | None,
@@ -397,6 +404,22 @@ def run(
                 raise ManifestError(f"{scheduler_config} holds no configuration")
             config = config_from_documents(documents, str(scheduler_config))
         api = connect(kubeconfig, context)
+        elector = None
+        if leader_elect:
+            try:
+                elector = LeaderElector(
+                    api,
+                    identity or f"{socket.gethostname()}-{os.getpid()}",
+                    name=lease_name or "pykai-" + "-".join(sorted(chosen)),
+                    namespace=lease_namespace,
+                    duration=lease_duration,
+                    renew_deadline=renew_deadline,
+                    retry_period=retry_period,
+                )
+            except ValueError as exc:
+                raise ManifestError(
+                    f"--lease-duration, --renew-deadline, --retry-period: {exc}"
+                ) from exc
 
     stop = _serving(log_level, log_format)
     metrics = RunMetrics(chosen, stall_after=max(60.0, 30 * period))
@@ -405,13 +428,6 @@ def run(
     if address is not None:
         with reported():
             server = serve_metrics(address, metrics)
-    elector = None
-    if leader_elect:
-        name = identity or f"{socket.gethostname()}-{os.getpid()}"
-        lease = lease_name or "pykai-" + "-".join(sorted(chosen))
-        elector = LeaderElector(
-            api, name, name=lease, namespace=lease_namespace, duration=lease_duration
-        )
     try:
         with refused():
             runner = KubeRunner(

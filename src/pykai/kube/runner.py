@@ -122,19 +122,25 @@ class KubeRunner:
         self, stop: threading.Event, period: float = 1.0, elector: LeaderElector | None = None
     ) -> None:
         """Run cycles every ``period`` seconds until ``stop`` is set; with an elector, only
-        while this replica holds the lease (the caches stay warm for a fast failover). Raises
-        RefusedAtStart (and sets ``stop``) if the apiserver refuses the credentials at start."""
+        while this replica holds the lease (the caches stay warm for a fast failover): it
+        competes for the lease once every informer has listed, and renews it from its own
+        thread, so a cycle may take longer than the lease. Raises RefusedAtStart (and sets
+        ``stop``) if the apiserver refuses the credentials at start."""
         informers = [
             Informer(self.api, KINDS[kind], self.host.changes, stop) for kind in self.kinds
         ]
         for informer in informers:
             informer.start()
+        electing = False
         try:
             while not stop.is_set():
                 self.host.drain()
                 try:
                     ready = self.ready()
-                    leading = ready and (elector is None or elector.step())
+                    if ready and elector is not None and not electing:
+                        elector.start(stop)
+                        electing = True
+                    leading = ready and (elector is None or elector.leading())
                     self.metrics.loop(ready, leading)
                     if leading:
                         self.cycle()
