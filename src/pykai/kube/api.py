@@ -64,6 +64,8 @@ class RefusedAtStart(RuntimeError):
         self.error = error
 
 
+LIST_PAGE = 500  # objects per list request (client-go's page size)
+
 # what a call to the apiserver may raise: a refusal, or no answer (e.g. while it restarts)
 API_ERRORS = (ApiError, httpx.HTTPError)
 
@@ -165,14 +167,28 @@ class KubeApi:
         log.error("%s", error)
         raise error
 
-    def list(self, kind: Kind) -> tuple[list[Obj], str]:
-        """Every object of a kind, with ``kind``/``apiVersion`` filled, and the list's version."""
-        body = self._check(self.http.get(self.path(kind)), "list")
-        items = body.get("items") or []
+    def list(
+        self, kind: Kind, *, resource_version: str = "", limit: int = LIST_PAGE
+    ) -> tuple[list[Obj], str]:
+        """Every object of a kind, with ``kind``/``apiVersion`` filled, and the list's version;
+        read in pages of ``limit`` (``continue``; an expired token is a 410). As client-go's
+        reflector, ``resource_version="0"`` lets the apiserver answer from its watch cache
+        (no etcd read; the cache answers whole, ignoring the limit); "" reads the latest."""
+        params = {"limit": str(limit)}
+        if resource_version:
+            params["resourceVersion"] = resource_version
+        items: list[Obj] = []
+        while True:
+            body = self._check(self.http.get(self.path(kind), params=params), "list")
+            items.extend(body.get("items") or [])
+            meta = body.get("metadata") or {}
+            if not meta.get("continue"):
+                break
+            params = {"limit": str(limit), "continue": str(meta["continue"])}
         for item in items:
             item.setdefault("kind", kind.kind)
             item.setdefault("apiVersion", kind.api_version)
-        return items, str(body["metadata"].get("resourceVersion", ""))
+        return items, str(meta.get("resourceVersion", ""))
 
     def watch(
         self, kind: Kind, resource_version: str, timeout: int = 60

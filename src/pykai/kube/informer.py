@@ -1,7 +1,10 @@
 """Informers: list then watch each kind, feeding events into one queue; relist on 410 Gone,
-reconnect with backoff on any other failure. A 401/403 on the first list ends the informer
-with a ``REFUSED`` change: the process cannot work with its credentials (later ones are retried
-like any failure: they are logged at ERROR by the client)."""
+reconnect with backoff on any other failure. Lists are paged; the first is served from the
+apiserver's watch cache (``resourceVersion=0``, as client-go's reflector), a relist after 410
+reads the latest from etcd (the cache may be behind what the watch already told). A 401/403
+on the first list ends the informer with a ``REFUSED`` change: the process cannot work with
+its credentials (later ones are retried like any failure: they are logged at ERROR by the
+client)."""
 
 from __future__ import annotations
 
@@ -42,8 +45,10 @@ class Informer(threading.Thread):
         listed = False
         while not self.stop_event.is_set():
             try:
-                if not version:
-                    items, version = self.api.list(self.kind)
+                if not version:  # the first list from the watch cache, a relist from etcd
+                    items, version = self.api.list(
+                        self.kind, resource_version="" if listed else "0"
+                    )
                     listed = True
                     self.changes.put(Change(self.kind.kind, "SYNC", None, tuple(items)))
                 for event_type, obj in self.api.watch(self.kind, version, timeout=30):
