@@ -8,11 +8,15 @@ Rows: ``ceiling``; ``kube-scheduler`` (client QPS/burst raised to match pykai's 
 flight); ``pykai`` with pods already grouped (a PodGroup each, as KAI's pod-grouper leaves
 them: the scheduler's own throughput); ``pykai+grouper`` with bare pods (two more writes per
 pod: the PodGroup and the pod's annotation). kube-scheduler does no gang or queue work.
+
+A run never leaves its control plane behind: whatever ends it (an exception, Ctrl-C, SIGTERM,
+turned into SystemExit while the bench runs), the processes it started are stopped.
 """
 
 from __future__ import annotations
 
 import itertools
+import signal
 import statistics
 import subprocess
 import sys
@@ -160,7 +164,11 @@ def _scheduler(
 
     def stop() -> None:
         process.terminate()
-        process.wait(timeout=30)
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
         log.close()
 
     return stop
@@ -185,6 +193,24 @@ def measure(row: str, nodes: int, pods: int, gang: int = 1, timeout: float = 600
         return Run(row, pods, times[0] - started, times[-1] - started)
 
 
+@contextmanager
+def _terminated_as_exit() -> Iterator[None]:
+    """SIGTERM raises SystemExit inside the block (on the main thread), so the ``finally`` of
+    every run stops its control plane, as Ctrl-C does (KeyboardInterrupt)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def exit_on_term(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)
+
+    previous = signal.signal(signal.SIGTERM, exit_on_term)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_kube_bench(
     nodes: int, pods: int, gang: int = 1, rows: tuple[str, ...] = ROWS, repeat: int = 1
 ) -> dict[str, object]:
@@ -193,7 +219,8 @@ def run_kube_bench(
         raise ValueError(f"{pods} pods of 1 GPU do not fit on {nodes} nodes of 8 GPUs")
     if pods % gang:
         raise ValueError(f"--pods {pods} is not a multiple of --gang {gang}")
-    runs = [measure(row, nodes, pods, gang) for _ in range(repeat) for row in rows]
+    with _terminated_as_exit():
+        runs = [measure(row, nodes, pods, gang) for _ in range(repeat) for row in rows]
     medians = {row: statistics.median(r.pods_per_s for r in runs if r.row == row) for row in rows}
     figures: dict[str, object] = {
         "nodes": nodes,

@@ -140,20 +140,28 @@ class LocalCluster:
                     f"{self.binaries / name} is missing: run scripts/kube-binaries first"
                 )
         private_directory(self.directory)
+        try:
+            self._start_all(controller_manager, stand_ins, webhook, timeout)
+        except BaseException:  # a failure, Ctrl-C: nothing started is left running
+            self.down()
+            raise
+        return self.kubeconfig
+
+    def _start_all(
+        self, controller_manager: bool, stand_ins: bool, webhook: bool, timeout: float
+    ) -> None:
+        """``up``'s work; each process is in the state file as soon as it is started."""
         token = secrets.token_hex(16)
         ports = {"etcd": free_port(), "peer": free_port(), "api": free_port()}
         self._write_keys(token)
         pids = {"etcd": self._start("etcd", self._etcd_args(ports))}
+        self._write_state(pids, ports)
         pids["kube-apiserver"] = self._start(
             str(self.binaries / "kube-apiserver"), self._apiserver_args(ports)
         )
         self._write_state(pids, ports)
         self._write_kubeconfig(ports["api"], token)
-        try:
-            self._wait_ready(ports["api"], token, timeout)
-        except LocalClusterError:
-            self.down()
-            raise
+        self._wait_ready(ports["api"], token, timeout)
         if controller_manager and (self.binaries / "kube-controller-manager").exists():
             pids["kube-controller-manager"] = self._start(
                 str(self.binaries / "kube-controller-manager"),
@@ -201,7 +209,6 @@ class LocalCluster:
             )
             self._write_state(pids, ports)
             self._wait_registered(timeout)
-        return self.kubeconfig
 
     def _wait_registered(self, timeout: float) -> None:
         api = connect(self.kubeconfig)
