@@ -104,6 +104,8 @@ class LeaderElector:
                 except RefusedAtStart as exc:
                     self.refused = exc
                     return
+                except Exception:  # e.g. a malformed Lease: the deadline ends leading
+                    log.exception("lease %s/%s not tried", self.namespace, self.name)
                 stop.wait(self.retry_period)
 
         thread = threading.Thread(target=renew, name="leader-election", daemon=True)
