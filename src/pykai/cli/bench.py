@@ -159,3 +159,22 @@ def fgd(
         for k in (80, 90, 95, 100, 110, 120, 130)
     ]
     typer.echo(table(["ARRIVAL %", "UNALLOCATED GPU % (median)"], rows))
+
+
+@app.command("cli")
+def cli(
+    pods: Annotated[
+        int, typer.Option(help="Pods in the cluster file get and describe read", min=1)
+    ] = 5000,
+    runs: Annotated[int, typer.Option(help="Runs per command (medians reported)", min=1)] = 10,
+    output: OutputOption = "table",
+) -> None:
+    """Latency of pykai commands, each in a new process (version, --help, get pods, describe
+    pod), against `python -c pass` as the floor."""
+    from rich.console import Console
+
+    from pykai.bench.cli import run_cli_bench
+
+    with Console(stderr=True).status("") as status:
+        figures = run_cli_bench(pods, runs, status.update)
+    _print(figures, output)
