@@ -12,7 +12,6 @@ import yaml
 from typer.testing import CliRunner
 
 from pykai.cli.app import app
-from pykai.embedded.cluster import EmbeddedCluster
 from pykai.model.builders import node, pod, podgroup
 from pykai.model.meta import Obj
 from tests.cli.conftest import EXAMPLES, QUEUES, Cli, write
@@ -305,21 +304,6 @@ def test_a_damaged_cluster_file_is_one_line_and_left_alone(
     assert result.stderr.startswith(f'error: the cluster file "{damaged}" is not a pykai cluster')
     assert result.stderr.count("\n") == 1 and "move it aside" in result.stderr
     assert damaged.read_bytes() == content
-
-
-def test_reading_commands_never_build_the_engine_state(
-    cli: Cli, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    cli("apply", "-f", write(tmp_path, "x.yaml", shared_gpu_pair()))
-
-    def refuse(self: EmbeddedCluster) -> None:
-        raise AssertionError("a reading command built the engine state")
-
-    monkeypatch.setattr(EmbeddedCluster, "_load_state", refuse)
-    assert len(cli.lines("get", "pods")) == 3
-    assert "half-0" in cli("describe", "pod", "half-0").out
-    assert "default-queue" in cli("get", "queues").out
-    assert cli("describe", "queue", "default-queue").code == 0
 
 
 def test_a_command_that_waits_too_long_for_another_says_busy_in_one_line(

@@ -8,12 +8,8 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-import yaml
 
 from pykai.cli.errors import fail, refused
-from pykai.kube.api import AuthError, KubeApi
-from pykai.kube.localcluster import LocalCluster, LocalClusterError
-from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 
 app = typer.Typer(
     help="A real etcd + kube-apiserver on 127.0.0.1 (binaries from scripts/kube-binaries)."
@@ -33,6 +29,12 @@ def up(
     ] = False,
 ) -> None:
     """Start the control plane and create fake nodes; the kubeconfig path is the last line."""
+    import yaml
+
+    from pykai.kube.api import AuthError, KubeApi
+    from pykai.kube.localcluster import LocalCluster, LocalClusterError
+    from pykai.kube.nodes import create_ready_nodes, gpu_nodes
+
     cluster = LocalCluster(directory.resolve())
     try:
         with refused():
@@ -56,6 +58,8 @@ def up(
 @app.command()
 def down(directory: DirOption = DEFAULT_DIR) -> None:
     """Stop every process of the control plane."""
+    from pykai.kube.localcluster import LocalCluster
+
     LocalCluster(directory.resolve()).down()
     typer.echo("stopped")
 
@@ -63,4 +67,6 @@ def down(directory: DirOption = DEFAULT_DIR) -> None:
 @app.command()
 def status(directory: DirOption = DEFAULT_DIR) -> None:
     """Whether it runs, its processes, ports and kubeconfig."""
+    from pykai.kube.localcluster import LocalCluster
+
     typer.echo(json.dumps(LocalCluster(directory.resolve()).status(), indent=2))

@@ -6,8 +6,6 @@ import json
 import re
 from typing import Any
 
-import yaml
-
 from pykai.cli.columns import NONE, Context, render_table
 from pykai.cli.kinds import display_name
 from pykai.cli.tables import table
@@ -46,6 +44,8 @@ def render(
     if output == "json":
         return json.dumps(_document(objects, single), indent=4, sort_keys=True)
     if output == "yaml":
+        import yaml
+
         return yaml.safe_dump(_document(objects, single), sort_keys=True).rstrip()
     if output == "name":
         return "\n".join(

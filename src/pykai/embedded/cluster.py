@@ -25,6 +25,7 @@ from pykai.controllers.round import COMPONENTS, Round
 from pykai.controllers.validation import StoredCheck, check_queue_unused, validate_objects
 from pykai.embedded import events
 from pykai.embedded.host import ClusterHost
+from pykai.embedded.reader import ClusterReader
 from pykai.embedded.store import Store, namespace_of
 from pykai.engine.config import SchedulerConfig, config_from_mapping
 from pykai.engine.decisions import CycleResult
@@ -58,8 +59,9 @@ class ApplyOutcome:
     action: str
 
 
-class EmbeddedCluster:
-    """A Kubernetes-like cluster with KAI installed, in one SQLite file (or in memory)."""
+class EmbeddedCluster(ClusterReader):
+    """A Kubernetes-like cluster with KAI installed, in one SQLite file (or in memory): a
+    reader that also writes, and runs the controllers and the scheduler."""
 
     def __init__(
         self,
@@ -69,7 +71,7 @@ class EmbeddedCluster:
     ) -> None:
         """Use ``store``. ``scheduler`` replaces the engine's Scheduler, for tests that want
         fixed decisions."""
-        self.store = store
+        super().__init__(store)
         self._config = config
         self._scheduler = scheduler
         self._isolations: dict[str, Isolation] = {}
@@ -143,26 +145,6 @@ class EmbeddedCluster:
         with self._writing():
             self.store.advance(seconds)
         self.settle(max_cycles)
-
-    def now(self) -> float:
-        """The virtual clock, in seconds since the epoch."""
-        return self.store.now()
-
-    def get(self, kind: str, name: str, namespace: str = "") -> Obj | None:
-        """One object, or None."""
-        return self.store.get(kind, name, namespace)
-
-    def list(self, kind: str, namespace: str | None = None) -> builtins.list[Obj]:
-        """Objects of a kind, in one namespace or (None) all."""
-        return self.store.list(kind, namespace)
-
-    def events_for(self, kind: str, name: str, namespace: str = "") -> builtins.list[Obj]:
-        """Events about one object, oldest first."""
-        return events.events_for(self.store, kind, name, namespace)
-
-    def close(self) -> None:
-        """Close the store."""
-        self.store.close()
 
     @property
     def config(self) -> SchedulerConfig:

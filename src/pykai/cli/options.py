@@ -1,0 +1,37 @@
+"""Options and arguments shared by several commands, and the root callback that keeps
+``--cluster`` given before the command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+DEFAULT_CLUSTER = Path(".pykai/cluster.db")
+_CLUSTER_HELP = "Cluster file (default ./.pykai/cluster.db)"
+
+ClusterOption = Annotated[
+    Path | None, typer.Option("--cluster", help=_CLUSTER_HELP, show_default=False)
+]
+NamespaceOption = Annotated[str, typer.Option("--namespace", "-n", help="Namespace")]
+KindArgument = Annotated[str, typer.Argument(help="Kind (pods, po, queues, pg, ...) or KIND/NAME")]
+NameArgument = Annotated[str | None, typer.Argument(help="Name", show_default=False)]
+FilenameOption = Annotated[
+    list[str], typer.Option("--filename", "-f", help="File, directory or - (stdin)")
+]
+KubeconfigOption = Annotated[
+    Path | None,
+    typer.Option("--kubeconfig", envvar="KUBECONFIG", help="kubeconfig file (default: in-cluster)"),
+]
+
+
+def root(
+    ctx: typer.Context,
+    cluster: Annotated[
+        Path | None,
+        typer.Option("--cluster", envvar="PYKAI_CLUSTER", help=_CLUSTER_HELP, show_default=False),
+    ] = None,
+) -> None:
+    """Keep the cluster path given before the command (or in PYKAI_CLUSTER) for it."""
+    ctx.obj = cluster
