@@ -174,7 +174,7 @@ def test_age_follows_the_virtual_clock(cli: Cli, tmp_path: Path) -> None:
         (
             ["get", "pods", "-o", "xml"],
             'error: unable to match a printer suitable for the output format "xml", '
-            "allowed formats are: custom-columns,json,name,wide,yaml",
+            "allowed formats are: custom-columns,json,jsonpath,name,wide,yaml",
         ),
         (["get", "pods", "-l", "=x"], 'error: unable to parse requirement: "=x"'),
         (["describe", "pod", "ghost"], 'Error from server (NotFound): pods "ghost" not found'),

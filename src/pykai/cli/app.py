@@ -11,13 +11,14 @@ import typer
 
 from pykai.cli.bench import app as bench_app
 from pykai.cli.commands import apply, clock, demo, describe, get, serve, version
+from pykai.cli.completion import completion
 from pykai.cli.local_cluster import app as local_cluster_app
 from pykai.cli.options import root
 
 app = typer.Typer(
     help="pykai: the KAI scheduler in Python. kubectl-like commands over an embedded cluster.",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion, --show-completion; `completion SHELL` too
     rich_markup_mode=None,  # plain help, as kubectl prints it: rich would double its start-up
 )
 app.callback()(root)
@@ -29,6 +30,7 @@ for command in (
     clock.schedule,
     clock.advance,
     version.version,
+    completion,
     demo.demo,
     serve.run,
     serve.webhook,

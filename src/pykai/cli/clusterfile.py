@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -26,9 +26,12 @@ def cluster_path(ctx: typer.Context, path: Path | None) -> Path:
 
 
 @contextmanager
-def reading(ctx: typer.Context, path: Path | None) -> Iterator[ClusterReader]:
-    """The existing cluster file, opened for reading only, every read seeing one moment of
-    it; errors are reported as one line each."""
+def reading(
+    ctx: typer.Context, path: Path | None, *, snapshot: bool = True
+) -> Iterator[ClusterReader]:
+    """The existing cluster file, opened for reading only; with ``snapshot`` every read sees
+    one moment of it (else the caller takes snapshots as it goes). Errors are reported as
+    one line each."""
     from pykai.embedded.reader import open_readonly
     from pykai.embedded.store import explain
 
@@ -37,7 +40,7 @@ def reading(ctx: typer.Context, path: Path | None) -> Iterator[ClusterReader]:
         try:
             reader = open_readonly(target)
             try:
-                with reader.store.snapshot():
+                with reader.store.snapshot() if snapshot else nullcontext():
                     yield reader
             finally:
                 reader.close()

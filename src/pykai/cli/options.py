@@ -8,6 +8,8 @@ from typing import Annotated
 
 import typer
 
+from pykai.cli.completion import complete_kind, complete_name
+
 DEFAULT_CLUSTER = Path(".pykai/cluster.db")
 _CLUSTER_HELP = "Cluster file (default ./.pykai/cluster.db)"
 
@@ -15,8 +17,15 @@ ClusterOption = Annotated[
     Path | None, typer.Option("--cluster", help=_CLUSTER_HELP, show_default=False)
 ]
 NamespaceOption = Annotated[str, typer.Option("--namespace", "-n", help="Namespace")]
-KindArgument = Annotated[str, typer.Argument(help="Kind (pods, po, queues, pg, ...) or KIND/NAME")]
-NameArgument = Annotated[str | None, typer.Argument(help="Name", show_default=False)]
+KindArgument = Annotated[
+    str,
+    typer.Argument(
+        help="Kind (pods, po, queues, pg, ...) or KIND/NAME", autocompletion=complete_kind
+    ),
+]
+NameArgument = Annotated[
+    str | None, typer.Argument(help="Name", show_default=False, autocompletion=complete_name)
+]
 FilenameOption = Annotated[
     list[str], typer.Option("--filename", "-f", help="File, directory or - (stdin)")
 ]
