@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shlex
 import sqlite3
 import sys
 from pathlib import Path
@@ -80,6 +81,30 @@ def test_rejected_apply_lists_every_problem_and_changes_nothing(cli: Cli, tmp_pa
     assert cli("get", "queues").out == before
 
 
+def test_apply_refuses_a_missing_namespace_unless_it_is_among_the_objects(
+    cli: Cli, tmp_path: Path
+) -> None:
+    refused = cli("apply", "-f", write(tmp_path, "x.yaml", [pod("a"), pod("b", namespace="ml")]))
+    assert (refused.code, refused.out) == (1, "")
+    assert refused.err == 'Error from server (NotFound): namespaces "ml" not found\n'
+    assert cli("get", "pods", "-A").err == "No resources found.\n"  # nothing written
+    ml = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ml"}}
+    done = cli("apply", "-f", write(tmp_path, "y.yaml", [pod("b", namespace="ml"), ml]))
+    assert done.out.splitlines() == ["pod/b created", "namespace/ml created"]
+
+
+def test_create_namespace_once_as_kubectl(cli: Cli) -> None:
+    assert {row[0] for row in cli.lines("get", "ns")} >= {
+        "default", "kube-system", "kube-public", "kube-node-lease",
+    }  # fmt: skip
+    assert cli("create", "ns", "team-a").out == "namespace/team-a created\n"
+    again = cli("create", "namespace", "team-a")
+    assert again.code == 1
+    assert again.err == 'Error from server (AlreadyExists): namespaces "team-a" already exists\n'
+    bad = cli("create", "namespace", "Team_A")
+    assert bad.code == 1 and 'Namespace "Team_A": metadata.name' in bad.err
+
+
 def test_malformed_yaml_is_one_line_with_file_and_line(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "broken.yaml"
     path.write_text("kind: Pod\nmetadata:\n  name: x\n  labels: a: b\n")
@@ -139,6 +164,7 @@ def test_get_json_yaml_name_and_one_object(cli: Cli, tmp_path: Path) -> None:
 
 def test_get_selector_namespaces_and_empty_results(cli: Cli, tmp_path: Path) -> None:
     objects = [node("n1"), pod("a", labels={"team": "x"}), pod("b"), pod("c", namespace="ml")]
+    assert cli("create", "namespace", "ml").out == "namespace/ml created\n"
     cli("apply", "-f", write(tmp_path, "x.yaml", objects))
     assert [r[0] for r in cli.lines("get", "pods", "-l", "team=x")[1:]] == ["a"]
     assert [r[0] for r in cli.lines("get", "pods", "-l", "!team")[1:]] == ["b"]
@@ -344,13 +370,21 @@ def test_bench_engine_is_wired_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
     assert figures["contended_nodes"] == 1000 and figures["repeat"] == 3
 
 
-def test_demo_plays_every_chapter() -> None:
-    result = CliRunner().invoke(app, ["demo"])
+def test_demo_plays_every_chapter_and_leaves_the_story_in_the_file(tmp_path: Path) -> None:
+    story = tmp_path / "story.db"
+    result = CliRunner().invoke(app, ["demo", "--cluster", str(story)])
     assert result.exit_code == 0, result.output
     chapters = [line for line in result.stdout.splitlines() if line.startswith("== ")]
     assert len(chapters) == 8
     assert "$ pykai get queues" in result.stdout
     assert "QueueDoesNotExist" in result.stdout and "Preempted by" in result.stdout
+    assert f"The story is in {story}" in result.stdout
+    explore = Cli(story)
+    vllm = explore.lines("get", "pods", "-n", "ai-workloads", "--no-headers")
+    assert [row[2] for row in vllm] == ["Running", "Running"]
+    assert "QueueDoesNotExist" in explore("describe", "podgroup", "pg-raycluster-wrong-queue").out
+    again = CliRunner().invoke(app, ["demo", "--cluster", str(story)])
+    assert again.exit_code == 1 and "needs a fresh cluster" in again.stderr
 
 
 def test_run_rejects_an_invalid_scheduler_config(tmp_path: Path) -> None:
@@ -366,3 +400,23 @@ def test_run_rejects_an_invalid_scheduler_config(tmp_path: Path) -> None:
         result.stderr,
         result.exception,
     )
+
+
+def test_the_readme_walkthrough_runs_as_written(cli: Cli, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = EXAMPLES.parent
+    block = (root / "README.md").read_text().split("## Using it", 1)[1].split("```")[1]
+    commands = [
+        shlex.split(line.split("#", 1)[0])[1:]
+        for line in block.splitlines()
+        if line.startswith("pykai ")
+    ]
+    assert commands[0] == ["apply", "-f", "examples/nodes.yaml"]
+    monkeypatch.chdir(root)
+    for args in commands:
+        if args[0] == "bench" or "-w" in args or "NAME" in args:
+            continue  # benchmarks, the watch that runs until Ctrl-C, placeholders
+        result = cli(*args)
+        assert result.code == 0, (args, result.err)
+    pods = cli.lines("get", "pods", "-A", "--no-headers")
+    assert {row[0] for row in pods} == {"default", "ai-workloads"}
+    assert all(row[3] == "Running" for row in pods), pods

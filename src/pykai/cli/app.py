@@ -10,7 +10,7 @@ from __future__ import annotations
 import typer
 
 from pykai.cli.bench import app as bench_app
-from pykai.cli.commands import apply, clock, demo, describe, get, serve, version
+from pykai.cli.commands import apply, clock, create, demo, describe, get, serve, version
 from pykai.cli.completion import completion
 from pykai.cli.local_cluster import app as local_cluster_app
 from pykai.cli.options import root
@@ -36,6 +36,7 @@ for command in (
     serve.webhook,
 ):
     app.command()(command)
+app.add_typer(create.app, name="create")
 app.add_typer(bench_app, name="bench")
 app.add_typer(local_cluster_app, name="local-cluster")
 

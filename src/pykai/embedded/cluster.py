@@ -109,12 +109,26 @@ class EmbeddedCluster(ClusterReader):
     # ---- what users do -----------------------------------------------------------------------
 
     def apply(
-        self, objects: builtins.list[Obj], *, max_cycles: int = 100
+        self,
+        objects: builtins.list[Obj],
+        *,
+        max_cycles: int = 100,
+        create_namespaces: bool = True,
     ) -> builtins.list[ApplyOutcome]:
         """Create or update objects in one transaction, then settle. Invalid input raises
-        ValidationError listing every problem, and nothing is written."""
-        with self._writing(check=lambda: validate_objects(objects, self.store.list)):
-            self._ensure_namespaces(objects)
+        ValidationError listing every problem, and nothing is written. Namespaces the objects
+        name are made if missing (a convenience for tests and scenarios); without
+        ``create_namespaces`` a missing one is refused (NamespaceNotFound), as by an API
+        server, unless the objects include it."""
+
+        def check() -> None:
+            validate_objects(objects, self.store.list)
+            if not create_namespaces:
+                self._check_namespaces(objects)
+
+        with self._writing(check=check):
+            if create_namespaces:
+                self._ensure_namespaces(objects)
             outcomes = [self._apply_one(o) for o in objects]
         self.settle(max_cycles)
         return outcomes
@@ -289,19 +303,42 @@ class EmbeddedCluster(ClusterReader):
             stored["kind"], namespace_of(stored), stored["metadata"]["name"], action
         )
 
+    def _check_namespaces(self, objects: builtins.list[Obj]) -> None:
+        """Every namespace the objects name exists, or is among them."""
+        given = {o["metadata"]["name"] for o in objects if o.get("kind") == "Namespace"}
+        named = {namespace_of(o) for o in objects} - {""} - given
+        missing = sorted(n for n in named if self.store.get("Namespace", n) is None)
+        if missing:
+            raise NamespaceNotFound(missing)
+
     def _ensure_namespaces(self, objects: builtins.list[Obj]) -> None:
         """Namespaces named by applied objects are created (as `kubectl create ns` would)."""
-        for namespace in sorted({namespace_of(o) for o in objects} - {""}):
-            if self.store.get("Namespace", namespace) is None:
-                self.create(_namespace(namespace))
+        for name in sorted({namespace_of(o) for o in objects} - {""}):
+            if self.store.get("Namespace", name) is None:
+                self.create(new_namespace(name))
+
+
+class NamespaceNotFound(ValueError):
+    """Objects name namespaces that do not exist; one kubectl-style line for each."""
+
+    def __init__(self, names: builtins.list[str]) -> None:
+        self.names = names
+        super().__init__(
+            "\n".join(f'Error from server (NotFound): namespaces "{n}" not found' for n in names)
+        )
+
+
+NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "kai-scheduler")
+"""The namespaces of a new cluster: those of a new Kubernetes cluster, and KAI's own."""
 
 
 def _seed(store: Store) -> None:
     """A new cluster looks like one with KAI installed: its priority classes, the Helm
-    chart's default queues, and namespace ``default``."""
-    for obj in [*builtin_priority_classes(), *default_queues(), _namespace("default")]:
+    chart's default queues, and the namespaces of NAMESPACES."""
+    for obj in [*builtin_priority_classes(), *default_queues(), *map(new_namespace, NAMESPACES)]:
         store.create(obj)
 
 
-def _namespace(name: str) -> Obj:
+def new_namespace(name: str) -> Obj:
+    """A Namespace object."""
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}

@@ -21,7 +21,8 @@ def apply(
     max_cycles: Annotated[int, typer.Option(help="Scheduling rounds to settle", min=1)] = 100,
     cluster: ClusterOption = None,
 ) -> None:
-    """Create or update objects from manifests, then let the cluster settle."""
+    """Create or update objects from manifests, then let the cluster settle. Their namespaces
+    must exist (pykai create namespace NAME), or be among the objects."""
     from pykai.cli.kinds import display_name
     from pykai.cli.manifests import read_manifests
 
@@ -31,7 +32,7 @@ def apply(
         fail(f"no objects passed to apply: {', '.join(filename)} holds no object")
     versions = {str(o.get("kind")): str(o.get("apiVersion", "")) for o in objects}
     with writing(ctx, cluster) as store:
-        outcomes = store.apply(objects, max_cycles=max_cycles)
+        outcomes = store.apply(objects, max_cycles=max_cycles, create_namespaces=False)
     for outcome in outcomes:
         name = display_name(outcome.kind, versions.get(outcome.kind, ""))
         typer.echo(f"{name}/{outcome.name} {outcome.action}")
