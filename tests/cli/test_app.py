@@ -360,7 +360,7 @@ def test_bench_engine_is_wired_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.undo()
     monkeypatch.setattr(
         "pykai.bench.engine.run_engine_bench",
-        lambda nodes, pods, **sizes: {"nodes": nodes, "pods": pods, **sizes},
+        lambda nodes, pods, progress, **sizes: {"nodes": nodes, "pods": pods, **sizes},
     )
     result = CliRunner().invoke(
         app, ["bench", "engine", "--nodes", "3", "--reclaim-nodes", "20", "-o", "json"]
