@@ -43,5 +43,6 @@ def test_bench_cli_prints_every_figure_against_the_floor() -> None:
         "pykai describe pod",
     ):
         assert figures[f"{command} s"] > figures["python -c pass s"] > 0
-        assert figures[f"{command} x floor"] > 1
+        assert figures[f"{command} cpu s"] > figures["python -c pass cpu s"] > 0
+        assert figures[f"{command} x floor"] > 1 and figures[f"{command} cpu x floor"] > 1
     assert figures["runs"] == 1 and "load average before" in figures

@@ -1,7 +1,7 @@
 """What a command loads when it starts: quick commands load neither the engine, the
-controllers, the Kubernetes client nor rich; reading commands never build the engine's state
-nor write the cluster file. Each runs in a new process, as a user starts it (how long they
-take is measured by ``pykai bench cli``, not here)."""
+controllers, the Kubernetes client, numpy, pydantic nor rich; reading commands never build
+the engine's state nor write the cluster file. Each runs in a new process, as a user starts
+it (how long they take is measured by ``pykai bench cli``, not here)."""
 
 from __future__ import annotations
 
@@ -27,7 +27,14 @@ except SystemExit as exit:
     code = exit.code
 print(json.dumps({"code": code, "modules": sorted(sys.modules)}), file=sys.stderr)
 """
-HEAVY = ("pykai.engine", "pykai.controllers", "pykai.embedded.cluster", "pykai.kube", "numpy")
+HEAVY = (
+    "pykai.engine",
+    "pykai.controllers",
+    "pykai.embedded.cluster",
+    "pykai.kube",
+    "numpy",
+    "pydantic",
+)
 
 
 def loaded(*args: str) -> tuple[int, set[str]]:
