@@ -311,7 +311,8 @@ def test_the_cluster_option_before_the_command_and_from_the_environment(tmp_path
     after_command = runner.invoke(app, ["get", "pods", "--cluster", str(second)], env=env)
     assert after_command.exit_code == 1
     assert after_command.stderr == (
-        f'error: no cluster at "{second}": pykai apply makes one, --cluster names another\n'
+        f'error: no cluster at "{second}": make one with pykai apply -f FILE (such as '
+        "examples/nodes.yaml) or pykai create namespace NAME, or name another with --cluster\n"
     )
     assert not second.exists()  # reading never makes a cluster
 

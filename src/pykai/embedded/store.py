@@ -435,7 +435,8 @@ def _open_cluster_file(path: Path, readonly: bool) -> sqlite3.Connection:
     ClusterFileError (nothing is created or replaced)."""
     if not path.exists():
         raise ClusterFileError(
-            f'no cluster at "{path}": pykai apply makes one, --cluster names another'
+            f'no cluster at "{path}": make one with pykai apply -f FILE (such as '
+            "examples/nodes.yaml) or pykai create namespace NAME, or name another with --cluster"
         )
     if path.stat().st_size == 0:
         raise _not_a_cluster(path, "an empty file")
