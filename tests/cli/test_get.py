@@ -80,12 +80,19 @@ def test_show_labels_adds_the_labels_sorted_by_key(three: Cli) -> None:
     }
 
 
-def test_sort_by_numbers_by_value_text_by_text_missing_first(three: Cli) -> None:
-    gpus = ".spec.containers[0].resources.limits.nvidia\\.com/gpu"
-    assert names(three, "pods", "--sort-by", ".metadata.labels.app") == ["c", "b", "a"]
-    assert names(three, "pods", "--sort-by", "{.metadata.name}") == ["a", "b", "c"]
-    by_gpus = json.loads(three("get", "pods", "--sort-by", gpus, "-o", "json").out)["items"]
-    assert [p["metadata"]["name"] for p in by_gpus] == ["b", "a", "c"]  # "1" < "2" < "4"
+def test_sort_by_quantities_by_amount_text_by_text_missing_first(cli: Cli, tmp_path: Path) -> None:
+    sized = [
+        pod("small", memory="512Mi", labels={"app": "y"}),
+        pod("big", memory="2Gi", labels={"app": "x"}),
+        pod("medium", memory="1Gi"),
+    ]
+    cli("apply", "-f", write(tmp_path, "x.yaml", [node("n1"), *sized]))
+    memory = ".spec.containers[0].resources.requests.memory"
+    assert names(cli, "pods", "--sort-by", memory) == ["small", "medium", "big"]
+    assert names(cli, "pods", "--sort-by", ".metadata.labels.app") == ["medium", "big", "small"]
+    assert names(cli, "pods", "--sort-by", "{.metadata.name}") == ["big", "medium", "small"]
+    by_memory = json.loads(cli("get", "pods", "--sort-by", memory, "-o", "json").out)["items"]
+    assert [p["metadata"]["name"] for p in by_memory] == ["small", "medium", "big"]
 
 
 def test_jsonpath_templates_as_kubectl_prints_them(three: Cli) -> None:

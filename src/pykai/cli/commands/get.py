@@ -137,13 +137,15 @@ def _found(
 
 
 def _sorted(objects: list[Obj], path: str) -> list[Obj]:
-    """``objects`` in the order of the first value ``path`` selects in each: numbers by
-    value, then text, then anything else as JSON; objects without one first."""
+    """``objects`` in the order of the first value ``path`` selects in each, as kubectl
+    sorts: numbers and quantities ("500m", "2Gi") by amount, then text, then anything else
+    as JSON; objects without one first."""
     if not path:
         return objects
     import json
 
     from pykai.cli.jsonpath import select
+    from pykai.model.quantity import parse_quantity
 
     def key(obj: Obj) -> tuple[int, float, str]:
         values = select(obj, path)
@@ -153,7 +155,10 @@ def _sorted(objects: list[Obj], path: str) -> list[Obj]:
         if isinstance(value, int | float) and not isinstance(value, bool):
             return (1, float(value), "")
         if isinstance(value, str):
-            return (2, 0.0, value)
+            try:
+                return (1, float(parse_quantity(value)), "")
+            except ValueError:
+                return (2, 0.0, value)
         return (3, 0.0, json.dumps(value, sort_keys=True))
 
     return sorted(objects, key=key)
