@@ -105,6 +105,28 @@ def test_create_namespace_once_as_kubectl(cli: Cli) -> None:
     assert bad.code == 1 and 'Namespace "Team_A": metadata.name' in bad.err
 
 
+def test_deleting_a_namespace_deletes_what_is_in_it_but_default_stays(
+    cli: Cli, tmp_path: Path
+) -> None:
+    cli("create", "namespace", "ml")
+    cli(
+        "apply",
+        "-f",
+        write(tmp_path, "a.yaml", [node("n1", gpus=1), pod("a", namespace="ml", gpus=1)]),
+    )
+    cli("apply", "-f", write(tmp_path, "b.yaml", [pod("b", gpus=1)]))
+    assert cli.lines("get", "pod", "b", "--no-headers")[0][2] == "Pending"  # a has the GPU
+    assert cli("delete", "namespace", "ml").out == 'namespace "ml" deleted\n'
+    assert cli("get", "pods", "-n", "ml").err == "No resources found in ml namespace.\n"
+    assert cli.lines("get", "pod", "b", "--no-headers")[0][2] == "Running"  # a's GPU is free
+    kept = cli("delete", "ns", "default")
+    assert (kept.code, kept.err) == (
+        1,
+        'Error from server (Forbidden): namespaces "default" is forbidden: '
+        "this namespace may not be deleted\n",
+    )
+
+
 def test_malformed_yaml_is_one_line_with_file_and_line(cli: Cli, tmp_path: Path) -> None:
     path = tmp_path / "broken.yaml"
     path.write_text("kind: Pod\nmetadata:\n  name: x\n  labels: a: b\n")

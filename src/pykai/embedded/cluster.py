@@ -134,10 +134,14 @@ class EmbeddedCluster(ClusterReader):
         return outcomes
 
     def delete(self, kind: str, name: str, namespace: str = "", *, max_cycles: int = 100) -> bool:
-        """Delete an object and what it owns, then settle; False if it did not exist. A queue
-        still used by child queues or PodGroups is not deleted (ValidationError)."""
+        """Delete an object and what it owns (a namespace: everything in it), then settle;
+        False if it did not exist. A queue still used by child queues or PodGroups is not
+        deleted (ValidationError), nor are the namespaces Kubernetes keeps (Forbidden)."""
         with self._writing(check=lambda: self._check_deletable(kind, name)):
             removed = self.remove(kind, name, namespace)
+            if removed and kind == "Namespace":
+                for inside, inside_name in self.store.namespace_contents(name):
+                    self.remove(inside, inside_name, name)
         if removed:
             self.settle(max_cycles)
         return removed
@@ -287,9 +291,15 @@ class EmbeddedCluster(ClusterReader):
                     state.upsert(obj)
 
     def _check_deletable(self, kind: str, name: str) -> None:
-        """A stored queue still used by child queues or PodGroups may not be deleted."""
+        """A stored queue still used by child queues or PodGroups may not be deleted, nor
+        may the namespaces Kubernetes keeps."""
         if kind == "Queue" and self.store.get("Queue", name) is not None:
             check_queue_unused(name, self.store.list("Queue"), self.store.list("PodGroup"))
+        if kind == "Namespace" and name in KEPT_NAMESPACES:
+            raise Forbidden(
+                f'Error from server (Forbidden): namespaces "{name}" is forbidden: '
+                "this namespace may not be deleted"
+            )
 
     def _observe(self, obj: Obj) -> None:
         if obj.get("kind") in KINDS:
@@ -328,8 +338,14 @@ class NamespaceNotFound(ValueError):
         )
 
 
+class Forbidden(ValueError):
+    """A delete Kubernetes refuses; the message is kubectl's line."""
+
+
 NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "kai-scheduler")
 """The namespaces of a new cluster: those of a new Kubernetes cluster, and KAI's own."""
+KEPT_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+"""The namespaces Kubernetes refuses to delete."""
 
 
 def _seed(store: Store) -> None:

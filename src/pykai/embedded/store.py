@@ -276,6 +276,13 @@ class Store:
             )
         return [json.loads(body) for (body,) in rows]
 
+    def namespace_contents(self, namespace: str) -> builtins.list[tuple[str, str]]:
+        """(kind, name) of every object in ``namespace``, by kind and name."""
+        rows = self._db.execute(
+            "SELECT kind, name FROM objects WHERE namespace=? ORDER BY kind, name", (namespace,)
+        )
+        return [(str(kind), str(name)) for kind, name in rows]
+
     def owned_by(self, uid: str) -> builtins.list[Obj]:
         """Objects whose ownerReferences name ``uid``."""
         rows = self._db.execute(
