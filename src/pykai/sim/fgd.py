@@ -137,10 +137,12 @@ def published_fragmentation(policy: str, data: Path | None = None) -> Curve:
     return _published(data_file(PUBLISHED_FRAGMENTATION, data), policy, unallocated=False)
 
 
-def plot(results: list[dict[str, Any]], path: Path, data: Path | None = None) -> None:
+def plot(
+    results: list[dict[str, Any]], path: Path, data: Path | None = None, *, title: str = ""
+) -> None:
     """Median unallocated GPU % against arrival % for each result of :func:`run_fgd`, as a PNG
     (the published median, where there is one and the data folder has it, dashed in the same
-    colour)."""
+    colour), under ``title``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -156,6 +158,8 @@ def plot(results: list[dict[str, Any]], path: Path, data: Path | None = None) ->
             except DataNotFoundError:
                 continue
             axes.plot(*_points(published), linestyle="--", color=line.get_color(), linewidth=0.8)
+    if title:
+        axes.set_title(title)
     axes.set_xlabel("arrived GPU demand (% of cluster GPUs)")
     axes.set_ylabel("unallocated GPU (%), median over seeds")
     axes.set_xlim(75, MAX_ARRIVAL)
