@@ -62,16 +62,6 @@ def test_tie_ranks_are_a_seeded_permutation(nodes: list[TraceNode]) -> None:
     assert tie_ranks(nodes, 43) != ranks
 
 
-def test_ties_follow_the_seeded_node_order_unless_told_otherwise() -> None:
-    """Packing scores CPU pods 0 everywhere: in name order they all pile onto the first
-    (2-GPU) nodes of the trace, in the seeded order they land on nodes of every kind."""
-    nodes, pods = read_nodes(NODES_CSV), read_pods(PODS_CSV)
-    by_name = replay(nodes, pods, "packing", 42, max_pods=1500, shuffle_ties=False)
-    shuffled = replay(nodes, pods, "packing", 42, max_pods=1500)
-    assert shuffled.unallocated_gpu_pct == by_name.unallocated_gpu_pct  # nothing fails yet
-    assert shuffled.fragmentation_pct != by_name.fragmentation_pct
-
-
 def test_unknown_policy(nodes: list[TraceNode], pods: list[TracePod]) -> None:
     with pytest.raises(ValueError, match="unknown policy 'tetris'"):
         replay(nodes, pods, "tetris", 1)

@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 
 from pykai.sim.openb import read_nodes, read_pods
-from pykai.sim.policies import POLICIES
-from pykai.sim.replay import MAX_ARRIVAL, Curve, median, replay
+from pykai.sim.replay import MAX_ARRIVAL, POLICIES, Curve, median, replay
 
 DATA_ENV = "PYKAI_DATA"
 _SRC = Path(__file__).resolve().parents[2]  # src/ of a checkout, site-packages/ if installed

@@ -31,14 +31,18 @@ def node_object(node: TraceNode, name: str | None = None) -> Obj:
 
 
 def pod_object(
-    pod: TracePod, *, namespace: str = "default", annotations: dict[str, str] | None = None
+    pod: TracePod,
+    name: str | None = None,
+    *,
+    namespace: str = "default",
+    annotations: dict[str, str] | None = None,
 ) -> Obj:
-    """The Pod for a trace pod (``annotations`` added to its own)."""
+    """The Pod for a trace pod, named ``name`` (default: its own), ``annotations`` added."""
     extra = dict(annotations or {})
     if pod.is_sharing:
         extra[c.GPU_FRACTION_ANNOTATION] = f"{pod.gpu_milli / MILLI:g}"
     obj = builders.pod(
-        pod.name,
+        name or pod.name,
         namespace=namespace,
         gpus=0 if pod.is_sharing else pod.num_gpu,
         cpu=f"{pod.cpu_milli}m",

@@ -30,8 +30,7 @@ from pykai.sim.fgd import (
     run_fgd,
 )
 from pykai.sim.openb import read_nodes, read_pods, write_pods
-from pykai.sim.policies import POLICIES
-from pykai.sim.replay import Curve, median
+from pykai.sim.replay import POLICIES, Curve, median
 from pykai.sim.variants import VARIANTS, make_variant
 
 ARRIVALS = (80, 90, 95, 100, 110, 120, 130)
