@@ -207,3 +207,14 @@ def test_a_scheduling_shard_names_any_policy_and_its_typical_pods() -> None:
     assert (config.placement.gpu, config.placement.typical_pods.window) == ("fgd", 50)
     with pytest.raises(ValidationError, match=r"spec\.placementStrategy\.typicalPods\.window"):
         config_from_mapping(shard({"gpu": "pykai", "typicalPods": {"window": 0}}))
+
+
+def test_a_bind_says_which_scorer_chose_its_node_and_the_runner_up() -> None:
+    typical = [TracePod(f"w{i}", 1000, 1, 1, 1000) for i in range(9)]
+    engine = two_nodes("fgd", typical=typical)
+    submit(engine, [TracePod("p", 1000, 1, 1, 1000)])
+    (bind,) = engine.cycle().binds
+    assert bind.node == "n0" and bind.choice is not None
+    assert (bind.choice.scorer, bind.choice.runner_up) == ("fgd", "n1")
+    assert bind.choice.score == bind.choice.runner_up_score  # a tie, given to the first name
+    assert bind.choice.describe().startswith("by fgd (score ")
