@@ -28,7 +28,7 @@ from pykai.sim.openb import MILLI, TraceNode, TracePod
 
 MAX_ARRIVAL = 130
 POLICIES = ("random", "dotprod", "clustering", "packing", "bestfit", "fgd", "pykai")
-BATCH = 64  # pods created before the cluster settles (about 0.8 % of the openb cluster's GPUs)
+BATCH = 128  # pods created before the cluster settles (about 1.5 % of the openb cluster's GPUs)
 Curve = list[float | None]
 
 

@@ -1,7 +1,8 @@
 """Regenerate ``bench/results/fgd*``: every policy on the default openb trace beside the FGD
 paper's published medians, and FGD against pykai on variants of the trace.
 
-Usage: ``python -m pykai.sim.report [--seeds 42-51] [--out bench/results] [--data DIR]``
+Usage: ``python -m pykai.sim.report [--seeds 42-51] [--jobs N] [--out bench/results]
+[--data DIR]``
 (``--data``: the repository's ``data/`` folder, found by itself in a source checkout).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -107,19 +109,33 @@ def variant_rows(name: str, fgd: dict[str, Any], pykai: dict[str, Any]) -> str:
     )
 
 
-def run_variants(seeds: list[int], nodes_csv: Path, pods_csv: Path) -> dict[str, dict[str, Any]]:
-    """FGD and pykai on the default trace and each variant (made with seed 7)."""
+def _run(job: tuple[Path, Path, str, list[int]]) -> dict[str, Any]:
+    return run_fgd(*job)
+
+
+def run_all(
+    seeds: list[int], nodes_csv: Path, pods_csv: Path, jobs: int = 1
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Every policy on the default trace, and FGD and pykai on each variant (made with seed 7),
+    in ``jobs`` processes. Returns the default results (in :data:`POLICIES` order) and, per
+    trace (default first), FGD's and pykai's."""
     nodes, pods = read_nodes(nodes_csv), read_pods(pods_csv)
-    out: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory() as folder:
         traces = {"default": pods_csv}
         for kind in VARIANTS:
             traces[kind] = Path(folder) / f"openb_pod_list_{kind}.csv"
             write_pods(make_variant(pods, nodes, kind, VARIANT_SEED), traces[kind])
-        for name, path in traces.items():
-            out[name] = {p: run_fgd(nodes_csv, path, p, seeds) for p in ("fgd", "pykai")}
-            print(f"  variant {name} done", flush=True)
-    return out
+        work = [(t, p) for t in traces for p in ("fgd", "pykai")]  # the comparison first
+        work += [("default", p) for p in POLICIES if p not in ("fgd", "pykai")]
+        done: dict[tuple[str, str], dict[str, Any]] = {}
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            runs = pool.imap(_run, [(nodes_csv, traces[t], p, seeds) for t, p in work])
+            for (trace, policy), result in zip(work, runs, strict=True):
+                done[trace, policy] = result
+                print(f"  {trace} {policy} done in {_seconds(result):.1f} s/seed", flush=True)
+    default = [done["default", p] for p in POLICIES]
+    variants = {t: {p: done[t, p] for p in ("fgd", "pykai")} for t in traces}
+    return default, variants
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -130,6 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--data", type=Path, default=None, help="the repository's data/ folder (default: found)"
     )
+    parser.add_argument("--jobs", type=int, default=1, help="replays run in parallel")
     args = parser.parse_args(argv)
     try:
         seeds = parse_seeds(args.seeds)
@@ -139,13 +156,9 @@ def main(argv: list[str] | None = None) -> None:
     except (ValueError, DataNotFoundError) as exc:
         parser.error(str(exc))
     args.out.mkdir(parents=True, exist_ok=True)
-    results = []
-    for policy in POLICIES:
-        results.append(run_fgd(nodes_csv, pods_csv, policy, seeds))
-        print(f"  {policy} done in {_seconds(results[-1]):.1f} s/seed", flush=True)
+    results, variants = run_all(seeds, nodes_csv, pods_csv, max(args.jobs, 1))
     (args.out / "fgd-default.json").write_text(json.dumps(results))
     plot(results, args.out / "fgd-default.png", args.data)
-    variants = run_variants(seeds, nodes_csv, pods_csv)
     (args.out / "fgd-variants.json").write_text(json.dumps(variants))
     tables = [
         "## Unallocated GPU % by arrival % (default trace)",
