@@ -22,8 +22,8 @@ def test_arrivals_sort_shuffle_and_inflate(pods: list[TracePod]) -> None:
 
 
 def test_a_fitting_workload_is_placed_in_full() -> None:
-    nodes = [TraceNode(f"n{i}", 1_000_000, 1_000_000, 8, "T4") for i in range(10)]
-    pods = [TracePod(f"p{i}", 1000, 1000, 1, 100) for i in range(100)]
+    nodes = [TraceNode(f"n{i}", 1_000_000, 1_000_000, 8, "T4") for i in range(3)]
+    pods = [TracePod(f"p{i}", 1000, 1000, 1, 100) for i in range(30)]
     for policy in ("random", "fgd", "pykai"):
         run = replay(nodes, pods, policy, 42)
         for k in range(0, 91, 5):  # every event before demand reaches capacity fits
