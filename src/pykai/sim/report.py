@@ -2,7 +2,8 @@
 paper's published medians, and FGD against pykai on variants of the trace.
 
 Usage: ``python -m pykai.sim.report [--seeds 42-51] [--jobs N] [--out bench/results]
-[--data DIR]``
+[--data DIR]``. Each finished replay is kept in ``fgd-runs.jsonl`` under ``--out``; run again
+to resume after a stop.
 (``--data``: the repository's ``data/`` folder, found by itself in a source checkout).
 """
 
@@ -109,33 +110,62 @@ def variant_rows(name: str, fgd: dict[str, Any], pykai: dict[str, Any]) -> str:
     )
 
 
-def _run(job: tuple[Path, Path, str, list[int]]) -> dict[str, Any]:
-    return run_fgd(*job)
+Job = tuple[str, str, int]  # trace, policy, seed
+
+
+def _run(job: tuple[Path, Path, str, int]) -> dict[str, Any]:
+    nodes_csv, pods_csv, policy, seed = job
+    run: dict[str, Any] = run_fgd(nodes_csv, pods_csv, policy, [seed])["runs"][0]
+    return run
 
 
 def run_all(
-    seeds: list[int], nodes_csv: Path, pods_csv: Path, jobs: int = 1
+    seeds: list[int], nodes_csv: Path, pods_csv: Path, jobs: int = 1, log: Path | None = None
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """Every policy on the default trace, and FGD and pykai on each variant (made with seed 7),
-    in ``jobs`` processes. Returns the default results (in :data:`POLICIES` order) and, per
-    trace (default first), FGD's and pykai's."""
+    one seed per job in ``jobs`` processes. Returns the default results (in :data:`POLICIES`
+    order, shaped as :func:`run_fgd`'s) and, per trace (default first), FGD's and pykai's.
+    Each seed's run is appended to ``log`` (JSON lines) as it comes, and runs already there
+    are reused, so a stopped report resumes."""
     nodes, pods = read_nodes(nodes_csv), read_pods(pods_csv)
+    done = _logged(log)
     with tempfile.TemporaryDirectory() as folder:
         traces = {"default": pods_csv}
         for kind in VARIANTS:
             traces[kind] = Path(folder) / f"openb_pod_list_{kind}.csv"
             write_pods(make_variant(pods, nodes, kind, VARIANT_SEED), traces[kind])
-        work = [(t, p) for t in traces for p in ("fgd", "pykai")]  # the comparison first
-        work += [("default", p) for p in POLICIES if p not in ("fgd", "pykai")]
-        done: dict[tuple[str, str], dict[str, Any]] = {}
+        order = [("default", p) for p in ("fgd", "pykai")]  # parity and the comparison first
+        order += [("default", p) for p in POLICIES if p not in ("fgd", "pykai")]
+        order += [(t, p) for t in VARIANTS for p in ("fgd", "pykai")]
+        work = [(t, p, s) for t, p in order for s in seeds if (t, p, s) not in done]
         with multiprocessing.get_context("spawn").Pool(jobs) as pool:
-            runs = pool.imap(_run, [(nodes_csv, traces[t], p, seeds) for t, p in work])
-            for (trace, policy), result in zip(work, runs, strict=True):
-                done[trace, policy] = result
-                print(f"  {trace} {policy} done in {_seconds(result):.1f} s/seed", flush=True)
-    default = [done["default", p] for p in POLICIES]
-    variants = {t: {p: done[t, p] for p in ("fgd", "pykai")} for t in traces}
+            runs = pool.imap(_run, [(nodes_csv, traces[t], p, s) for t, p, s in work])
+            for (trace, policy, seed), run in zip(work, runs, strict=True):
+                done[trace, policy, seed] = run
+                if log is not None:
+                    with log.open("a") as handle:
+                        handle.write(json.dumps({"trace": trace, "policy": policy, **run}) + "\n")
+                print(f"  {trace} {policy} seed {seed}: {run['seconds']:.1f} s", flush=True)
+
+    def result(trace: str, policy: str) -> dict[str, Any]:
+        runs = [done[trace, policy, s] for s in seeds]
+        curves = [r["unallocated_gpu_pct"] for r in runs]
+        return {"policy": policy, "runs": runs, "median_unallocated_gpu_pct": median(curves)}
+
+    default = [result("default", p) for p in POLICIES]
+    variants = {t: {p: result(t, p) for p in ("fgd", "pykai")} for t in traces}
     return default, variants
+
+
+def _logged(log: Path | None) -> dict[Job, dict[str, Any]]:
+    """Runs of earlier reports, from a JSON-lines log."""
+    found: dict[Job, dict[str, Any]] = {}
+    if log is None or not log.is_file():
+        return found
+    for line in log.read_text().splitlines():
+        run = json.loads(line)
+        found[run.pop("trace"), run.pop("policy"), run["seed"]] = run
+    return found
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -156,7 +186,8 @@ def main(argv: list[str] | None = None) -> None:
     except (ValueError, DataNotFoundError) as exc:
         parser.error(str(exc))
     args.out.mkdir(parents=True, exist_ok=True)
-    results, variants = run_all(seeds, nodes_csv, pods_csv, max(args.jobs, 1))
+    log = args.out / "fgd-runs.jsonl"
+    results, variants = run_all(seeds, nodes_csv, pods_csv, max(args.jobs, 1), log)
     (args.out / "fgd-default.json").write_text(json.dumps(results))
     plot(results, args.out / "fgd-default.png", args.data)
     (args.out / "fgd-variants.json").write_text(json.dumps(variants))
