@@ -160,7 +160,7 @@ def plot(results: list[dict[str, Any]], path: Path, data: Path | None = None) ->
     axes.set_xlim(75, MAX_ARRIVAL)
     axes.set_ylim(0, 30)
     axes.grid(alpha=0.3)
-    axes.legend(title="solid: pykai sim; dashed: published", fontsize=8)
+    axes.legend(title="solid: replayed through pykai; dashed: published", fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

@@ -71,7 +71,7 @@ def default_table(results: list[dict[str, Any]], data: Path | None = None) -> li
         published = published_medians(policy, data) if policy in PUBLISHED_NAMES else None
         delta = "" if published is None else f"{ours[100] - published[100]:+.2f} pp"
         lines.append(
-            f"| {policy} | pykai sim | {' | '.join(_at(ours, ARRIVALS))} | {_iqr(result, 100)} "
+            f"| {policy} | pykai replay | {' | '.join(_at(ours, ARRIVALS))} | {_iqr(result, 100)} "
             f"| {delta} | {_seconds(result):.1f} |"
         )
         if published is not None:
@@ -82,7 +82,7 @@ def default_table(results: list[dict[str, Any]], data: Path | None = None) -> li
 def frag_table(results: list[dict[str, Any]], data: Path | None = None) -> list[str]:
     """Markdown rows: median fragmentation at a few arrivals, ours and published."""
     lines = [
-        "| policy | pykai sim | published |",
+        "| policy | pykai replay | published |",
         "|---|---|---|",
     ]
     for result in results:
