@@ -218,3 +218,14 @@ def test_a_bind_says_which_scorer_chose_its_node_and_the_runner_up() -> None:
     assert (bind.choice.scorer, bind.choice.runner_up) == ("fgd", "n1")
     assert bind.choice.score == bind.choice.runner_up_score  # a tie, given to the first name
     assert bind.choice.describe().startswith("by fgd (score ")
+
+
+@pytest.mark.parametrize("policy", ["binpack", "fgd"])
+def test_a_node_claiming_absurdly_many_gpus_does_not_stop_placement(policy: str) -> None:
+    engine = two_nodes(policy, typical=[TracePod("w", 1000, 1, 1, 1000)])
+    huge = node_object(TraceNode("huge", 32_000, 1000, 1, "T4"))
+    huge["status"]["allocatable"]["nvidia.com/gpu"] = "1e400"
+    huge["status"]["capacity"]["nvidia.com/gpu"] = "1e400"
+    engine.add([huge])
+    placed = place(engine, [TracePod("p", 1000, 1, 1, 1000), TracePod("s", 1000, 1, 1, 500)])
+    assert placed["p"] in ("n0", "n1") and placed["s"] in ("n0", "n1")

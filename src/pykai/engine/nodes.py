@@ -19,6 +19,7 @@ IntArray = npt.NDArray[np.int64]
 CPU, MEM, GPU = 0, 1, 2
 MILLI = 1000  # a whole GPU, in the milli units of per-device free capacity
 GPU_CLASSES = 9  # pods counted per GPU class: shares, then 1..8 whole GPUs
+MAX_DEVICES = 64  # devices per node seen one by one (a node claiming more: the first 64)
 _ConstraintKey = tuple[NodeConstraints, tuple[tuple[str, float], ...]]
 
 
@@ -70,7 +71,7 @@ class NodeTable:
             self.schedulable[i] = node.ready and not node.unschedulable
             self.gpu_memory_mib[i] = node.gpu_memory_mib
             self.pod_capacity[i] = node.extended.get("pods", np.inf)
-            if node.allocatable.gpu > self.device_milli.shape[1]:
+            if _devices(node.allocatable.gpu) > self.device_milli.shape[1]:
                 self.dirty = True  # more devices than the per-device columns hold
             else:
                 self._refresh_devices(i)
@@ -102,7 +103,7 @@ class NodeTable:
         self.shared_free = np.zeros(len(views))
         self.shared_future = np.zeros(len(views))
         self.shared_spare = np.zeros(len(views))
-        width = max((int(v.allocatable.gpu) for v in views), default=0)
+        width = max((_devices(v.allocatable.gpu) for v in views), default=0)
         self.device_milli = np.zeros((len(views), max(width, 1)), dtype=np.int64)
         self.device_milli[np.arange(width)[None, :] < self.alloc[:, GPU : GPU + 1]] = MILLI
         self.row_version = np.zeros(len(views), dtype=np.int64)
@@ -122,7 +123,7 @@ class NodeTable:
         free = [round(g.free * MILLI) for g in groups.groups.values()] if groups else []
         free = free[: len(row)]
         row[: len(free)] = free
-        whole = int(max(0.0, self.alloc[i, GPU] - self.used[i, GPU]) + 1e-9)
+        whole = _devices(self.alloc[i, GPU] - self.used[i, GPU] + 1e-9)
         row[len(free) : len(free) + whole] = MILLI
         self.row_version[i] += 1
 
@@ -235,3 +236,10 @@ class NodeTable:
             mask = self.schedulable & selects & tolerates & has_extended
             self._masks[key] = mask
         return mask
+
+
+def _devices(amount: float) -> int:
+    """Whole devices in an amount of GPUs, at most MAX_DEVICES (0 for nonsense)."""
+    if not np.isfinite(amount) or amount <= 0:
+        return MAX_DEVICES if amount == np.inf else 0
+    return int(min(amount, MAX_DEVICES))
