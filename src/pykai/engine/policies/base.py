@@ -9,6 +9,7 @@ from typing import Protocol
 
 import numpy as np
 
+from pykai.engine.gpu_sharing import new_group_id
 from pykai.engine.jobs import Task
 from pykai.engine.nodes import CPU, MILLI, FloatArray, IntArray, NodeTable
 
@@ -99,10 +100,8 @@ def task_rng(task: Task) -> np.random.Generator:
 
 
 def group_of_device(nodes: NodeTable, task: Task, row: int, column: int) -> str:
-    """The GPU group behind column ``column`` of a row's devices (:attr:`NodeTable.
-    device_milli`: shared groups first, then idle whole GPUs, which open a new group)."""
-    from pykai.engine.gpu_sharing import new_group_id
-
+    """The GPU group behind column ``column`` of a row's devices (``device_milli``: shared
+    groups first, then idle whole GPUs, which open a new group)."""
     groups = nodes.shared.get(nodes.names[row])
     existing = list(groups.groups) if groups is not None else []
     return existing[column] if column < len(existing) else new_group_id(task.uid, 0)
