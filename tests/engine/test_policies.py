@@ -229,3 +229,22 @@ def test_a_node_claiming_absurdly_many_gpus_does_not_stop_placement(policy: str)
     engine.add([huge])
     placed = place(engine, [TracePod("p", 1000, 1, 1, 1000), TracePod("s", 1000, 1, 1, 500)])
     assert placed["p"] in ("n0", "n1") and placed["s"] in ("n0", "n1")
+
+
+def test_typical_pods_come_from_the_last_pods_seen_and_one_index_is_kept() -> None:
+    from pykai.engine.typical import SeenPods
+
+    engine = engine_of("fgd", [TraceNode("n0", 32_000, 1000, 2, "T4")])
+    engine.state.seen.resize(2)
+    submit(engine, [TracePod("a", 1000, 1, 0, 0), TracePod("b", 2000, 1, 1, 500)])
+    submit(engine, [TracePod("c", 3000, 1, 1, 1000)])
+    counted = sorted((s.cpu_milli, s.gpu_milli, n) for s, n in engine.state.seen.counter.items())
+    assert counted == [(2000, 500, 1), (3000, 1000, 1)]  # "a" dropped out of the window
+    table = engine.state.nodes
+    engine.state.ensure_current()
+    first = FragIndex.of(table, engine.state.seen.typical())
+    other = SeenPods(5)
+    other.add(shape_from(TypicalShape(cpu_milli=1000, gpu_milli=250, gpus=1, count=1)))
+    second = FragIndex.of(table, other.typical())
+    assert second is not first
+    assert [v for v in table.derived.values() if isinstance(v, FragIndex)] == [second]

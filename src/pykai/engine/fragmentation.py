@@ -90,9 +90,10 @@ class FragIndex:
     """Every node's current fragmentation under one model, re-measured only for rows that
     changed since (the node table's row versions)."""
 
-    def __init__(self, model: FragModel, nodes: NodeTable) -> None:
+    def __init__(self, model: FragModel, nodes: NodeTable, typical: TypicalPods) -> None:
         self.model = model
         self.nodes = nodes
+        self.typical = typical
         size = len(nodes)
         self._version = np.full(size, -1, dtype=np.int64)
         self.cnt: IntArray = np.zeros((size, len(model.thresholds)), dtype=np.int64)
@@ -101,16 +102,16 @@ class FragIndex:
 
     @classmethod
     def of(cls, nodes: NodeTable, typical: TypicalPods) -> FragIndex:
-        """The index of ``nodes`` for ``typical``, kept with the table until its nodes change."""
-        key = ("fragmentation", typical)
-        index = nodes.derived.get(key)
-        if not isinstance(index, FragIndex):
+        """The index of ``nodes`` for ``typical``, kept with the table (one at a time: other
+        typical pods replace it) until its nodes change."""
+        index = nodes.derived.get(cls)
+        if not isinstance(index, FragIndex) or index.typical != typical:
             admits = [
                 nodes.constraint_mask(s.constraints) if s.gpu_milli else np.zeros(0, dtype=bool)
                 for s in typical.shapes
             ]
-            index = cls(FragModel.compile(typical, admits, len(nodes)), nodes)
-            nodes.derived[key] = index
+            index = cls(FragModel.compile(typical, admits, len(nodes)), nodes, typical)
+            nodes.derived[cls] = index
         index.refresh()
         return index
 
