@@ -465,3 +465,14 @@ def test_the_readme_walkthrough_runs_as_written(cli: Cli, monkeypatch: pytest.Mo
     pods = cli.lines("get", "pods", "-A", "--no-headers")
     assert {row[0] for row in pods} == {"default", "ai-workloads"}
     assert all(row[3] == "Running" for row in pods), pods
+
+
+def test_describe_pod_says_how_its_node_was_chosen(cli: Cli, tmp_path: Path) -> None:
+    # binpack: the node left with the fewest free GPUs scores 9, the emptiest 0 (KAI's scale)
+    objects = [node("n1", gpus=8), node("n2", gpus=4), pod("p", gpus=2)]
+    cli("apply", "-f", write(tmp_path, "x.yaml", objects))
+    out = cli("describe", "pod", "p").out
+    assert (
+        "Successfully assigned default/p to n2, chosen by binpack (score 9; runner-up n1, 0)"
+        in (" ".join(out.split()))
+    )

@@ -72,9 +72,12 @@ class EmbeddedCluster(ClusterReader):
         store: Store,
         config: SchedulerConfig | None = None,
         scheduler: CycleRunner | None = None,
+        *,
+        statuses: bool = True,
     ) -> None:
         """Use ``store``. ``scheduler`` replaces the engine's Scheduler, for tests that want
-        fixed decisions."""
+        fixed decisions; ``statuses=False`` leaves PodGroup and queue statuses unwritten (trace
+        replays, pykai/sim/)."""
         super().__init__(store)
         self._config = config
         self._scheduler = scheduler
@@ -86,6 +89,7 @@ class EmbeddedCluster(ClusterReader):
             check=self.stored_check,
             owner_check=self.stored_check,
             admission=(lambda host: run_kueue(host, self.config),),
+            statuses=statuses,
         )
         self.writes = 0  # writes made through this object (a round that makes none settles)
         self.host = ClusterHost(self)
@@ -100,10 +104,12 @@ class EmbeddedCluster(ClusterReader):
         config: SchedulerConfig | None = None,
         scheduler: CycleRunner | None = None,
         readonly: bool = False,
+        statuses: bool = True,
     ) -> EmbeddedCluster:
         """Open a cluster at ``path`` (made, with KAI installed, if missing; None keeps it in
-        memory); ``readonly`` opens an existing one for reading only."""
-        return cls(Store(path, readonly=readonly, seed=_seed), config, scheduler)
+        memory); ``readonly`` opens an existing one for reading only; ``statuses`` as for
+        the constructor."""
+        return cls(Store(path, readonly=readonly, seed=_seed), config, scheduler, statuses=statuses)
 
     @property
     def state(self) -> ClusterState:

@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 
 from pykai.sim.openb import read_nodes, read_pods
-from pykai.sim.policies import POLICIES
-from pykai.sim.replay import MAX_ARRIVAL, Curve, median, replay
+from pykai.sim.replay import MAX_ARRIVAL, POLICIES, Curve, median, replay
 
 DATA_ENV = "PYKAI_DATA"
 _SRC = Path(__file__).resolve().parents[2]  # src/ of a checkout, site-packages/ if installed
@@ -165,7 +164,7 @@ def plot(
     axes.set_xlim(75, MAX_ARRIVAL)
     axes.set_ylim(0, 30)
     axes.grid(alpha=0.3)
-    axes.legend(title="solid: pykai sim; dashed: published", fontsize=8)
+    axes.legend(title="solid: replayed through pykai; dashed: published", fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)
