@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pykai.controllers.status import queue_figures
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.embedded.store import Store
 from pykai.engine.decisions import Bind, CycleResult, Evict, QueueStatus, Reason
@@ -13,6 +12,7 @@ from pykai.engine.jobs import TaskStatus
 from pykai.engine.state import ClusterState
 from pykai.model.builders import node, pod, podgroup, queue
 from pykai.model.meta import Obj, format_time
+from pykai.model.queue_status import queue_figures
 from pykai.model.resources import Resources
 
 from .conftest import ScriptedScheduler, dump, scripted

@@ -167,7 +167,7 @@ def fgd(
     With several policies, -o json prints a list of results."""
     from pykai.cli.progress import counted
     from pykai.sim.fgd import NODES_FILE, PODS_FILE, data_file, parse_seeds, plot, run_fgd
-    from pykai.sim.policies import POLICIES
+    from pykai.sim.replay import POLICIES
 
     if plot_file is not None and importlib.util.find_spec("matplotlib") is None:
         fail("--plot needs matplotlib, not installed with pykai: pip install 'pykai[plot]'")

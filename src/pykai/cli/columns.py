@@ -10,9 +10,9 @@ from typing import Any
 from pykai.cli.kueue_columns import KUEUE_COLUMNS
 from pykai.cli.related import Reader, descendant_pods, pods_by_node, usage
 from pykai.cli.tables import age, table
-from pykai.controllers.status import queue_figures
 from pykai.model import constants as c
 from pykai.model.meta import Obj
+from pykai.model.queue_status import queue_figures
 from pykai.model.resources import format_gpu
 
 NONE = "<none>"

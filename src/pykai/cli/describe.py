@@ -7,10 +7,10 @@ from collections.abc import Callable
 from pykai.cli.columns import NONE, Context, columns_for, pod_status, shown
 from pykai.cli.related import Reader, descendant_pods, podgroup_pods, pods_by_node, usage
 from pykai.cli.tables import age, table
-from pykai.controllers.status import queue_figures
 from pykai.model import constants as c
 from pykai.model.meta import Obj
 from pykai.model.pod import GpuRequest, parse_pod
+from pykai.model.queue_status import queue_figures
 from pykai.model.resources import format_cpu, format_gpu, format_memory
 
 Lines = list[str]
