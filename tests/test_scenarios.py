@@ -381,15 +381,18 @@ def pending(manifest: Obj) -> Obj:
     return pod
 
 
+@pytest.mark.parametrize("host", ["file", "memory"])
 @pytest.mark.parametrize("name", SCENARIOS)
-def test_scenario(name: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
-    """Run one scenario folder on a fresh embedded cluster in a SQLite file."""
+def test_scenario(name: str, host: str, tmp_path: Path, request: pytest.FixtureRequest) -> None:
+    """Run one scenario folder on a fresh embedded cluster, in a SQLite file or in memory (the
+    host the trace replays use)."""
     from pykai.embedded.cluster import EmbeddedCluster
 
     scenario = load(name)
     if scenario.get("xfail"):
         request.applymarker(pytest.mark.xfail(reason=scenario["xfail"], strict=True))
-    cluster = EmbeddedCluster.open(tmp_path / "cluster.db", config=scheduler_config(scenario))
+    path = tmp_path / "cluster.db" if host == "file" else None
+    cluster = EmbeddedCluster.open(path, config=scheduler_config(scenario))
     controller = Controller(cluster) if scenario.get("recreate_evicted") else None
     settling = 0 if controller else 100  # rounds each action settles for; else the controller's
     try:

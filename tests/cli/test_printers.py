@@ -8,7 +8,8 @@ import pytest
 import yaml
 
 from pykai.cli.columns import Context, render_table
-from pykai.cli.printers import OutputError, custom_columns, jsonpath, render
+from pykai.cli.jsonpath import JsonPathError, select, template
+from pykai.cli.printers import OutputError, custom_columns, render
 from pykai.model.builders import node, pod, podgroup, queue
 from pykai.model.meta import Obj
 from tests.cli.conftest import FakeReader
@@ -208,10 +209,33 @@ def test_custom_columns_spec_must_be_header_colon_path() -> None:
     ],
 )
 def test_jsonpath(path: str, expected: list[str]) -> None:
-    assert jsonpath(pod("a", labels={"ray.io/cluster": "rc"}), path) == expected
+    assert select(pod("a", labels={"ray.io/cluster": "rc"}), path) == expected
 
 
 def test_custom_columns_print_maps_and_lists_as_kubectl_does() -> None:
     obj = {"metadata": {"labels": {"b": "2", "a": "1"}}, "spec": {"on": True, "xs": [1, 2]}}
     text = custom_columns("L:.metadata.labels,ON:.spec.on,XS:.spec.xs", [obj])
     assert text.splitlines()[1].split("   ") == ["map[a:1 b:2]", "true", "[1 2]"]
+
+
+def test_jsonpath_filters_negative_indexes_and_the_root() -> None:
+    obj = {
+        "status": {"conditions": [{"type": "Ready", "status": "True"}, {"type": "X", "n": 2}]},
+        "items": [1, 2, 3],
+    }
+    assert select(obj, '.status.conditions[?(@.type=="Ready")].status') == ["True"]
+    assert select(obj, ".status.conditions[?(@.n==2)].type") == ["X"]
+    assert select(obj, ".status.conditions[?(@.type!='Ready')].type") == ["X"]
+    assert select(obj, ".items[-1]") == [3]
+    assert select(obj["items"], "$", root=obj) == [obj]
+
+
+def test_jsonpath_templates_nest_ranges_and_print_non_strings_as_kubectl() -> None:
+    doc = {"items": [{"n": "a", "xs": [1, 2]}, {"n": "b", "xs": [], "on": True}]}
+    assert template(doc, "{range .items[*]}[{.n}:{range .xs[*]}<{@}>{end}]{end}") == (
+        "[a:<1><2>][b:]"
+    )
+    assert template(doc, "{.items[1].on} {.items[0].xs}") == "true [1,2]"
+    assert template(doc, 'names: {.items[*].n}{"\\n"}') == "names: a b\n"
+    with pytest.raises(JsonPathError, match=r'unexpected "\{end\}"'):
+        template(doc, "{.n}{end}")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pykai.controllers.status import queue_figures
-from pykai.embedded.cluster import ApplyOutcome, EmbeddedCluster
+from pykai.embedded.cluster import ApplyOutcome, EmbeddedCluster, NamespaceNotFound
 from pykai.embedded.store import Store
 from pykai.engine.decisions import CycleResult
 from pykai.engine.state import ClusterState
@@ -28,7 +28,22 @@ def test_a_fresh_cluster_looks_like_kai_installed(tmp_path: Path) -> None:
             assert spec["resources"][resource] == {"quota": 0, "limit": -1, "overQuotaWeight": 1}
     classes = {pc["metadata"]["name"]: pc["value"] for pc in cluster.list("PriorityClass")}
     assert classes == {"train": 50, "build-preemptible": 75, "build": 100, "inference": 125}
-    assert [n["metadata"]["name"] for n in cluster.list("Namespace")] == ["default"]
+    namespaces = {n["metadata"]["name"] for n in cluster.list("Namespace")}
+    assert namespaces == {
+        "default",
+        "kube-system",
+        "kube-public",
+        "kube-node-lease",
+        "kai-scheduler",
+    }
+
+
+def test_apply_can_refuse_missing_namespaces_as_an_api_server(tmp_path: Path) -> None:
+    cluster = EmbeddedCluster.open(tmp_path / "c.db")
+    with pytest.raises(NamespaceNotFound, match='namespaces "a" not found') as refused:
+        cluster.apply([pod("p", namespace="b"), pod("q", namespace="a")], create_namespaces=False)
+    assert refused.value.names == ["a", "b"]
+    assert cluster.list("Pod", None) == [] and cluster.get("Namespace", "a") is None
 
 
 def test_apply_reports_outcomes_creates_namespaces_and_refuses_unknown_kinds(

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pykai.controllers.status import queue_figures
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.embedded.store import Store
 from pykai.engine.decisions import Bind, CycleResult, Evict, QueueStatus, Reason
@@ -13,6 +12,7 @@ from pykai.engine.jobs import TaskStatus
 from pykai.engine.state import ClusterState
 from pykai.model.builders import node, pod, podgroup, queue
 from pykai.model.meta import Obj, format_time
+from pykai.model.queue_status import queue_figures
 from pykai.model.resources import Resources
 
 from .conftest import ScriptedScheduler, dump, scripted
@@ -261,3 +261,24 @@ def test_a_spent_search_budget_is_a_warning_on_the_queues_left_untried(tmp_path:
     assert "reclaim spent its search budget" in events[0]["message"]
     assert "3 pending job(s) of this queue were not tried" in events[0]["message"]
     assert cluster.events_for("Queue", "other", "") == []
+
+
+def test_a_pod_with_a_duration_succeeds_after_running_that_long_and_frees_its_gpus() -> None:
+    cluster = EmbeddedCluster.open(None)
+    first = pod("first", gpus=8, annotations={"pykai.io/duration": "1m"})
+    cluster.apply([node("n1", gpus=8), first])
+    assert stored(cluster, "Pod", "first")["status"]["phase"] == "Running"
+    cluster.apply([pod("second", gpus=8)])  # waits: the node's GPUs are taken
+    assert not stored(cluster, "Pod", "second")["spec"].get("nodeName")
+    cluster.advance(59)
+    assert stored(cluster, "Pod", "first")["status"]["phase"] == "Running"
+    cluster.advance(1)
+    assert stored(cluster, "Pod", "first")["status"]["phase"] == "Succeeded"
+    assert stored(cluster, "Pod", "second")["status"]["phase"] == "Running"
+
+
+def test_an_unreadable_duration_never_ends_the_pod() -> None:
+    cluster = EmbeddedCluster.open(None)
+    cluster.apply([node("n1"), pod("p", annotations={"pykai.io/duration": "soon"})])
+    cluster.advance(3600)
+    assert stored(cluster, "Pod", "p")["status"]["phase"] == "Running"

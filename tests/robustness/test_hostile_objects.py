@@ -263,8 +263,10 @@ def over_allocated(cluster: EmbeddedCluster, prebound: set[str]) -> list[str]:
 
 
 def over_allocated_on(nodes: list[Obj], all_pods: list[Obj], prebound: set[str]) -> list[str]:
-    """Of ``nodes``, those pykai bound a pod to that hold more than they have (GPU
-    reservation pods excluded: their device is the shared group already counted)."""
+    """Of ``nodes``, those that hold more of a resource than they have where pykai bound a pod
+    that asks for some of it (GPU reservation pods excluded: their device is the shared group
+    already counted). A pod that asks for none of it fits whatever the node holds, as in
+    kube-scheduler, so a node that hostile pods bound by hand overfill is no finding by itself."""
     problems = []
     pods = [
         p
@@ -275,7 +277,8 @@ def over_allocated_on(nodes: list[Obj], all_pods: list[Obj], prebound: set[str])
     for node_obj in nodes:
         name = node_obj["metadata"]["name"]
         mine = [p for p in pods if p["spec"].get("nodeName") == name]
-        if not any(p["metadata"]["name"] not in prebound for p in mine):
+        placed = [held(p) for p in mine if p["metadata"]["name"] not in prebound]
+        if not placed:
             continue  # pykai put nothing here
         allocatable = node_obj["status"]["allocatable"]
         cpu = saturated_amount("cpu", allocatable.get("cpu"))
@@ -284,9 +287,12 @@ def over_allocated_on(nodes: list[Obj], all_pods: list[Obj], prebound: set[str])
         totals = [held(p) for p in mine]
         whole = sum(t[2] for t in totals if not t[3])
         shared = len({g for t in totals for g in t[3]})
-        if sum(t[0] for t in totals) > cpu + 1e-6 or sum(t[1] for t in totals) > memory + 1e-6:
-            problems.append(f"{name}: cpu or memory")
-        if whole + shared > gpus + 1e-6 and not math.isinf(gpus):
+        for index, resource, capacity in ((0, "cpu", cpu), (1, "memory", memory)):
+            over = sum(t[index] for t in totals) > capacity + 1e-6
+            if over and any(t[index] > 0 for t in placed):
+                problems.append(f"{name}: {resource}")
+        gpus_placed = any(t[2] > 0 or t[3] for t in placed)
+        if whole + shared > gpus + 1e-6 and not math.isinf(gpus) and gpus_placed:
             problems.append(f"{name}: {whole} whole + {shared} shared GPUs > {gpus}")
     return problems
 
@@ -301,6 +307,13 @@ def over_allocated_on(nodes: list[Obj], all_pods: list[Obj], prebound: set[str])
     # running job, and every cycle failed, so nothing was scheduled anywhere
     [
         pod("a-pod", node_name="n1", labels={c.GPU_GROUP_LABEL: "a", c.QUEUE_LABEL: "a"}),
+    ]
+)
+@example(  # found by this test: a pod asking for no cpu or memory fits on a node that a pod
+    # bound by hand overfills (as in kube-scheduler); pykai made that node no fuller
+    [
+        pod("b-pod", node_name="n1", cpu="9999999999999999999999999999999999999999"),
+        pod("a-pod", cpu="0", memory="0"),
     ]
 )
 def test_hostile_objects_never_stop_the_embedded_cluster(objects: list[Obj]) -> None:

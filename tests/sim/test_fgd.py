@@ -20,7 +20,7 @@ def test_run_fgd_returns_the_documented_shape() -> None:
         PODS_CSV,
         "fgd",
         [42, 43],
-        max_pods=300,
+        max_pods=150,
         progress=lambda d, t: calls.append((d, t)),
     )
     assert set(result) == {"policy", "runs", "median_unallocated_gpu_pct"}
@@ -29,7 +29,7 @@ def test_run_fgd_returns_the_documented_shape() -> None:
     for run in result["runs"]:
         assert set(run) == {"seed", "unallocated_gpu_pct", "fragmentation_pct", "seconds"}
         assert len(run["unallocated_gpu_pct"]) == len(run["fragmentation_pct"]) == 131
-        assert run["unallocated_gpu_pct"][130] is None  # 300 pods do not reach 130 %
+        assert run["unallocated_gpu_pct"][130] is None  # 150 pods do not reach 130 %
     assert len(result["median_unallocated_gpu_pct"]) == 131
 
 
@@ -49,7 +49,7 @@ def test_published_medians() -> None:
 
 
 def test_plot_writes_a_png(tmp_path: Path) -> None:
-    result = run_fgd(NODES_CSV, PODS_CSV, "bestfit", [42], max_pods=200)
+    result = run_fgd(NODES_CSV, PODS_CSV, "bestfit", [42], max_pods=100)
     plot([result, {**result, "policy": "pykai"}], tmp_path / "f.png")
     assert (tmp_path / "f.png").read_bytes()[:4] == b"\x89PNG"
 

@@ -22,8 +22,8 @@ def test_arrivals_sort_shuffle_and_inflate(pods: list[TracePod]) -> None:
 
 
 def test_a_fitting_workload_is_placed_in_full() -> None:
-    nodes = [TraceNode(f"n{i}", 1_000_000, 1_000_000, 8, "T4") for i in range(10)]
-    pods = [TracePod(f"p{i}", 1000, 1000, 1, 100) for i in range(100)]
+    nodes = [TraceNode(f"n{i}", 1_000_000, 1_000_000, 8, "T4") for i in range(3)]
+    pods = [TracePod(f"p{i}", 1000, 1000, 1, 100) for i in range(30)]
     for policy in ("random", "fgd", "pykai"):
         run = replay(nodes, pods, policy, 42)
         for k in range(0, 91, 5):  # every event before demand reaches capacity fits
@@ -60,16 +60,6 @@ def test_tie_ranks_are_a_seeded_permutation(nodes: list[TraceNode]) -> None:
     assert sorted(ranks.values()) == list(range(len(nodes)))
     assert tie_ranks(list(reversed(nodes)), 42) == ranks  # input order does not matter
     assert tie_ranks(nodes, 43) != ranks
-
-
-def test_ties_follow_the_seeded_node_order_unless_told_otherwise() -> None:
-    """Packing scores CPU pods 0 everywhere: in name order they all pile onto the first
-    (2-GPU) nodes of the trace, in the seeded order they land on nodes of every kind."""
-    nodes, pods = read_nodes(NODES_CSV), read_pods(PODS_CSV)
-    by_name = replay(nodes, pods, "packing", 42, max_pods=1500, shuffle_ties=False)
-    shuffled = replay(nodes, pods, "packing", 42, max_pods=1500)
-    assert shuffled.unallocated_gpu_pct == by_name.unallocated_gpu_pct  # nothing fails yet
-    assert shuffled.fragmentation_pct != by_name.fragmentation_pct
 
 
 def test_unknown_policy(nodes: list[TraceNode], pods: list[TracePod]) -> None:

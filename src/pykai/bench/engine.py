@@ -19,6 +19,7 @@ import math
 import resource
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pykai.bench.contended import Workload, build, contended, reclaim_heavy
@@ -194,32 +195,42 @@ def run_engine_bench(
     reclaim_nodes: int = 400,
     repeat: int = 3,
     growth_nodes: tuple[int, ...] = (),
+    progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, Any]:
     """Run every measurement and return one flat record of figures (with the contended
-    cycle's growth in N when ``growth_nodes`` gives two sizes or more)."""
+    cycle's growth in N when ``growth_nodes`` gives two sizes or more); ``progress`` is told
+    each measurement as it starts."""
     gc.collect()
+    progress(f"single-pod jobs on {nodes} nodes")
     state = _base(nodes)
     _jobs(state, pods, 1)
     single = _bind_rate(state, pods)
     del state
+    progress(f"gangs of 8 on {nodes} nodes")
     state = _base(nodes)
     _jobs(state, pods // 8, 8, prefix="gang")
     gangs = _bind_rate(state, pods // 8 * 8)
     del state
     gc.collect()
+    progress(f"a cycle on {large_nodes} nodes and {large_pods} pods")
     large = _large_cycle(large_nodes, large_pods, max(1, large_pods // 140))
     gc.collect()
+    progress(f"contended cycles on {contended_nodes} and {contended_large_nodes} nodes")
     cycle, first = _first_cycle(contended(contended_nodes), repeat)
     large_contended = contended(
         contended_large_nodes, running=35 * contended_large_nodes, pending=5 * contended_large_nodes
     )
     cycle_large, _ = _first_cycle(large_contended, repeat)
     next_large = _next_cycle(large_contended, repeat)
+    progress(f"reclaim-heavy cycles on {reclaim_nodes} nodes")
     reclaim, reclaimed = _first_cycle(reclaim_heavy(reclaim_nodes), repeat)
     exhaustive_seconds, exhaustive = _first_cycle(
         reclaim_heavy(reclaim_nodes), 1, SchedulerConfig(exhaustive_search=True)
     )
-    grown = growth(growth_nodes, repeat) if len(growth_nodes) > 1 else {}
+    grown = {}
+    if len(growth_nodes) > 1:
+        progress(f"growth in N: {', '.join(map(str, growth_nodes))} nodes")
+        grown = growth(growth_nodes, repeat)
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "nodes": nodes,

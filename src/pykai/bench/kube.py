@@ -212,15 +212,25 @@ def _terminated_as_exit() -> Iterator[None]:
 
 
 def run_kube_bench(
-    nodes: int, pods: int, gang: int = 1, rows: tuple[str, ...] = ROWS, repeat: int = 1
+    nodes: int,
+    pods: int,
+    gang: int = 1,
+    rows: tuple[str, ...] = ROWS,
+    repeat: int = 1,
+    progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, object]:
-    """Every row ``repeat`` times; medians, and ratios to kube-scheduler and to the ceiling."""
+    """Every row ``repeat`` times; medians, and ratios to kube-scheduler and to the ceiling
+    (``progress`` is told each run as it starts)."""
     if pods > nodes * 8:
         raise ValueError(f"{pods} pods of 1 GPU do not fit on {nodes} nodes of 8 GPUs")
     if pods % gang:
         raise ValueError(f"--pods {pods} is not a multiple of --gang {gang}")
+    runs = []
     with _terminated_as_exit():
-        runs = [measure(row, nodes, pods, gang) for _ in range(repeat) for row in rows]
+        for run in range(1, repeat + 1):
+            for row in rows:
+                progress(f"{row}, run {run} of {repeat}")
+                runs.append(measure(row, nodes, pods, gang))
     medians = {row: statistics.median(r.pods_per_s for r in runs if r.row == row) for row in rows}
     figures: dict[str, object] = {
         "nodes": nodes,

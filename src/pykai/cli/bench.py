@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated
@@ -44,6 +43,12 @@ def embedded(
     _print(figures, output)
 
 
+def _check_output(output: str) -> None:
+    """Refuse an unknown -o before any work is done (as _print would after it)."""
+    if output not in ("json", "table"):
+        _print({}, output)
+
+
 @app.command("engine")
 def engine(
     nodes: Annotated[int, typer.Option(help="Nodes of 8 GPUs")] = 5000,
@@ -62,6 +67,7 @@ def engine(
     output: OutputOption = "table",
 ) -> None:
     """Engine throughput (pods/s) and cycle latency on synthetic clusters."""
+    _check_output(output)
     try:
         growth_nodes = tuple(int(n) for n in growth.split(",") if n.strip())
     except ValueError:
@@ -72,17 +78,21 @@ def engine(
         if exc.name not in ("pykai.bench", "pykai.bench.engine"):
             raise
         fail("the engine benchmark (pykai.bench.engine) is not part of this build yet")
-    figures = run_engine_bench(
-        nodes=nodes,
-        pods=pods,
-        large_nodes=large_nodes,
-        large_pods=large_pods,
-        contended_nodes=contended_nodes,
-        contended_large_nodes=contended_large_nodes,
-        reclaim_nodes=reclaim_nodes,
-        repeat=repeat,
-        growth_nodes=growth_nodes,
-    )
+    from pykai.cli.progress import steps
+
+    with steps("bench engine") as step:
+        figures = run_engine_bench(
+            nodes=nodes,
+            pods=pods,
+            large_nodes=large_nodes,
+            large_pods=large_pods,
+            contended_nodes=contended_nodes,
+            contended_large_nodes=contended_large_nodes,
+            reclaim_nodes=reclaim_nodes,
+            repeat=repeat,
+            growth_nodes=growth_nodes,
+            progress=step,
+        )
     _print(figures, output)
 
 
@@ -100,13 +110,16 @@ def kube(
     """End to end on a real local kube-apiserver: pykai vs kube-scheduler vs the apiserver's
     binding ceiling (a fresh control plane per run; needs scripts/kube-binaries)."""
     from pykai.bench.kube import ROWS, run_kube_bench
+    from pykai.cli.progress import steps
 
+    _check_output(output)
     chosen = tuple(r.strip() for r in rows.split(",") if r.strip())
     unknown = [r for r in chosen if r not in ROWS]
     if unknown or not chosen:
         fail(f"--rows: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(ROWS)}")
     try:
-        figures = run_kube_bench(nodes, pods, gang, chosen, repeat)
+        with steps("bench kube") as step:
+            figures = run_kube_bench(nodes, pods, gang, chosen, repeat, step)
     except ValueError as exc:
         fail(str(exc))
     if output == "json":
@@ -136,47 +149,77 @@ def fgd(
         ),
     ] = None,
     policy: Annotated[
-        str, typer.Option(help="random|dotprod|clustering|packing|bestfit|fgd|pykai")
+        str,
+        typer.Option(
+            help="random|dotprod|clustering|packing|bestfit|fgd|pykai, or several with commas "
+            "(one column and one curve each)"
+        ),
     ] = "fgd",
     seeds: Annotated[str, typer.Option(help="42-51 or 42,43")] = "42",
     tune: Annotated[float, typer.Option(help="Inflate arrivals to tune × capacity")] = 1.3,
     max_pods: Annotated[int | None, typer.Option(help="Stop after this many pods")] = None,
     output: OutputOption = "table",
     plot_file: Annotated[
-        Path | None, typer.Option("--plot", help="PNG of the median curve")
+        Path | None, typer.Option("--plot", help="PNG of the median curves, in one titled plot")
     ] = None,
 ) -> None:
-    """GPU-sharing placement quality on the Alibaba openb trace (the FGD paper's protocol)."""
-    from rich.progress import Progress
-
+    """GPU-sharing placement quality on the Alibaba openb trace (the FGD paper's protocol).
+    With several policies, -o json prints a list of results."""
+    from pykai.cli.progress import counted
     from pykai.sim.fgd import NODES_FILE, PODS_FILE, data_file, parse_seeds, plot, run_fgd
+    from pykai.sim.replay import POLICIES
 
     if plot_file is not None and importlib.util.find_spec("matplotlib") is None:
         fail("--plot needs matplotlib, not installed with pykai: pip install 'pykai[plot]'")
+    _check_output(output)
+    policies = [p.strip() for p in policy.split(",") if p.strip()]
+    unknown = [p for p in policies if p not in POLICIES]
+    if unknown or not policies:
+        fail(
+            f"--policy: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(POLICIES)}"
+        )
+    if plot_file is not None and not plot_file.parent.is_dir():
+        fail(f"--plot {plot_file}: the folder {plot_file.parent} does not exist")
     try:
         seed_list = parse_seeds(seeds)
         nodes = nodes or data_file(NODES_FILE, data)
         pods = pods or data_file(PODS_FILE, data)
-        with Progress(disable=not sys.stderr.isatty(), transient=True) as bar:
-            task = bar.add_task(f"{policy}", total=len(seed_list))
-            result = run_fgd(
-                nodes,
-                pods,
-                policy,
-                seed_list,
-                tune,
-                max_pods,
-                lambda d, _: bar.update(task, completed=d),
-            )
+        results = []
+        with counted("replaying", len(policies) * len(seed_list)) as count:
+            for before, name in enumerate(policies):
+
+                def seeded(done: int, _: int, name: str = name, before: int = before) -> None:
+                    count(before * len(seed_list) + done, name)
+
+                results.append(run_fgd(nodes, pods, name, seed_list, tune, max_pods, seeded))
     except (ValueError, OSError) as exc:
         fail(str(exc))
     if plot_file is not None:
-        plot([result], plot_file, data)
+        title = f"openb trace, tune {tune:g}, seeds {seeds}: {', '.join(policies)}"
+        plot(results, plot_file, data, title=title)
     if output == "json":
-        typer.echo(json.dumps(result))
+        typer.echo(json.dumps(results[0] if len(results) == 1 else results))
         return
-    rows = [
-        [str(k), str(result["median_unallocated_gpu_pct"][k])]
-        for k in (80, 90, 95, 100, 110, 120, 130)
-    ]
-    typer.echo(table(["ARRIVAL %", "UNALLOCATED GPU % (median)"], rows))
+    arrivals = (80, 90, 95, 100, 110, 120, 130)
+    rows = [[str(k), *(str(r["median_unallocated_gpu_pct"][k]) for r in results)] for k in arrivals]
+    headers = [f"UNALLOCATED GPU % (median, {name})" for name in policies]
+    typer.echo(table(["ARRIVAL %", *headers], rows))
+
+
+@app.command("cli")
+def cli(
+    pods: Annotated[
+        int, typer.Option(help="Pods in the cluster file get and describe read", min=1)
+    ] = 5000,
+    runs: Annotated[int, typer.Option(help="Runs per command (medians reported)", min=1)] = 10,
+    output: OutputOption = "table",
+) -> None:
+    """Latency of pykai commands, each in a new process (version, --help, get pods, describe
+    pod), against `python -c pass` as the floor."""
+    from pykai.bench.cli import run_cli_bench
+    from pykai.cli.progress import steps
+
+    _check_output(output)
+    with steps("bench cli") as step:
+        figures = run_cli_bench(pods, runs, step)
+    _print(figures, output)

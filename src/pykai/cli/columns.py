@@ -10,9 +10,9 @@ from typing import Any
 from pykai.cli.kueue_columns import KUEUE_COLUMNS
 from pykai.cli.related import Reader, descendant_pods, pods_by_node, usage
 from pykai.cli.tables import age, table
-from pykai.controllers.status import queue_figures
 from pykai.model import constants as c
 from pykai.model.meta import Obj
+from pykai.model.queue_status import queue_figures
 from pykai.model.resources import format_gpu
 
 NONE = "<none>"
@@ -280,6 +280,18 @@ _COLUMNS: dict[str, tuple[list[Column], list[Column]]] = {
 _GENERIC: list[Column] = [("NAME", _name), ("AGE", _age)]
 
 
+def _prefixed(prefix: str) -> Cell:
+    def cell(obj: Obj, _: Context) -> str:
+        return f"{prefix}/{obj['metadata']['name']}"
+
+    return cell
+
+
+def _labels(obj: Obj, _: Context) -> str:
+    labels = obj["metadata"].get("labels") or {}
+    return ",".join(f"{k}={v}" for k, v in sorted(labels.items())) or NONE
+
+
 def columns_for(kind: str, *, wide: bool = False) -> list[Column]:
     """The columns of a kind (with -o wide's extra columns when ``wide``)."""
     if kind in KUEUE_COLUMNS:
@@ -296,11 +308,18 @@ def render_table(
     wide: bool = False,
     namespace_column: bool = False,
     no_headers: bool = False,
+    show_labels: bool = False,
+    name_prefix: str = "",
 ) -> str:
-    """A kubectl-style table of objects of one kind."""
+    """A kubectl-style table of objects of one kind; ``show_labels`` adds kubectl's LABELS
+    column, ``name_prefix`` shows names as ``PREFIX/NAME``."""
     columns = columns_for(kind, wide=wide)
+    if name_prefix:
+        columns = [(h, _prefixed(name_prefix) if h == "NAME" else c) for h, c in columns]
     if namespace_column:
         columns = [("NAMESPACE", _field("metadata", "namespace", missing="")), *columns]
+    if show_labels:
+        columns = [*columns, ("LABELS", _labels)]
     rows = [[shown(cell, obj, ctx) for _, cell in columns] for obj in objects]
     return table([header for header, _ in columns], rows, no_headers=no_headers)
 

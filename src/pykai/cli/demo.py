@@ -13,7 +13,7 @@ from pykai.cli.describe import describe
 from pykai.cli.manifests import read_manifests
 from pykai.cli.printers import render
 from pykai.cli.selectors import select
-from pykai.embedded.cluster import EmbeddedCluster
+from pykai.embedded.cluster import EmbeddedCluster, new_namespace
 from pykai.model import builders
 from pykai.model.meta import Obj
 
@@ -115,7 +115,8 @@ def _grace(cluster: EmbeddedCluster) -> None:
 def _sharing(cluster: EmbeddedCluster) -> None:
     cluster.apply([builders.node("gpu-node-2", gpus=4, cpu="64", memory="256Gi")])
     cluster.apply(example("opennebula-queues-default-test.yaml"))
-    cluster.apply(example("vllm-gpu-fraction-deployments.yaml"))
+    cluster.apply([new_namespace("ai-workloads")])  # pykai create namespace ai-workloads
+    cluster.apply(example("vllm-gpu-fraction-deployments.yaml"), create_namespaces=False)
     cluster.apply(example("ray-cluster.kai-gpu-sharing.yaml"))
 
 
@@ -204,9 +205,12 @@ CHAPTERS: list[Chapter] = [
 ]
 
 
-def run_demo(*, step: bool = False, chapters: list[Chapter] | None = None) -> EmbeddedCluster:
-    """Play the chapters on a fresh in-memory cluster, printing what each shows."""
-    cluster = EmbeddedCluster.open(None)
+def run_demo(
+    *, step: bool = False, chapters: list[Chapter] | None = None, path: Path | None = None
+) -> EmbeddedCluster:
+    """Play the chapters on a fresh cluster (in memory, or a new file at ``path`` that keeps
+    the story), printing what each shows."""
+    cluster = EmbeddedCluster.open(path)
     for number, chapter in enumerate(chapters or CHAPTERS, start=1):
         if step and number > 1:
             typer.prompt("Press Enter for the next chapter", default="", show_default=False)

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-import yaml
-
 from pykai.cli.columns import NONE, Context, columns_for, pod_status, shown
 from pykai.cli.related import Reader, descendant_pods, podgroup_pods, pods_by_node, usage
 from pykai.cli.tables import age, table
-from pykai.controllers.status import queue_figures
 from pykai.model import constants as c
 from pykai.model.meta import Obj
 from pykai.model.pod import GpuRequest, parse_pod
+from pykai.model.queue_status import queue_figures
 from pykai.model.resources import format_cpu, format_gpu, format_memory
 
 Lines = list[str]
@@ -273,13 +271,19 @@ def _workload(reader: Reader, workload: Obj) -> Lines:
 
 def _status_block(obj: Obj) -> Lines:
     status = obj.get("status")
-    return _indented("Status", yaml.safe_dump(status, sort_keys=True).rstrip()) if status else []
+    return _indented("Status", _yaml(status, sort_keys=True)) if status else []
 
 
 def _other(reader: Reader, obj: Obj) -> Lines:
     spec = obj.get("spec")
-    lines = _indented("Spec", yaml.safe_dump(spec, sort_keys=False).rstrip()) if spec else []
+    lines = _indented("Spec", _yaml(spec, sort_keys=False)) if spec else []
     return lines + _status_block(obj)
+
+
+def _yaml(value: object, *, sort_keys: bool) -> str:
+    import yaml  # only the kinds described as YAML need it: pods and queues start faster
+
+    return yaml.safe_dump(value, sort_keys=sort_keys).rstrip()
 
 
 _WORKLOADS = (

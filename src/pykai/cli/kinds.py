@@ -44,3 +44,33 @@ def info_for(kind: str, api_version: str = "") -> KindInfo:
 def display_name(kind: str, api_version: str = "") -> str:
     """How kubectl names a kind in apply and delete output (see :attr:`KindInfo.display`)."""
     return info_for(kind, api_version).display
+
+
+def resolve_targets(args: list[str]) -> list[tuple[KindInfo, list[str]]]:
+    """What kubectl's get takes: ``KIND[,KIND...] [NAME...]`` or ``KIND/NAME [KIND/NAME...]``;
+    each kind (in the order first named) with the names asked of it (none: all)."""
+    if not args:
+        raise UnknownKindError("you must specify the type of resource to get")
+    targets: dict[str, tuple[KindInfo, list[str]]] = {}
+    if any("/" in arg for arg in args):
+        if not all("/" in arg for arg in args):
+            raise UnknownKindError(
+                "there is no need to specify a resource type as a separate argument when "
+                "passing arguments in resource/name form (e.g. 'pykai get resource/<name>' "
+                "instead of 'pykai get resource resource/<name>'"
+            )
+        for arg in args:
+            kind, _, name = arg.partition("/")
+            if not name:
+                raise UnknownKindError(
+                    f'arguments in resource/name form must have a single resource and name: "{arg}"'
+                )
+            info = resolve(kind)
+            targets.setdefault(info.kind, (info, []))[1].append(name)
+        return list(targets.values())
+    kinds, *names = args
+    for kind in kinds.split(","):
+        if kind:
+            info = resolve(kind)
+            targets.setdefault(info.kind, (info, list(names)))
+    return list(targets.values())

@@ -5,18 +5,17 @@ traceback) for log pipelines, as KAI's ``global.jsonLog`` does."""
 from __future__ import annotations
 
 import logging
-from typing import Literal
 
-from pythonjsonlogger.json import JsonFormatter
+from pykai.cli.options import LogFormat, LogLevel
 
-LogFormat = Literal["text", "json"]
-LogLevel = Literal["debug", "info", "warning", "error"]
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s %(message)s"
 CHATTY = ("httpx", "httpcore")  # a line per request
 
 
 def configure_logging(level: LogLevel, log_format: LogFormat) -> None:
     """Root logging at ``level`` on stderr, in ``log_format``."""
+    from pythonjsonlogger.json import JsonFormatter  # only the long-running commands need it
+
     handler = logging.StreamHandler()
     if log_format == "json":
         renamed = {"levelname": "level", "name": "logger", "message": "msg"}

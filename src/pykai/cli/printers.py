@@ -3,19 +3,15 @@
 from __future__ import annotations
 
 import json
-import re
 from typing import Any
 
-import yaml
-
 from pykai.cli.columns import NONE, Context, render_table
+from pykai.cli.jsonpath import select, template
 from pykai.cli.kinds import display_name
 from pykai.cli.tables import table
 from pykai.model.meta import Obj
 
-FORMATS = "custom-columns,json,name,wide,yaml"
-# A step of a JSONPath: ``.key`` (a dot inside a key written ``\.``) or ``[2]`` / ``[*]``.
-_STEP = re.compile(r"\.((?:\\\.|[^.\[])+)|\[(\*|\d+)\]")
+FORMATS = "custom-columns,json,jsonpath,name,wide,yaml"
 
 
 class OutputError(ValueError):
@@ -31,9 +27,12 @@ def render(
     single: bool = False,
     all_namespaces: bool = False,
     no_headers: bool = False,
+    show_labels: bool = False,
+    name_prefix: str = "",
 ) -> str:
     """``objects`` printed as ``-o output`` asks (a table when empty); ``single`` prints the one
-    object itself rather than a List."""
+    object itself rather than a List. Tables may end with a LABELS column and show names as
+    ``PREFIX/NAME`` (as kubectl does when one get shows several kinds)."""
     if output in ("", "wide"):
         return render_table(
             kind,
@@ -42,19 +41,41 @@ def render(
             wide=output == "wide",
             namespace_column=all_namespaces,
             no_headers=no_headers,
+            show_labels=show_labels,
+            name_prefix=name_prefix,
         )
     if output == "json":
         return json.dumps(_document(objects, single), indent=4, sort_keys=True)
     if output == "yaml":
+        import yaml
+
         return yaml.safe_dump(_document(objects, single), sort_keys=True).rstrip()
     if output == "name":
         return "\n".join(
             f"{display_name(o['kind'], o.get('apiVersion', ''))}/{o['metadata']['name']}"
             for o in objects
         )
+    if output.startswith("jsonpath="):
+        return template(_document(objects, single), output.removeprefix("jsonpath="))
     if output.startswith("custom-columns="):
         return custom_columns(output.removeprefix("custom-columns="), objects, no_headers)
-    raise OutputError(
+    raise _unknown(output)
+
+
+def check_output(output: str) -> None:
+    """Refuse an ``-o`` format pykai cannot print (before any work is done)."""
+    if output in ("", "wide", "json", "yaml", "name"):
+        return
+    if output.startswith("jsonpath="):
+        template({}, output.removeprefix("jsonpath="))
+    elif output.startswith("custom-columns="):
+        custom_columns(output.removeprefix("custom-columns="), [])
+    else:
+        raise _unknown(output)
+
+
+def _unknown(output: str) -> OutputError:
+    return OutputError(
         f'unable to match a printer suitable for the output format "{output}", '
         f"allowed formats are: {FORMATS}"
     )
@@ -71,34 +92,6 @@ def _document(objects: list[Obj], single: bool) -> Obj:
     }
 
 
-def jsonpath(obj: Any, path: str) -> list[Any]:
-    """The values a simple kubectl JSONPath selects: ``.metadata.annotations.gpu-fraction``,
-    ``.spec.containers[0].image``, ``.items[*].metadata.name``; ``{...}`` may wrap it, and a dot
-    inside a key is written ``\\.`` (``.metadata.labels.ray\\.io/cluster``)."""
-    text = path.strip()
-    if text.startswith("{") and text.endswith("}"):
-        text = text[1:-1]
-    if not text.startswith((".", "[")):
-        text = "." + text
-    values = [obj]
-    position = 0
-    for match in _STEP.finditer(text):
-        if match.start() != position:
-            break
-        position = match.end()
-        key, index = match.group(1), match.group(2)
-        if key is not None:
-            key = key.replace("\\.", ".")
-            values = [v[key] for v in values if isinstance(v, dict) and key in v]
-        elif index == "*":
-            values = [x for v in values if isinstance(v, list) for x in v]
-        else:
-            values = [v[int(index)] for v in values if isinstance(v, list) and int(index) < len(v)]
-    if position != len(text):
-        raise OutputError(f'unexpected path "{path}": write e.g. .metadata.name or .spec.items[0]')
-    return [v for v in values if v is not None]
-
-
 def custom_columns(spec: str, objects: list[Obj], no_headers: bool = False) -> str:
     """``-o custom-columns=NAME:.metadata.name,NODE:.spec.nodeName``: one column per
     ``HEADER:PATH``; ``<none>`` where a path selects nothing, several values joined by commas."""
@@ -109,9 +102,10 @@ def custom_columns(spec: str, objects: list[Obj], no_headers: bool = False) -> s
             raise OutputError(
                 f"unexpected custom-columns spec: {part}, expected <header>:<json-path-expr>"
             )
+        select({}, path)  # a path that cannot parse fails before any object is read
         columns.append((header, path))
     rows = [
-        [",".join(_go_format(v) for v in jsonpath(obj, path)) or NONE for _, path in columns]
+        [",".join(_go_format(v) for v in select(obj, path)) or NONE for _, path in columns]
         for obj in objects
     ]
     return table([header for header, _ in columns], rows, no_headers=no_headers)

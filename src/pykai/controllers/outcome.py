@@ -1,8 +1,9 @@
 """Carrying out what a scheduling cycle decided: binds, evictions, and the PodGroup annotations
 they ask for (last start, stale since), with KAI's events:
 
-- a bind: ``Scheduled`` (Normal) on the pod; a refused bind: ``FailedBinding`` (Warning), the
-  engine stops assuming it and the pod waits out its backoff;
+- a bind: ``Scheduled`` (Normal) on the pod, saying how the node was chosen (the scorer, its
+  score, the runner-up node and its score), which is also logged; a refused bind:
+  ``FailedBinding`` (Warning), the engine stops assuming it and the pod waits out its backoff;
 - an eviction: ``Evict`` (Normal) on the pod and on its PodGroup, saying which action evicted it
   and for whom (pykai's finer reason leads the message: Preempted, Reclaimed, ...);
 - an action stopped by its search budget: ``SearchBudgetSpent`` (Warning) on each queue with
@@ -17,6 +18,7 @@ it is said when the PodGroup's scheduling condition changes.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 
 from pykai.controllers.events import NORMAL, WARNING
@@ -25,6 +27,7 @@ from pykai.engine.decisions import Bind, CycleResult, Evict
 from pykai.model import constants as c
 from pykai.model.meta import Obj, format_time, mapping
 
+log = logging.getLogger("pykai.outcome")
 # the engine's reason for an eviction -> the KAI action that made it
 ACTIONS = {
     "Preempted": "preempt",
@@ -76,11 +79,10 @@ def carry_out(host: Host, result: CycleResult, *, scheduled_events: bool = True)
         retry = f", retrying in {delay:g}s" if delay else ""
         message = f"Failed to bind pod {decision.namespace}/{decision.name} to node "
         host.record(pod, "FailedBinding", f"{message}{decision.node}{retry}: {error}", WARNING)
-    if scheduled_events:
-        for decision, pod in binds.done:
-            message = (
-                f"Successfully assigned {decision.namespace}/{decision.name} to {decision.node}"
-            )
+    for decision, pod in binds.done:
+        message = scheduled_message(decision)
+        log.info("%s", message)
+        if scheduled_events:
             host.record(pod, "Scheduled", message, NORMAL)
     host.each(
         "the evictor", list(_victims(host, result.evictions)), lambda item: _evict(host, *item)
@@ -101,6 +103,14 @@ def _budget_spent(host: Host, result: CycleResult) -> None:
                     f"again in the next cycle"
                 )
                 host.record(queue, "SearchBudgetSpent", message, WARNING)
+
+
+def scheduled_message(decision: Bind) -> str:
+    """What a ``Scheduled`` event says: KAI's words, then how the node was chosen."""
+    message = f"Successfully assigned {decision.namespace}/{decision.name} to {decision.node}"
+    if decision.choice is not None:
+        message += f", chosen {decision.choice.describe()}"
+    return message
 
 
 def _pod_ref(decision: Bind) -> Obj:

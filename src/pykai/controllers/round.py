@@ -40,6 +40,9 @@ class Round:
     check: Callable[[Obj], None] = lambda _: None  # workloads a stand-in must not run as stored
     owner_check: Callable[[Obj], None] = lambda _: None  # owners the pod-grouper must not read
     scheduled_events: bool = True  # a Scheduled event per bind (off for benchmarks)
+    # PodGroup and queue statuses (off for trace replays: nothing there reads them, and they
+    # visit every PodGroup each round)
+    statuses: bool = True
     after_binds: tuple[Callable[[], None], ...] = field(default=())  # e.g. a BindRequest binder
     admission: tuple[Callable[[Host], None], ...] = ()  # e.g. Kueue's, before the workloads
 
@@ -61,5 +64,8 @@ class Round:
             step()
         if "kubelet" in self.components:
             run_pods(host)
-        write_status(host, result, self.components, everything=full_status)
+        if self.statuses:
+            write_status(host, result, self.components, everything=full_status)
+        else:
+            host.state.take_changed_jobs()  # nothing will write them
         return result

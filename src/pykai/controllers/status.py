@@ -21,9 +21,8 @@ from pykai.engine.jobs import HOLDS_NODE, Job, Task, TaskStatus
 from pykai.engine.state import ClusterState
 from pykai.model.meta import Obj, format_time, mapping
 from pykai.model.problems import ObjectProblem
+from pykai.model.queue_status import FAIR_SHARE_CONDITION, queue_figures
 from pykai.model.resources import Resources, resource_list
-
-FAIR_SHARE_CONDITION = "FairShare"
 
 
 def queue_statuses(
@@ -65,19 +64,6 @@ def queue_statuses(
             status["conditions"] = [{**condition, "message": message}]
         statuses[name] = status
     return statuses
-
-
-def queue_figures(status: object) -> dict[str, Any]:
-    """pykai's figures in a queue status (``fairShare`` and ``deserved`` ResourceLists,
-    ``evictions``), read from its FairShare condition; {} without one."""
-    for condition in mapping(status).get("conditions") or []:
-        if isinstance(condition, dict) and condition.get("type") == FAIR_SHARE_CONDITION:
-            try:
-                figures = json.loads(str(condition.get("message", "")))
-            except ValueError:
-                return {}
-            return figures if isinstance(figures, dict) else {}
-    return {}
 
 
 def _figures(amount: Resources) -> dict[str, str]:

@@ -27,6 +27,7 @@ from pykai.controllers.round import COMPONENTS, Round
 from pykai.controllers.validation import StoredCheck, check_queue_unused, validate_objects
 from pykai.embedded import events
 from pykai.embedded.host import ClusterHost
+from pykai.embedded.reader import ClusterReader
 from pykai.embedded.store import Store, namespace_of
 from pykai.engine.config import SchedulerConfig, config_from_mapping
 from pykai.engine.decisions import CycleResult
@@ -62,18 +63,22 @@ class ApplyOutcome:
     action: str
 
 
-class EmbeddedCluster:
-    """A Kubernetes-like cluster with KAI installed, in one SQLite file (or in memory)."""
+class EmbeddedCluster(ClusterReader):
+    """A Kubernetes-like cluster with KAI installed, in one SQLite file (or in memory): a
+    reader that also writes, and runs the controllers and the scheduler."""
 
     def __init__(
         self,
         store: Store,
         config: SchedulerConfig | None = None,
         scheduler: CycleRunner | None = None,
+        *,
+        statuses: bool = True,
     ) -> None:
         """Use ``store``. ``scheduler`` replaces the engine's Scheduler, for tests that want
-        fixed decisions."""
-        self.store = store
+        fixed decisions; ``statuses=False`` leaves PodGroup and queue statuses unwritten (trace
+        replays, pykai/sim/)."""
+        super().__init__(store)
         self._config = config
         self._scheduler = scheduler
         self._isolations: dict[str, Isolation] = {}
@@ -84,6 +89,7 @@ class EmbeddedCluster:
             check=self.stored_check,
             owner_check=self.stored_check,
             admission=(lambda host: run_kueue(host, self.config),),
+            statuses=statuses,
         )
         self.writes = 0  # writes made through this object (a round that makes none settles)
         self.host = ClusterHost(self)
@@ -98,10 +104,12 @@ class EmbeddedCluster:
         config: SchedulerConfig | None = None,
         scheduler: CycleRunner | None = None,
         readonly: bool = False,
+        statuses: bool = True,
     ) -> EmbeddedCluster:
         """Open a cluster at ``path`` (made, with KAI installed, if missing; None keeps it in
-        memory); ``readonly`` opens an existing one for reading only."""
-        return cls(Store(path, readonly=readonly, seed=_seed), config, scheduler)
+        memory); ``readonly`` opens an existing one for reading only; ``statuses`` as for
+        the constructor."""
+        return cls(Store(path, readonly=readonly, seed=_seed), config, scheduler, statuses=statuses)
 
     @property
     def state(self) -> ClusterState:
@@ -112,21 +120,39 @@ class EmbeddedCluster:
     # ---- what users do -----------------------------------------------------------------------
 
     def apply(
-        self, objects: builtins.list[Obj], *, max_cycles: int = 100
+        self,
+        objects: builtins.list[Obj],
+        *,
+        max_cycles: int = 100,
+        create_namespaces: bool = True,
     ) -> builtins.list[ApplyOutcome]:
         """Create or update objects in one transaction, then settle. Invalid input raises
-        ValidationError listing every problem, and nothing is written."""
-        with self._writing(check=lambda: validate_objects(objects, self.store.list)):
-            self._ensure_namespaces(objects)
+        ValidationError listing every problem, and nothing is written. Namespaces the objects
+        name are made if missing (a convenience for tests and scenarios); without
+        ``create_namespaces`` a missing one is refused (NamespaceNotFound), as by an API
+        server, unless the objects include it."""
+
+        def check() -> None:
+            validate_objects(objects, self.store.list)
+            if not create_namespaces:
+                self._check_namespaces(objects)
+
+        with self._writing(check=check):
+            if create_namespaces:
+                self._ensure_namespaces(objects)
             outcomes = [self._apply_one(o) for o in objects]
         self.settle(max_cycles)
         return outcomes
 
     def delete(self, kind: str, name: str, namespace: str = "", *, max_cycles: int = 100) -> bool:
-        """Delete an object and what it owns, then settle; False if it did not exist. A queue
-        still used by child queues or PodGroups is not deleted (ValidationError)."""
+        """Delete an object and what it owns (a namespace: everything in it), then settle;
+        False if it did not exist. A queue still used by child queues or PodGroups is not
+        deleted (ValidationError), nor are the namespaces Kubernetes keeps (Forbidden)."""
         with self._writing(check=lambda: self._check_deletable(kind, name)):
             removed = self.remove(kind, name, namespace)
+            if removed and kind == "Namespace":
+                for inside, inside_name in self.store.namespace_contents(name):
+                    self.remove(inside, inside_name, name)
         if removed:
             self.settle(max_cycles)
         return removed
@@ -148,26 +174,6 @@ class EmbeddedCluster:
         with self._writing():
             self.store.advance(seconds)
         self.settle(max_cycles)
-
-    def now(self) -> float:
-        """The virtual clock, in seconds since the epoch."""
-        return self.store.now()
-
-    def get(self, kind: str, name: str, namespace: str = "") -> Obj | None:
-        """One object, or None."""
-        return self.store.get(kind, name, namespace)
-
-    def list(self, kind: str, namespace: str | None = None) -> builtins.list[Obj]:
-        """Objects of a kind, in one namespace or (None) all."""
-        return self.store.list(kind, namespace)
-
-    def events_for(self, kind: str, name: str, namespace: str = "") -> builtins.list[Obj]:
-        """Events about one object, oldest first."""
-        return events.events_for(self.store, kind, name, namespace)
-
-    def close(self) -> None:
-        """Close the store."""
-        self.store.close()
 
     @property
     def config(self) -> SchedulerConfig:
@@ -296,9 +302,15 @@ class EmbeddedCluster:
                     state.upsert(obj)
 
     def _check_deletable(self, kind: str, name: str) -> None:
-        """A stored queue still used by child queues or PodGroups may not be deleted."""
+        """A stored queue still used by child queues or PodGroups may not be deleted, nor
+        may the namespaces Kubernetes keeps."""
         if kind == "Queue" and self.store.get("Queue", name) is not None:
             check_queue_unused(name, self.store.list("Queue"), self.store.list("PodGroup"))
+        if kind == "Namespace" and name in KEPT_NAMESPACES:
+            raise Forbidden(
+                f'Error from server (Forbidden): namespaces "{name}" is forbidden: '
+                "this namespace may not be deleted"
+            )
 
     def _observe(self, obj: Obj) -> None:
         if obj.get("kind") in KINDS:
@@ -318,19 +330,48 @@ class EmbeddedCluster:
             stored["kind"], namespace_of(stored), stored["metadata"]["name"], action
         )
 
+    def _check_namespaces(self, objects: builtins.list[Obj]) -> None:
+        """Every namespace the objects name exists, or is among them."""
+        given = {o["metadata"]["name"] for o in objects if o.get("kind") == "Namespace"}
+        named = {namespace_of(o) for o in objects} - {""} - given
+        missing = sorted(n for n in named if self.store.get("Namespace", n) is None)
+        if missing:
+            raise NamespaceNotFound(missing)
+
     def _ensure_namespaces(self, objects: builtins.list[Obj]) -> None:
         """Namespaces named by applied objects are created (as `kubectl create ns` would)."""
-        for namespace in sorted({namespace_of(o) for o in objects} - {""}):
-            if self.store.get("Namespace", namespace) is None:
-                self.create(_namespace(namespace))
+        for name in sorted({namespace_of(o) for o in objects} - {""}):
+            if self.store.get("Namespace", name) is None:
+                self.create(new_namespace(name))
+
+
+class NamespaceNotFound(ValueError):
+    """Objects name namespaces that do not exist; one kubectl-style line for each."""
+
+    def __init__(self, names: builtins.list[str]) -> None:
+        self.names = names
+        super().__init__(
+            "\n".join(f'Error from server (NotFound): namespaces "{n}" not found' for n in names)
+        )
+
+
+class Forbidden(ValueError):
+    """A delete Kubernetes refuses; the message is kubectl's line."""
+
+
+NAMESPACES = ("default", "kube-system", "kube-public", "kube-node-lease", "kai-scheduler")
+"""The namespaces of a new cluster: those of a new Kubernetes cluster, and KAI's own."""
+KEPT_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
+"""The namespaces Kubernetes refuses to delete."""
 
 
 def _seed(store: Store) -> None:
     """A new cluster looks like one with KAI installed: its priority classes, the Helm
-    chart's default queues, and namespace ``default``."""
-    for obj in [*builtin_priority_classes(), *default_queues(), _namespace("default")]:
+    chart's default queues, and the namespaces of NAMESPACES."""
+    for obj in [*builtin_priority_classes(), *default_queues(), *map(new_namespace, NAMESPACES)]:
         store.create(obj)
 
 
-def _namespace(name: str) -> Obj:
+def new_namespace(name: str) -> Obj:
+    """A Namespace object."""
     return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}

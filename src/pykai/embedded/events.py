@@ -10,9 +10,9 @@ so controllers may report on every round and the cluster still settles.
 from __future__ import annotations
 
 from pykai.controllers.events import NORMAL, WARNING, new_event
+from pykai.embedded.reader import events_for
 from pykai.embedded.store import Store
 from pykai.model.errors import AlreadyExists
-from pykai.model.kinds import CLUSTER_SCOPED
 from pykai.model.meta import Obj, format_time
 from pykai.model.problems import object_version
 from pykai.standins.pods import NAME_ATTEMPTS
@@ -60,16 +60,3 @@ def record(
 def _retry(attempt: int) -> str:
     """The salt of a retried event name (none the first time: names stay as they were)."""
     return f"/{attempt}" if attempt else ""
-
-
-def events_for(store: Store, kind: str, name: str, namespace: str = "") -> list[Obj]:
-    """Events about one object (by kind, namespace and name), first recorded first."""
-    involved_namespace = "" if kind in CLUSTER_SCOPED else (namespace or "default")
-    found = [
-        event
-        for event in store.list("Event", involved_namespace or "default")
-        if event["involvedObject"]["kind"] == kind
-        and event["involvedObject"]["name"] == name
-        and event["involvedObject"]["namespace"] == involved_namespace
-    ]
-    return sorted(found, key=lambda e: str(e["metadata"]["uid"]))  # uids sort by creation

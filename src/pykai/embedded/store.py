@@ -276,6 +276,13 @@ class Store:
             )
         return [json.loads(body) for (body,) in rows]
 
+    def namespace_contents(self, namespace: str) -> builtins.list[tuple[str, str]]:
+        """(kind, name) of every object in ``namespace``, by kind and name."""
+        rows = self._db.execute(
+            "SELECT kind, name FROM objects WHERE namespace=? ORDER BY kind, name", (namespace,)
+        )
+        return [(str(kind), str(name)) for kind, name in rows]
+
     def owned_by(self, uid: str) -> builtins.list[Obj]:
         """Objects whose ownerReferences name ``uid``."""
         rows = self._db.execute(
@@ -435,7 +442,8 @@ def _open_cluster_file(path: Path, readonly: bool) -> sqlite3.Connection:
     ClusterFileError (nothing is created or replaced)."""
     if not path.exists():
         raise ClusterFileError(
-            f'no cluster at "{path}": pykai apply makes one, --cluster names another'
+            f'no cluster at "{path}": make one with pykai apply -f FILE (such as '
+            "examples/nodes.yaml) or pykai create namespace NAME, or name another with --cluster"
         )
     if path.stat().st_size == 0:
         raise _not_a_cluster(path, "an empty file")

@@ -19,15 +19,46 @@ from pykai.model.shard import SchedulingShardSpec
 ACTION_NAMES = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
 DEFAULT_ACTION_PRIORITY = {name: 500 - 100 * i for i, name in enumerate(ACTION_NAMES)}
 Strategy = Literal["binpack", "spread"]
+# KAI's two, the FGD paper's policies, and pykai's (engine/policies/)
+GpuStrategy = Literal[
+    "binpack", "spread", "random", "dotprod", "clustering", "packing", "bestfit", "fgd", "pykai"
+]
+FRAGMENTATION_AWARE = ("fgd", "pykai")
+
+
+class TypicalShape(BaseModel):
+    """One typical pod shape, given rather than learnt (e.g. counted in a trace)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    cpu_milli: int = Field(alias="cpuMilli", ge=0)
+    gpu_milli: int = Field(0, alias="gpuMilli", ge=0, le=1000)  # per device
+    gpus: int = Field(0, ge=0)  # devices
+    gpu_models: list[str] = Field(default_factory=list, alias="gpuModels")  # empty: any
+    count: int = Field(gt=0)  # how many pods it stands for
+
+
+class TypicalPodsConfig(BaseModel):
+    """Where the typical pods of fragmentation-aware placement come from: the last ``window``
+    pods the cluster has seen, or the ``shapes`` given."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    window: int = Field(1000, ge=1)
+    coverage: float = Field(0.95, gt=0, le=1)
+    shapes: list[TypicalShape] | None = None
 
 
 class PlacementStrategy(BaseModel):
-    """Where to put pods: fill nodes up (binpack) or keep them even (spread), per resource."""
+    """Where to put pods. ``gpu``: KAI's binpack / spread, one of the FGD paper's policies
+    (random, dotprod, clustering, packing, bestfit, fgd) or pykai's; ``cpu``: binpack or
+    spread, for CPU-only pods under binpack / spread (the other policies place every pod)."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
-    gpu: Strategy = "binpack"
+    gpu: GpuStrategy = "binpack"
     cpu: Strategy = "binpack"
+    typical_pods: TypicalPodsConfig = Field(default_factory=TypicalPodsConfig, alias="typicalPods")
 
 
 class SchedulerConfig(BaseModel):

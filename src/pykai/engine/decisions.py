@@ -8,6 +8,24 @@ from pykai.model.resources import Resources
 
 
 @dataclass(frozen=True, slots=True)
+class Choice:
+    """Why a node was chosen: the scorer, its score there, and the next best node and its
+    score (no runner-up: empty and None)."""
+
+    scorer: str
+    score: float
+    runner_up: str = ""
+    runner_up_score: float | None = None
+
+    def describe(self) -> str:
+        """In words: ``by fgd (score 62; runner-up node-b, 61)``."""
+        text = f"by {self.scorer} (score {self.score:.6g}"
+        if self.runner_up:
+            text += f"; runner-up {self.runner_up}, {self.runner_up_score:.6g}"
+        return text + ")"
+
+
+@dataclass(frozen=True, slots=True)
 class Bind:
     """Bind pod ``namespace/name`` to ``node``."""
 
@@ -17,6 +35,7 @@ class Bind:
     node: str
     gpu_groups: tuple[str, ...] = ()  # shared-GPU groups the pod was placed on
     gpu_portion: float = 0.0  # portion of each shared device (0 for whole GPUs)
+    choice: Choice | None = None  # how the node was chosen (None: not by a scorer)
 
 
 @dataclass(frozen=True, slots=True)

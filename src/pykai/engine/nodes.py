@@ -15,7 +15,11 @@ from pykai.model.resources import Resources
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
+IntArray = npt.NDArray[np.int64]
 CPU, MEM, GPU = 0, 1, 2
+MILLI = 1000  # a whole GPU, in the milli units of per-device free capacity
+GPU_CLASSES = 9  # pods counted per GPU class: shares, then 1..8 whole GPUs
+MAX_DEVICES = 64  # devices per node seen one by one (a node claiming more: the first 64)
 _ConstraintKey = tuple[NodeConstraints, tuple[tuple[str, float], ...]]
 
 
@@ -33,10 +37,17 @@ class NodeTable:
         self.gpu_memory_mib: FloatArray = np.zeros(0)
         self.pod_capacity: FloatArray = np.zeros(0)  # allocatable "pods" (inf if not given)
         self.pod_count: FloatArray = np.zeros(0)  # pods placed on the node (any status on it)
+        self.gpu_classes: IntArray = np.zeros((0, GPU_CLASSES), dtype=np.int64)  # see add_pod
         self.shared: dict[str, NodeGpuGroups] = {}  # node -> its shared GPU groups
         self.shared_free: FloatArray = np.zeros(0)  # largest free portion of a group, per row
         self.shared_future: FloatArray = np.zeros(0)  # the same, counting what is releasing
         self.shared_spare: FloatArray = np.zeros(0)  # Σ of those portions over the groups
+        # free milli of each device (shared groups in their order, then idle whole GPUs; 0
+        # past the last),
+        # and a per-row counter bumped on every change, for scorers that cache per row
+        self.device_milli: IntArray = np.zeros((0, 1), dtype=np.int64)
+        self.row_version: IntArray = np.zeros(0, dtype=np.int64)
+        self.derived: dict[object, object] = {}  # scorers' per-node data, dropped with masks
         self._masks: dict[_ConstraintKey, BoolArray] = {}
         self._parts: dict[_ConstraintKey, tuple[BoolArray, BoolArray, BoolArray]] = {}
         self.dirty = False
@@ -60,6 +71,10 @@ class NodeTable:
             self.schedulable[i] = node.ready and not node.unschedulable
             self.gpu_memory_mib[i] = node.gpu_memory_mib
             self.pod_capacity[i] = node.extended.get("pods", np.inf)
+            if _devices(node.allocatable.gpu) > self.device_milli.shape[1]:
+                self.dirty = True  # more devices than the per-device columns hold
+            else:
+                self._refresh_devices(i)
         else:
             self.dirty = True
         self._views[node.name] = node
@@ -83,22 +98,43 @@ class NodeTable:
         self.gpu_memory_mib = np.array([v.gpu_memory_mib for v in views], dtype=float)
         self.pod_capacity = np.array([v.extended.get("pods", np.inf) for v in views], dtype=float)
         self.pod_count = np.zeros(len(views))
+        self.gpu_classes = np.zeros((len(views), GPU_CLASSES), dtype=np.int64)
         self.shared = {}
         self.shared_free = np.zeros(len(views))
         self.shared_future = np.zeros(len(views))
         self.shared_spare = np.zeros(len(views))
+        width = max((_devices(v.allocatable.gpu) for v in views), default=0)
+        self.device_milli = np.zeros((len(views), max(width, 1)), dtype=np.int64)
+        self.device_milli[np.arange(width)[None, :] < self.alloc[:, GPU : GPU + 1]] = MILLI
+        self.row_version = np.zeros(len(views), dtype=np.int64)
         self._clear_masks()
         self.dirty = False
 
     def _clear_masks(self) -> None:
         self._masks.clear()
         self._parts.clear()
+        self.derived.clear()
 
-    def add_pod(self, name: str, sign: float) -> None:
-        """Count a pod on (sign=+1) or off (sign=-1) a node."""
+    def _refresh_devices(self, i: int) -> None:
+        """Lay out row ``i``'s per-device free milli again, and mark the row changed."""
+        row = self.device_milli[i]
+        row[:] = 0
+        groups = self.shared.get(self.names[i])
+        free = [round(g.free * MILLI) for g in groups.groups.values()] if groups else []
+        free = free[: len(row)]
+        row[: len(free)] = free
+        whole = _devices(self.alloc[i, GPU] - self.used[i, GPU] + 1e-9)
+        row[len(free) : len(free) + whole] = MILLI
+        self.row_version[i] += 1
+
+    def add_pod(self, name: str, sign: float, gpu_class: int = -1) -> None:
+        """Count a pod on (sign=+1) or off (sign=-1) a node, and in its GPU class (0: a
+        share, k: k whole GPUs, up to 8; -1: none)."""
         i = self.index.get(name)
         if i is not None:
             self.pod_count[i] += sign
+            if gpu_class >= 0:
+                self.gpu_classes[i, gpu_class] += int(sign)
 
     def has_pod_room(self) -> BoolArray:
         """Nodes that can take one more pod (allocatable "pods")."""
@@ -114,6 +150,10 @@ class NodeTable:
         row[CPU] += sign * amount.cpu
         row[MEM] += sign * amount.memory
         row[GPU] += sign * amount.gpu
+        if amount.gpu and not releasing:
+            self._refresh_devices(i)
+        else:
+            self.row_version[i] += 1
 
     def add_shared(
         self, name: str, groups: tuple[str, ...], portion: float, sign: float, releasing: bool
@@ -143,6 +183,7 @@ class NodeTable:
         self.shared_free[i] = node.best_free()
         self.shared_future[i] = node.best_future_free()
         self.shared_spare[i] = sum(g.future_free for g in node.groups.values())
+        self._refresh_devices(i)
 
     def overcommitted(self, name: str) -> bool:
         """True if what the node's pods hold, releasing ones excepted, passes what it has
@@ -195,3 +236,10 @@ class NodeTable:
             mask = self.schedulable & selects & tolerates & has_extended
             self._masks[key] = mask
         return mask
+
+
+def _devices(amount: float) -> int:
+    """Whole devices in an amount of GPUs, at most MAX_DEVICES (0 for nonsense)."""
+    if not np.isfinite(amount) or amount <= 0:
+        return MAX_DEVICES if amount == np.inf else 0
+    return int(min(amount, MAX_DEVICES))

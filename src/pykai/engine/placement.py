@@ -1,25 +1,19 @@
-"""Choosing a node for a task: filtering by fit and constraints, scoring as KAI does
-(node availability, resource type, binpack or spread), and explaining a failure."""
+"""Choosing a node for a task: filtering by fit and constraints, then the placement policy's
+scorer and GPU chooser (engine/policies/), and explaining a failure."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
 
 import numpy as np
 
-from pykai.engine.config import PlacementStrategy
-from pykai.engine.gpu_sharing import NodeGpuGroups, choose_devices
+from pykai.engine.decisions import Choice
 from pykai.engine.jobs import Task
-from pykai.engine.nodes import CPU, GPU, MEM, BoolArray, FloatArray, NodeTable
+from pykai.engine.nodes import CPU, GPU, MEM, BoolArray, FloatArray, IntArray, NodeTable
+from pykai.engine.policies.base import PlacementPolicy, portions
 from pykai.model.resources import format_cpu, format_gpu, format_memory
 
 EPS = 1e-9
-RESOURCE_TYPE_SCORE = 10.0  # a CPU-only task on a CPU-only node
-BINPACK_MAX = 9.0
-
-
-SHARED_GROUP_SCORE = 1000.0  # KAI's gpusharingorder: a node with a shared group that fits
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +23,7 @@ class Placement:
     node: str
     pipelined: bool
     gpu_groups: tuple[str, ...] = ()
+    choice: Choice | None = None
 
 
 def _fits(free: FloatArray, task: Task) -> BoolArray:
@@ -42,7 +37,7 @@ def _fits(free: FloatArray, task: Task) -> BoolArray:
 
 
 def find_node(
-    nodes: NodeTable, task: Task, strategy: PlacementStrategy, avoid: str = ""
+    nodes: NodeTable, task: Task, policy: PlacementPolicy, avoid: str = ""
 ) -> Placement | None:
     """The best node for a task on idle resources, else on idle + releasing ones, else None.
     ``avoid`` names a node not to use (a pod being moved off it)."""
@@ -52,7 +47,7 @@ def find_node(
     if avoid in nodes.index:
         mask[nodes.index[avoid]] = False
     if task.pod.gpu.is_shared:
-        return _find_shared(nodes, task, strategy, mask)
+        return _find_shared(nodes, task, policy, mask)
     idle = nodes.alloc - nodes.used
     candidates = np.flatnonzero(mask & _fits(idle, task))
     pipelined = False
@@ -63,67 +58,48 @@ def find_node(
         if not candidates.size:
             return None
         pipelined = True
-    best = candidates[int(np.argmax(_scores(nodes, idle, candidates, task, strategy)))]
-    return Placement(nodes.names[int(best)], pipelined)
-
-
-def _scores(
-    nodes: NodeTable,
-    idle: FloatArray,
-    candidates: np.ndarray,
-    task: Task,
-    strategy: PlacementStrategy,
-) -> FloatArray:
-    """KAI's node scores for the candidate rows (higher is better; first best wins ties)."""
-    gpu_task = task.request.gpu > 0
-    column = GPU if gpu_task else CPU
-    free = idle[candidates, column]
-    if (strategy.gpu if gpu_task else strategy.cpu) == "binpack":
-        low, high = float(free.min()), float(free.max())
-        scores = (
-            BINPACK_MAX * (1.0 - (free - low) / (high - low))
-            if high > low
-            else np.full(free.shape, BINPACK_MAX)
-        )
-    else:
-        total = nodes.alloc[candidates, column]
-        scores = np.divide(free, total, out=np.zeros_like(free), where=total > 0)
-    if not gpu_task:
-        scores = scores + RESOURCE_TYPE_SCORE * (nodes.alloc[candidates, GPU] <= 0)
-    return scores
-
-
-def _portions(nodes: NodeTable, task: Task) -> FloatArray:
-    """The portion of a device the task takes on each node (inf where it cannot tell)."""
-    request = task.pod.gpu
-    if request.fraction:
-        return np.full(len(nodes), request.fraction)
-    memory = nodes.gpu_memory_mib
-    portions: FloatArray = np.divide(
-        float(request.memory_mib), memory, out=np.full(len(nodes), np.inf), where=memory > 0
+    scorer = policy.scorer_for(task)
+    scores = scorer.score(nodes, task, candidates, pipelined)
+    best = int(np.argmax(scores))
+    return Placement(
+        nodes.names[int(candidates[best])],
+        pipelined,
+        choice=_choice(nodes, scorer.name, candidates, scores, best),
     )
-    return portions
+
+
+def _choice(
+    nodes: NodeTable, scorer: str, candidates: IntArray, scores: FloatArray, best: int
+) -> Choice:
+    """The chosen candidate's score and the runner-up (the best of the others)."""
+    if len(candidates) < 2:
+        return Choice(scorer, float(scores[best]))
+    others = scores.copy()
+    others[best] = -np.inf
+    second = int(np.argmax(others))
+    return Choice(
+        scorer, float(scores[best]), nodes.names[int(candidates[second])], float(scores[second])
+    )
 
 
 def _find_shared(
-    nodes: NodeTable, task: Task, strategy: PlacementStrategy, mask: BoolArray
+    nodes: NodeTable, task: Task, policy: PlacementPolicy, mask: BoolArray
 ) -> Placement | None:
-    """A node and GPU groups for a fractional task: existing groups that fit score first
-    (gpusharingorder), then binpack or spread on whole GPUs; devices are chosen by gpupack or
-    gpuspread. Idle portions and devices first; else, pipelined, what releasing pods free
-    (a group's releasing portion, or a wholly released device)."""
+    """A node and GPU groups for a fractional task: nodes in the scorer's order, devices by the
+    policy's chooser. Idle portions and devices first; else, pipelined, what releasing pods
+    free (a group's releasing portion, or a wholly released device)."""
     idle = nodes.alloc - nodes.used
-    portions = _portions(nodes, task)
+    share = portions(nodes, task)
     devices = task.pod.gpu.devices
-    one_device = portions <= 1 + EPS
-    order: Literal["pack", "spread"] = "pack" if strategy.gpu == "binpack" else "spread"
+    one_device = share <= 1 + EPS
+    scorer = policy.scorer_for(task)
     for future in (False, True):
         if future and not (
             nodes.releasing.any() or (nodes.shared_future > nodes.shared_free).any()
         ):
             break
         free = idle + nodes.releasing if future else idle
-        group_fits = (nodes.shared_future if future else nodes.shared_free) >= portions - EPS
+        group_fits = (nodes.shared_future if future else nodes.shared_free) >= share - EPS
         group_fits &= one_device
         device_fit = (free[:, GPU] >= devices - EPS) & one_device
         if devices == 1:
@@ -131,22 +107,13 @@ def _find_shared(
         candidates = np.flatnonzero(mask & _fits(free, task) & device_fit)
         if not candidates.size:
             continue
-        scores = _scores(nodes, idle, candidates, task, strategy)
-        scores = scores + SHARED_GROUP_SCORE * group_fits[candidates]
+        scores = scorer.score(nodes, task, candidates, future)
         for position in np.argsort(-scores, kind="stable"):
             row = int(candidates[int(position)])
-            name = nodes.names[row]
-            groups = choose_devices(
-                nodes.shared.get(name, NodeGpuGroups()),
-                int(free[row, GPU] + EPS),
-                float(portions[row]),
-                devices,
-                task.uid,
-                order,
-                future=future,
-            )
+            groups = policy.chooser.choose(nodes, task, row, float(share[row]), future)
             if groups is not None:
-                return Placement(name, pipelined=future, gpu_groups=groups)
+                choice = _choice(nodes, scorer.name, candidates, scores, int(position))
+                return Placement(nodes.names[row], future, groups, choice)
     return None
 
 

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from pykai.engine.config import SchedulerConfig
-from pykai.engine.decisions import Bind, CycleResult, Evict, QueueStatus, Reason
+from pykai.engine.config import PlacementStrategy, SchedulerConfig
+from pykai.engine.decisions import Bind, Choice, CycleResult, Evict, QueueStatus, Reason
 from pykai.engine.fairshare import QueueShare, QueueShareInput, compute_fair_shares
 from pykai.engine.jobs import HOLDS_NODE, Job, Task, TaskStatus
+from pykai.engine.policies import PlacementPolicy, policy_for
 from pykai.engine.state import ClusterState, QueueUsage
 from pykai.model.resources import Resources
 
@@ -24,6 +25,7 @@ class _Change:
     old_node: str
     old_groups: tuple[str, ...]
     evict_reason: tuple[str, str] | None = None
+    choice: Choice | None = None  # how an allocation's node was chosen
 
 
 class Statement:
@@ -33,9 +35,12 @@ class Statement:
         self._session = session
         self._changes: list[_Change] = []
 
-    def allocate(self, task: Task, node: str, gpu_groups: tuple[str, ...] = ()) -> None:
-        """Place a task on idle resources of a node (and shared GPU groups)."""
-        self._change(task, TaskStatus.ALLOCATED, node, gpu_groups)
+    def allocate(
+        self, task: Task, node: str, gpu_groups: tuple[str, ...] = (), choice: Choice | None = None
+    ) -> None:
+        """Place a task on idle resources of a node (and shared GPU groups); ``choice`` says
+        how the node was chosen."""
+        self._change(task, TaskStatus.ALLOCATED, node, gpu_groups, choice=choice)
 
     def pipeline(self, task: Task, node: str, gpu_groups: tuple[str, ...] = ()) -> None:
         """Place a task on resources of a node that are being released."""
@@ -80,8 +85,9 @@ class Statement:
         node: str,
         gpu_groups: tuple[str, ...],
         evict: tuple[str, str] | None = None,
+        choice: Choice | None = None,
     ) -> None:
-        self._changes.append(_Change(task, task.status, task.node, task.gpu_groups, evict))
+        self._changes.append(_Change(task, task.status, task.node, task.gpu_groups, evict, choice))
         self._session.state.set_status(task, status, node, gpu_groups)
 
 
@@ -129,12 +135,19 @@ class Session:
     moved_jobs: set[str] = field(default_factory=set)  # moved by consolidation this cycle
     out_of_budget: dict[str, int] = field(default_factory=dict)  # action -> jobs not tried
     untried: dict[str, dict[str, int]] = field(default_factory=dict)  # the same, by queue
+    placement: PlacementPolicy = field(default_factory=lambda: policy_for(PlacementStrategy()))
 
     @classmethod
     def open(cls, state: ClusterState, config: SchedulerConfig, now: float) -> Session:
         """Compute this cycle's fair shares and queue views."""
         state.ensure_current()
-        session = cls(state=state, config=config, now=now, total=state.total_capacity())
+        session = cls(
+            state=state,
+            config=config,
+            now=now,
+            total=state.total_capacity(),
+            placement=policy_for(config.placement, state.seen),
+        )
         inputs = [
             QueueShareInput(
                 name=q.name,
@@ -194,10 +207,12 @@ class Session:
         )
         first: dict[int, _Change] = {}
         evicted: dict[int, tuple[str, str]] = {}
+        choices: dict[int, Choice | None] = {}
         for change in self.committed:
             first.setdefault(id(change.task), change)
             if change.evict_reason is not None:
                 evicted[id(change.task)] = change.evict_reason
+            choices[id(change.task)] = change.choice
         bound_jobs: dict[str, int] = {}
         for key, change in first.items():
             task = change.task
@@ -205,7 +220,15 @@ class Session:
                 self.state.set_status(task, TaskStatus.BINDING, task.node)
                 portion = self.state.portion(task, task.node) if task.gpu_groups else 0.0
                 result.binds.append(
-                    Bind(task.namespace, task.name, task.uid, task.node, task.gpu_groups, portion)
+                    Bind(
+                        task.namespace,
+                        task.name,
+                        task.uid,
+                        task.node,
+                        task.gpu_groups,
+                        portion,
+                        choices.get(key),
+                    )
                 )
                 bound_jobs[task.job_key] = bound_jobs.get(task.job_key, 0) + 1
             elif task.status == TaskStatus.PIPELINED:

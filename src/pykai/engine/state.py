@@ -26,6 +26,7 @@ from pykai.engine.jobs import (
     task_order_key,
 )
 from pykai.engine.nodes import NodeTable
+from pykai.engine.typical import DEFAULT_WINDOW, SeenPods, shape_of
 from pykai.model import constants as c
 from pykai.model.errors import FieldProblem, ValidationError
 from pykai.model.kueue import ADMITTED_QUEUE
@@ -63,6 +64,14 @@ def pod_status(pod: PodView) -> TaskStatus:
     return TaskStatus.GATED if pod.gated else TaskStatus.PENDING
 
 
+def gpu_class(task: Task) -> int:
+    """A task's GPU class on its node: 0 a share, k for k whole GPUs (up to 8), -1 none."""
+    gpu = task.pod.gpu
+    if gpu.is_shared:
+        return 0
+    return min(gpu.whole, 8) if gpu.whole else -1
+
+
 class ClusterState:
     """Nodes, tasks, jobs, queues and priority classes, with usage kept current."""
 
@@ -87,6 +96,8 @@ class ClusterState:
         self.ungrouped: dict[str, Task] = {}  # pykai's live pods that name no PodGroup, by uid
         # jobs whose PodGroup or tasks changed since take_changed_jobs was last called
         self.changed_jobs: set[str] = set()
+        # shapes of the pods seen most recently, for fragmentation-aware placement
+        self.seen = SeenPods(DEFAULT_WINDOW)
         # objects taken in only in part, or skipped, and why (see model/problems.py)
         self.problems: dict[tuple[str, str, str], ObjectProblem] = {}
         self._chains: dict[str, tuple[str, ...]] = {}
@@ -255,6 +266,7 @@ class ClusterState:
         node = pod.node_name
         groups = _gpu_groups(pod) if node else ()
         task = self.tasks.get(uid)
+        seen = False
         if task is not None:
             if status == TaskStatus.PENDING and task.status == TaskStatus.BINDING:
                 status, node, groups = task.status, task.node, task.gpu_groups  # assumed bind
@@ -267,9 +279,12 @@ class ClusterState:
             task = Task(pod=pod, job_key=job_key, subgroup="", request=Resources.ZERO)
             self.tasks[uid] = task
             self._tasks_by_key[key] = uid
+            seen = True
         task.problem = problem
         task.subgroup = pod.meta.labels.get(c.SUBGROUP_LABEL, "")
         task.request = self._task_request(pod)
+        if seen:
+            self.seen.add(shape_of(task))
         task.order_key = task_order_key(pod)
         task.status, task.node, task.gpu_groups = status, node, groups
         self.members.setdefault(job_key, {})[uid] = task
@@ -383,7 +398,7 @@ class ClusterState:
             portion = self.portion(task, task.node)
             self.nodes.add_shared(task.node, task.gpu_groups, portion, sign, releasing)
         self.nodes.add_usage(task.node, amount, sign, releasing=False)
-        self.nodes.add_pod(task.node, sign)
+        self.nodes.add_pod(task.node, sign, gpu_class(task))
         if releasing:
             self.nodes.add_usage(task.node, amount, sign, releasing=True)
         if task.status in HOLDS_NODE and (not task.job_key or self._kueue_task(task)):

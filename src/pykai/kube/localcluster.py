@@ -20,6 +20,7 @@ import subprocess
 import sys
 import time
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -128,10 +129,11 @@ class LocalCluster:
         stand_ins: bool = True,
         webhook: bool = False,
         timeout: float = 60.0,
+        progress: Callable[[str], None] = lambda _: None,
     ) -> Path:
         """Start etcd and kube-apiserver (and kube-controller-manager), install the CRDs and
         priority classes, start the stand-ins (and the admission webhook, registered); return
-        the kubeconfig."""
+        the kubeconfig. ``progress`` is told each step as it starts."""
         if self.running():
             return self.kubeconfig
         for name in ("kube-apiserver", "etcd"):
@@ -141,19 +143,25 @@ class LocalCluster:
                 )
         private_directory(self.directory)
         try:
-            self._start_all(controller_manager, stand_ins, webhook, timeout)
+            self._start_all(controller_manager, stand_ins, webhook, timeout, progress)
         except BaseException:  # a failure, Ctrl-C: nothing started is left running
             self.down()
             raise
         return self.kubeconfig
 
     def _start_all(
-        self, controller_manager: bool, stand_ins: bool, webhook: bool, timeout: float
+        self,
+        controller_manager: bool,
+        stand_ins: bool,
+        webhook: bool,
+        timeout: float,
+        progress: Callable[[str], None],
     ) -> None:
         """``up``'s work; each process is in the state file as soon as it is started."""
         token = secrets.token_hex(16)
         ports = {"etcd": free_port(), "peer": free_port(), "api": free_port()}
         self._write_keys(token)
+        progress("starting etcd and kube-apiserver")
         pids = {"etcd": self._start("etcd", self._etcd_args(ports))}
         self._write_state(pids, ports)
         pids["kube-apiserver"] = self._start(
@@ -161,8 +169,10 @@ class LocalCluster:
         )
         self._write_state(pids, ports)
         self._write_kubeconfig(ports["api"], token)
+        progress("waiting for kube-apiserver")
         self._wait_ready(ports["api"], token, timeout)
         if controller_manager and (self.binaries / "kube-controller-manager").exists():
+            progress("starting kube-controller-manager")
             pids["kube-controller-manager"] = self._start(
                 str(self.binaries / "kube-controller-manager"),
                 [
@@ -178,8 +188,10 @@ class LocalCluster:
                 ],
             )
             self._write_state(pids, ports)
+        progress("installing the CRDs and priority classes")
         install_basics(connect(self.kubeconfig), timeout, self.crds)
         if stand_ins:
+            progress("starting the kubelet and KubeRay stand-ins")
             pids["pykai-stand-ins"] = self._start(
                 sys.executable,
                 [
@@ -194,6 +206,7 @@ class LocalCluster:
             )
             self._write_state(pids, ports)
         if webhook:
+            progress("starting the admission webhook")
             ports["webhook"] = free_port()
             pids["pykai-webhook"] = self._start(
                 sys.executable,

@@ -24,6 +24,8 @@ POD_GROUP_ANNOTATION: Final = "pod-group-name"
 GPU_GROUP_LABEL: Final = "runai-gpu-group"
 GPU_PORTION_ANNOTATION: Final = "pykai.io/gpu-portion"  # set by the binder on shared-GPU pods
 VISIBLE_DEVICES_ANNOTATION: Final = "pykai.io/visible-devices"
+# how long a pod runs before the stand-in kubelet completes it (a duration: "90s", "2h")
+DURATION_ANNOTATION: Final = "pykai.io/duration"
 GPU_PORTION_ENV: Final = "GPU_PORTION"  # what KAI's binder gives a shared-GPU container
 VISIBLE_DEVICES_ENV: Final = "NVIDIA_VISIBLE_DEVICES"
 QUEUE_LABEL: Final = "kai.scheduler/queue"

@@ -47,15 +47,50 @@ class MinRuntime(BaseModel):
     """Before it may be reclaimed (a duration)."""
 
 
+class TypicalShape(BaseModel):
+    """One typical pod shape, given rather than learnt (e.g. counted in a trace)."""
+
+    model_config = API_CONFIG
+
+    cpu_milli: Int64 | None = Field(None, alias="cpuMilli")
+    """CPU of the pod, in millicores."""
+    gpu_milli: Int64 | None = Field(None, alias="gpuMilli")
+    """Its portion of each GPU, in thousandths."""
+    gpus: Int64 | None = None
+    """How many GPUs it takes."""
+    gpu_models: list[str] | None = Field(None, alias="gpuModels")
+    """The GPU models it may run on (empty: any)."""
+    count: Int64 | None = None
+    """How many pods it stands for."""
+
+
+class TypicalPods(BaseModel):
+    """The typical pods of fragmentation-aware placement (fgd, pykai): the last ``window`` pods
+    the cluster has seen, or the ``shapes`` given (pykai's field)."""
+
+    model_config = API_CONFIG
+
+    window: Int64 | None = None
+    """How many of the pods seen most recently make the distribution."""
+    coverage: float | None = None
+    """The share of those pods the most frequent shapes must cover (0 to 1)."""
+    shapes: list[TypicalShape] | None = None
+    """Shapes given instead of learnt."""
+
+
 class PlacementStrategy(BaseModel):
-    """Where pods go: binpack (fill nodes up) or spread (keep them even)."""
+    """Where pods go: binpack (fill nodes up), spread (keep them even), or a
+    fragmentation-aware policy."""
 
     model_config = API_CONFIG
 
     cpu: str | None = None
     """For CPU-only pods: binpack or spread."""
     gpu: str | None = None
-    """For GPU pods: binpack or spread."""
+    """For GPU pods: binpack, spread, fgd, pykai, or the FGD paper's random, dotprod,
+    clustering, packing, bestfit."""
+    typical_pods: TypicalPods | None = Field(None, alias="typicalPods")
+    """Where fgd and pykai take the typical pods from (pykai's field)."""
 
 
 class UsageParams(BaseModel):

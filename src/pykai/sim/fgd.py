@@ -18,8 +18,7 @@ from typing import Any
 import numpy as np
 
 from pykai.sim.openb import read_nodes, read_pods
-from pykai.sim.policies import POLICIES
-from pykai.sim.replay import MAX_ARRIVAL, Curve, median, replay
+from pykai.sim.replay import MAX_ARRIVAL, POLICIES, Curve, median, replay
 
 DATA_ENV = "PYKAI_DATA"
 _SRC = Path(__file__).resolve().parents[2]  # src/ of a checkout, site-packages/ if installed
@@ -137,10 +136,12 @@ def published_fragmentation(policy: str, data: Path | None = None) -> Curve:
     return _published(data_file(PUBLISHED_FRAGMENTATION, data), policy, unallocated=False)
 
 
-def plot(results: list[dict[str, Any]], path: Path, data: Path | None = None) -> None:
+def plot(
+    results: list[dict[str, Any]], path: Path, data: Path | None = None, *, title: str = ""
+) -> None:
     """Median unallocated GPU % against arrival % for each result of :func:`run_fgd`, as a PNG
     (the published median, where there is one and the data folder has it, dashed in the same
-    colour)."""
+    colour), under ``title``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -156,12 +157,14 @@ def plot(results: list[dict[str, Any]], path: Path, data: Path | None = None) ->
             except DataNotFoundError:
                 continue
             axes.plot(*_points(published), linestyle="--", color=line.get_color(), linewidth=0.8)
+    if title:
+        axes.set_title(title)
     axes.set_xlabel("arrived GPU demand (% of cluster GPUs)")
     axes.set_ylabel("unallocated GPU (%), median over seeds")
     axes.set_xlim(75, MAX_ARRIVAL)
     axes.set_ylim(0, 30)
     axes.grid(alpha=0.3)
-    axes.legend(title="solid: pykai sim; dashed: published", fontsize=8)
+    axes.legend(title="solid: replayed through pykai; dashed: published", fontsize=8)
     figure.tight_layout()
     figure.savefig(path, dpi=110)
     plt.close(figure)

@@ -1,11 +1,13 @@
-"""Static packing of a GPU trace, the FGD paper's protocol (benchmarks.md §A.1).
+"""Static packing of a GPU trace, the FGD paper's protocol (benchmarks.md §A.1), driven through
+pykai's scheduler: this module is a driver, not a scheduler.
 
 Pods are sorted by name, shuffled with the seed, and inflated by sampling with replacement until
-the requested GPU would exceed ``tune`` × the cluster's GPUs. They are then placed one by one by
-a policy, or fail for good. Equal scores go to the first node of a seeded random order fixed
-for the run, as in the simulator (:func:`tie_ranks`). After each pod the arrived and allocated
-GPU milli and the cluster's fragmentation are recorded; the curves average them per integer
-arrival percentage 0..130.
+the requested GPU would exceed ``tune`` × the cluster's GPUs. They are then submitted in arrival
+order to an in-memory embedded cluster (engine, controllers, stand-ins, virtual clock) whose
+placement policy is the one measured; a pod that does not fit fails for good. Equal scores go
+to the first node of a seeded random order fixed for the run, as in the simulator
+(:func:`tie_ranks`). Per arrival the arrived and allocated GPU milli and the cluster's
+fragmentation are recorded; the curves average them per integer arrival percentage 0..130.
 """
 
 from __future__ import annotations
@@ -16,12 +18,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from pykai.sim.cluster import Cluster
-from pykai.sim.frag import TypicalPods
-from pykai.sim.openb import TraceNode, TracePod
-from pykai.sim.policies import POLICIES
+from pykai.embedded.cluster import EmbeddedCluster
+from pykai.engine.config import SchedulerConfig, TypicalShape
+from pykai.engine.fragmentation import FragIndex
+from pykai.engine.policies import shape_from
+from pykai.engine.typical import NONZERO_CPU, PodShape, TypicalPods
+from pykai.sim.objects import node_object, pod_object
+from pykai.sim.openb import MILLI, TraceNode, TracePod
 
 MAX_ARRIVAL = 130
+POLICIES = ("random", "dotprod", "clustering", "packing", "bestfit", "fgd", "pykai")
+BATCH = 128  # pods created before the cluster settles (about 1.5 % of the openb cluster's GPUs)
 Curve = list[float | None]
 
 
@@ -94,6 +101,36 @@ class _Buckets:
         return unallocated, fragmentation
 
 
+def typical_shapes(pods: list[TracePod]) -> list[TypicalShape]:
+    """The trace's typical pods (FGD's: the most frequent shapes covering 95 % of the pods,
+    CPU-only ones included), as placement configuration."""
+    shapes = [
+        PodShape(p.cpu_milli or NONZERO_CPU, p.gpu_milli, p.num_gpu, label="|".join(p.gpu_spec))
+        for p in pods
+    ]
+    typical = TypicalPods.of(shapes)
+    return [
+        TypicalShape(
+            cpu_milli=s.cpu_milli,
+            gpu_milli=s.gpu_milli,
+            gpus=s.devices,
+            gpu_models=s.label.split("|") if s.label else [],
+            count=n,
+        )
+        for s, n in zip(typical.shapes, typical.counts, strict=True)
+    ]
+
+
+def replay_cluster(policy: str, shapes: list[TypicalShape]) -> EmbeddedCluster:
+    """An in-memory cluster whose scheduler only allocates (the paper has no preemption),
+    with ``policy`` and the trace's typical pods, and no status writers (nothing reads them)."""
+    placement = {"gpu": policy, "typicalPods": {"shapes": [s.model_dump() for s in shapes]}}
+    config = SchedulerConfig.model_validate(
+        {"actions": ["allocate"], "placementStrategy": placement}
+    )
+    return EmbeddedCluster.open(None, config=config, statuses=False)
+
+
 def replay(
     nodes: list[TraceNode],
     pods: list[TracePod],
@@ -101,32 +138,48 @@ def replay(
     seed: int,
     tune: float = 1.3,
     max_pods: int | None = None,
-    shuffle_ties: bool = True,
+    batch: int = BATCH,
 ) -> Run:
-    """Replay one seed of ``pods`` on ``nodes`` with one policy. Ties go to the first node of
-    the seeded order of :func:`tie_ranks`, or with ``shuffle_ties=False`` to the first name."""
+    """Replay one seed of ``pods`` on ``nodes`` through the scheduler with one placement policy.
+
+    Nodes are named ``NNNN-name`` in the seeded order of :func:`tie_ranks`, so that the
+    scheduler's tie-break (the smallest name) is the simulator's. Pods arrive ``batch`` at a
+    time (each batch is created, then the cluster settles: pod-grouper, scheduler, binder,
+    kubelet); the scheduler takes them in arrival order (creation, then UID) and a pod that
+    does not fit never fits later (nodes only fill), so allocation per arrival is the same as
+    one pod at a time. Fragmentation is measured once per batch."""
     if policy not in POLICIES:
         raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
     started = time.perf_counter()
-    ranks = tie_ranks(nodes, seed) if shuffle_ties else None
-    cluster = Cluster.of(nodes, TypicalPods.of(pods), ranks)
-    place = POLICIES[policy]
-    rng = random.Random(f"{seed}/{policy}")
-    total = cluster.total_gpu_milli
+    ranks = tie_ranks(nodes, seed)
+    shapes = typical_shapes(pods)
+    measure = TypicalPods(tuple(shape_from(s) for s in shapes), tuple(s.count for s in shapes))
+    cluster = replay_cluster(policy, shapes)
+    with cluster.store.transaction():
+        for node in nodes:
+            cluster.create(node_object(node, f"{ranks[node.name]:04d}-{node.name}"))
+    total = MILLI * sum(n.gpus for n in nodes)
     buckets = _Buckets()
     arrived = used = failed = 0
-    for pod in arrivals(pods, seed, tune, total)[:max_pods]:
-        arrived += pod.gpu_request_milli
-        rows = cluster.feasible(pod)
-        if len(rows):
-            row, gpus = place(cluster, pod, rows, rng)
-            cluster.place(row, gpus, pod)
-            used += pod.gpu_request_milli
-        else:
-            failed += 1
-        buckets.add(
-            arrived / total * 100, used / total * 100, cluster.fragmentation_milli() / total * 100
-        )
+    order = arrivals(pods, seed, tune, total)[:max_pods]
+    for first in range(0, len(order), batch):
+        chunk = order[first : first + batch]
+        with cluster.store.transaction():
+            uids = [
+                cluster.create(pod_object(pod, f"p{first + i:05d}"))["metadata"]["uid"]
+                for i, pod in enumerate(chunk)
+            ]
+        cluster.settle()
+        state = cluster.state
+        frag = FragIndex.of(state.nodes, measure).total_milli() / total * 100
+        for pod, uid in zip(chunk, uids, strict=True):
+            arrived += pod.gpu_request_milli
+            if state.tasks[uid].node:
+                used += pod.gpu_request_milli
+            else:
+                failed += 1
+            buckets.add(arrived / total * 100, used / total * 100, frag)
+    cluster.close()
     unallocated, fragmentation = buckets.curves()
     return Run(seed, unallocated, fragmentation, time.perf_counter() - started, failed)
 

@@ -1,7 +1,9 @@
 """Regenerate ``bench/results/fgd*``: every policy on the default openb trace beside the FGD
 paper's published medians, and FGD against pykai on variants of the trace.
 
-Usage: ``python -m pykai.sim.report [--seeds 42-51] [--out bench/results] [--data DIR]``
+Usage: ``python -m pykai.sim.report [--seeds 42-51] [--jobs N] [--out bench/results]
+[--data DIR]``. Each finished replay is kept in ``fgd-runs.jsonl`` under ``--out``; run again
+to resume after a stop.
 (``--data``: the repository's ``data/`` folder, found by itself in a source checkout).
 """
 
@@ -9,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -30,8 +33,7 @@ from pykai.sim.fgd import (
     run_fgd,
 )
 from pykai.sim.openb import read_nodes, read_pods, write_pods
-from pykai.sim.policies import POLICIES
-from pykai.sim.replay import Curve, median
+from pykai.sim.replay import POLICIES, Curve, median
 from pykai.sim.variants import VARIANTS, make_variant
 
 ARRIVALS = (80, 90, 95, 100, 110, 120, 130)
@@ -69,7 +71,7 @@ def default_table(results: list[dict[str, Any]], data: Path | None = None) -> li
         published = published_medians(policy, data) if policy in PUBLISHED_NAMES else None
         delta = "" if published is None else f"{ours[100] - published[100]:+.2f} pp"
         lines.append(
-            f"| {policy} | pykai sim | {' | '.join(_at(ours, ARRIVALS))} | {_iqr(result, 100)} "
+            f"| {policy} | pykai replay | {' | '.join(_at(ours, ARRIVALS))} | {_iqr(result, 100)} "
             f"| {delta} | {_seconds(result):.1f} |"
         )
         if published is not None:
@@ -80,7 +82,7 @@ def default_table(results: list[dict[str, Any]], data: Path | None = None) -> li
 def frag_table(results: list[dict[str, Any]], data: Path | None = None) -> list[str]:
     """Markdown rows: median fragmentation at a few arrivals, ours and published."""
     lines = [
-        "| policy | pykai sim | published |",
+        "| policy | pykai replay | published |",
         "|---|---|---|",
     ]
     for result in results:
@@ -108,19 +110,62 @@ def variant_rows(name: str, fgd: dict[str, Any], pykai: dict[str, Any]) -> str:
     )
 
 
-def run_variants(seeds: list[int], nodes_csv: Path, pods_csv: Path) -> dict[str, dict[str, Any]]:
-    """FGD and pykai on the default trace and each variant (made with seed 7)."""
+Job = tuple[str, str, int]  # trace, policy, seed
+
+
+def _run(job: tuple[Path, Path, str, int]) -> dict[str, Any]:
+    nodes_csv, pods_csv, policy, seed = job
+    run: dict[str, Any] = run_fgd(nodes_csv, pods_csv, policy, [seed])["runs"][0]
+    return run
+
+
+def run_all(
+    seeds: list[int], nodes_csv: Path, pods_csv: Path, jobs: int = 1, log: Path | None = None
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    """Every policy on the default trace, and FGD and pykai on each variant (made with seed 7),
+    one seed per job in ``jobs`` processes. Returns the default results (in :data:`POLICIES`
+    order, shaped as :func:`run_fgd`'s) and, per trace (default first), FGD's and pykai's.
+    Each seed's run is appended to ``log`` (JSON lines) as it comes, and runs already there
+    are reused, so a stopped report resumes."""
     nodes, pods = read_nodes(nodes_csv), read_pods(pods_csv)
-    out: dict[str, dict[str, Any]] = {}
+    done = _logged(log)
     with tempfile.TemporaryDirectory() as folder:
         traces = {"default": pods_csv}
         for kind in VARIANTS:
             traces[kind] = Path(folder) / f"openb_pod_list_{kind}.csv"
             write_pods(make_variant(pods, nodes, kind, VARIANT_SEED), traces[kind])
-        for name, path in traces.items():
-            out[name] = {p: run_fgd(nodes_csv, path, p, seeds) for p in ("fgd", "pykai")}
-            print(f"  variant {name} done", flush=True)
-    return out
+        order = [("default", p) for p in ("fgd", "pykai")]  # parity and the comparison first
+        order += [("default", p) for p in POLICIES if p not in ("fgd", "pykai")]
+        order += [(t, p) for t in VARIANTS for p in ("fgd", "pykai")]
+        work = [(t, p, s) for t, p in order for s in seeds if (t, p, s) not in done]
+        with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+            runs = pool.imap(_run, [(nodes_csv, traces[t], p, s) for t, p, s in work])
+            for (trace, policy, seed), run in zip(work, runs, strict=True):
+                done[trace, policy, seed] = run
+                if log is not None:
+                    with log.open("a") as handle:
+                        handle.write(json.dumps({"trace": trace, "policy": policy, **run}) + "\n")
+                print(f"  {trace} {policy} seed {seed}: {run['seconds']:.1f} s", flush=True)
+
+    def result(trace: str, policy: str) -> dict[str, Any]:
+        runs = [done[trace, policy, s] for s in seeds]
+        curves = [r["unallocated_gpu_pct"] for r in runs]
+        return {"policy": policy, "runs": runs, "median_unallocated_gpu_pct": median(curves)}
+
+    default = [result("default", p) for p in POLICIES]
+    variants = {t: {p: result(t, p) for p in ("fgd", "pykai")} for t in traces}
+    return default, variants
+
+
+def _logged(log: Path | None) -> dict[Job, dict[str, Any]]:
+    """Runs of earlier reports, from a JSON-lines log."""
+    found: dict[Job, dict[str, Any]] = {}
+    if log is None or not log.is_file():
+        return found
+    for line in log.read_text().splitlines():
+        run = json.loads(line)
+        found[run.pop("trace"), run.pop("policy"), run["seed"]] = run
+    return found
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -131,6 +176,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--data", type=Path, default=None, help="the repository's data/ folder (default: found)"
     )
+    parser.add_argument("--jobs", type=int, default=1, help="replays run in parallel")
     args = parser.parse_args(argv)
     try:
         seeds = parse_seeds(args.seeds)
@@ -140,13 +186,10 @@ def main(argv: list[str] | None = None) -> None:
     except (ValueError, DataNotFoundError) as exc:
         parser.error(str(exc))
     args.out.mkdir(parents=True, exist_ok=True)
-    results = []
-    for policy in POLICIES:
-        results.append(run_fgd(nodes_csv, pods_csv, policy, seeds))
-        print(f"  {policy} done in {_seconds(results[-1]):.1f} s/seed", flush=True)
+    log = args.out / "fgd-runs.jsonl"
+    results, variants = run_all(seeds, nodes_csv, pods_csv, max(args.jobs, 1), log)
     (args.out / "fgd-default.json").write_text(json.dumps(results))
     plot(results, args.out / "fgd-default.png", args.data)
-    variants = run_variants(seeds, nodes_csv, pods_csv)
     (args.out / "fgd-variants.json").write_text(json.dumps(variants))
     tables = [
         "## Unallocated GPU % by arrival % (default trace)",

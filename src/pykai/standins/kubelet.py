@@ -1,21 +1,31 @@
-"""A stand-in kubelet (as kwok is one): pods bound to a node that exists start Running, and a pod
-being deleted is removed once its grace period is over on the cluster's clock (its
-deletionTimestamp, which the deleter set to that moment) unless finalizers hold it."""
+"""A stand-in kubelet (as kwok is one): pods bound to a node that exists start Running; a running
+pod with a ``pykai.io/duration`` annotation succeeds once it has run that long on the cluster's
+clock (an unreadable duration: it runs on); and a pod being deleted is removed once its grace
+period is over (its deletionTimestamp, which the deleter set to that moment) unless finalizers
+hold it."""
 
 from __future__ import annotations
 
 from pykai.controllers.host import Host
 from pykai.engine.jobs import TaskStatus
+from pykai.model import constants as c
+from pykai.model.duration import parse_duration
 from pykai.model.meta import Obj, format_time, mapping, parse_time
 
 _CONDITIONS = ("PodScheduled", "Initialized", "ContainersReady", "Ready")
 
 
 def run_pods(host: Host) -> None:
-    """Start the bound pods that wait, remove the terminated ones."""
+    """Start the bound pods that wait, complete those that ran their duration, remove the
+    terminated ones."""
     now = host.now()
-    starting, ending = [], []
+    starting, ending, done = [], [], []
     for task in list(host.state.tasks.values()):
+        if task.status == TaskStatus.RUNNING and c.DURATION_ANNOTATION in task.pod.meta.annotations:
+            pod = host.get("Pod", task.name, task.namespace)
+            if pod is not None and _ran_its_duration(pod, now):
+                done.append(pod)
+            continue
         if task.status not in (TaskStatus.BOUND, TaskStatus.RELEASING):
             continue
         pod = host.get("Pod", task.name, task.namespace)
@@ -31,6 +41,26 @@ def run_pods(host: Host) -> None:
     stamp = format_time(now)
     host.each("the kubelet", starting, lambda pod: _start(host, pod, stamp))
     host.each("the kubelet", ending, lambda pod: host.delete(pod, grace=0))
+    host.each("the kubelet", done, lambda pod: _succeed(host, pod))
+
+
+def _ran_its_duration(pod: Obj, now: float) -> bool:
+    """True once a running pod has run for its ``pykai.io/duration``."""
+    try:
+        duration = parse_duration(pod["metadata"]["annotations"][c.DURATION_ANNOTATION])
+        started = parse_time(mapping(pod.get("status")).get("startTime"))
+    except (KeyError, TypeError, ValueError):
+        return False
+    return started + duration <= now
+
+
+def _succeed(host: Host, pod: Obj) -> None:
+    conditions = [
+        {**condition, "status": "False"} if condition.get("type") == "Ready" else condition
+        for condition in mapping(pod.get("status")).get("conditions") or []
+        if isinstance(condition, dict)
+    ]
+    host.patch(pod, {"status": {"phase": "Succeeded", "conditions": conditions}}, status=True)
 
 
 def terminated(pod: Obj, now: float) -> bool:

@@ -33,9 +33,7 @@ def place_gang(
     pipelined = False
     for index, task in enumerate(tasks):
         known = misfit is not None and misfit(task)
-        placement = (
-            None if known else find_node(session.state.nodes, task, session.config.placement)
-        )
+        placement = None if known else find_node(session.state.nodes, task, session.placement)
         if placement is None:
             statement.rollback(mark)
             return index
@@ -43,7 +41,7 @@ def place_gang(
             statement.pipeline(task, placement.node, placement.gpu_groups)
             pipelined = True
         else:
-            statement.allocate(task, placement.node, placement.gpu_groups)
+            statement.allocate(task, placement.node, placement.gpu_groups, placement.choice)
     if pipelined and not satisfied:
         for task in tasks:
             if task.status == TaskStatus.ALLOCATED:

@@ -695,7 +695,7 @@ class _Search:
         for task in tasks:
             was_evicted = task.status == TaskStatus.RELEASING
             target = _stand_in(task) if was_evicted else task
-            placement = find_node(session.state.nodes, target, session.config.placement)
+            placement = find_node(session.state.nodes, target, session.placement)
             if placement is None:
                 statement.rollback(mark)
                 return

@@ -1,0 +1,55 @@
+"""Options and arguments shared by several commands, and the root callback that keeps
+``--cluster`` given before the command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Literal
+
+import typer
+
+from pykai.cli.completion import complete_kind, complete_name
+
+DEFAULT_CLUSTER = Path(".pykai/cluster.db")
+_CLUSTER_HELP = "Cluster file (default ./.pykai/cluster.db)"
+
+ClusterOption = Annotated[
+    Path | None, typer.Option("--cluster", help=_CLUSTER_HELP, show_default=False)
+]
+NamespaceOption = Annotated[str, typer.Option("--namespace", "-n", help="Namespace")]
+KindArgument = Annotated[
+    str,
+    typer.Argument(
+        help="Kind (pods, po, queues, pg, ...) or KIND/NAME", autocompletion=complete_kind
+    ),
+]
+NameArgument = Annotated[
+    str | None, typer.Argument(help="Name", show_default=False, autocompletion=complete_name)
+]
+FilenameOption = Annotated[
+    list[str], typer.Option("--filename", "-f", help="File, directory or - (stdin)")
+]
+KubeconfigOption = Annotated[
+    Path | None,
+    typer.Option(
+        "--kubeconfig",
+        help="kubeconfig file (default: the files KUBECONFIG lists, merged; else the pod's "
+        "service account; else ~/.kube/config)",
+    ),
+]
+ContextOption = Annotated[
+    str | None, typer.Option("--context", help="kubeconfig context (default: current-context)")
+]
+LogFormat = Literal["text", "json"]
+LogLevel = Literal["debug", "info", "warning", "error"]
+
+
+def root(
+    ctx: typer.Context,
+    cluster: Annotated[
+        Path | None,
+        typer.Option("--cluster", envvar="PYKAI_CLUSTER", help=_CLUSTER_HELP, show_default=False),
+    ] = None,
+) -> None:
+    """Keep the cluster path given before the command (or in PYKAI_CLUSTER) for it."""
+    ctx.obj = cluster

@@ -1,0 +1,60 @@
+"""Reading a cluster without its engine: objects, events and the clock, straight from the store.
+
+Read-only commands (get, describe) use this alone: nothing here builds the engine's state,
+imports the engine or controllers, or writes the file.
+"""
+
+from __future__ import annotations
+
+import builtins
+from pathlib import Path
+
+from pykai.embedded.store import Store
+from pykai.model.kinds import CLUSTER_SCOPED
+from pykai.model.meta import Obj
+
+
+class ClusterReader:
+    """Objects, events and the clock of a cluster's store."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    def get(self, kind: str, name: str, namespace: str = "") -> Obj | None:
+        """One object, or None."""
+        return self.store.get(kind, name, namespace)
+
+    def list(self, kind: str, namespace: str | None = None) -> builtins.list[Obj]:
+        """Objects of a kind, in one namespace or (None) all."""
+        return self.store.list(kind, namespace)
+
+    def events_for(self, kind: str, name: str, namespace: str = "") -> builtins.list[Obj]:
+        """Events about one object, oldest first."""
+        return events_for(self.store, kind, name, namespace)
+
+    def now(self) -> float:
+        """The virtual clock, in seconds since the epoch."""
+        return self.store.now()
+
+    def close(self) -> None:
+        """Close the store."""
+        self.store.close()
+
+
+def open_readonly(path: str | Path) -> ClusterReader:
+    """A reader of the existing cluster file at ``path`` (ClusterFileError if there is none
+    or it is no cluster); the file is opened for reading only."""
+    return ClusterReader(Store(path, readonly=True))
+
+
+def events_for(store: Store, kind: str, name: str, namespace: str = "") -> list[Obj]:
+    """Events about one object (by kind, namespace and name), first recorded first."""
+    involved_namespace = "" if kind in CLUSTER_SCOPED else (namespace or "default")
+    found = [
+        event
+        for event in store.list("Event", involved_namespace or "default")
+        if event["involvedObject"]["kind"] == kind
+        and event["involvedObject"]["name"] == name
+        and event["involvedObject"]["namespace"] == involved_namespace
+    ]
+    return sorted(found, key=lambda e: str(e["metadata"]["uid"]))  # uids sort by creation
