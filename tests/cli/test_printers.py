@@ -111,8 +111,8 @@ def test_podgroups_and_their_pending_reason() -> None:
         ],
     )
     assert [r.split() for r in rows("PodGroup", [group], wide=True)] == [
-        ["NAME", "QUEUE", "MIN-MEMBER", "PRIORITY", "PHASE", "AGE", "REASON"],
-        ["g", "team-a", "3", "train", "Pending", "<unknown>", "OverLimit"],
+        ["NAME", "QUEUE", "MIN-MEMBER", "PRIORITY", "PHASE", "POSITION", "AGE", "REASON"],
+        ["g", "team-a", "3", "train", "Pending", "<none>", "<unknown>", "OverLimit"],
     ]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pykai.cli.kueue_columns import KUEUE_COLUMNS
 from pykai.cli.related import Reader, descendant_pods, pods_by_node, usage
@@ -14,6 +14,9 @@ from pykai.model import constants as c
 from pykai.model.meta import Obj
 from pykai.model.queue_status import queue_figures
 from pykai.model.resources import format_gpu
+
+if TYPE_CHECKING:
+    from pykai.engine.positions import Position
 
 NONE = "<none>"
 
@@ -31,6 +34,13 @@ class Context:
     def placed_pods(self) -> dict[str, list[Obj]]:
         """Pods holding resources, by node."""
         return pods_by_node(self.reader.list("Pod"))
+
+    @cached_property
+    def positions(self) -> dict[str, Position]:
+        """Where each pending job stands, by job key (this builds the engine's state)."""
+        from pykai.cli.pending import positions
+
+        return positions(self.reader)
 
     def pods_of(self, owner: Obj) -> list[Obj]:
         """The pods a workload owns, through the objects it owns."""
@@ -138,6 +148,15 @@ def _podgroup_reasons(podgroup: Obj, _: Context) -> str:
     return ",".join(reasons) or NONE
 
 
+def _podgroup_position(podgroup: Obj, ctx: Context) -> str:
+    """Its place in its queue, 1 for the next to be tried; <none> when not pending or when the
+    scheduler will not try it (REASON says why)."""
+    from pykai.cli.pending import job_key
+
+    found = ctx.positions.get(job_key(podgroup))
+    return NONE if found is None or found.in_queue is None else str(found.in_queue + 1)
+
+
 def _event_object(event: Obj, _: Context) -> str:
     involved = event.get("involvedObject") or {}
     return f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '')}"
@@ -205,6 +224,7 @@ _PODGROUP = [
     ("MIN-MEMBER", _field("spec", "minMember", missing="1")),
     ("PRIORITY", _field("spec", "priorityClassName")),
     ("PHASE", _field("status", "phase")),
+    ("POSITION", _podgroup_position),
     ("AGE", _age),
 ]
 _COLUMNS: dict[str, tuple[list[Column], list[Column]]] = {
