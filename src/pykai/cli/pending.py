@@ -7,7 +7,7 @@ come here."""
 from __future__ import annotations
 
 from pykai.cli.related import Reader
-from pykai.engine.positions import Position, pending_positions, recorded_reasons
+from pykai.engine.positions import Position, pending_positions, recorded_reasons, under_queue
 from pykai.engine.state import ClusterState
 from pykai.model.meta import Obj
 
@@ -41,9 +41,4 @@ def pending_under(reader: Reader, queue: str) -> list[Position]:
     """The pending jobs of a queue and of the queues below it, in the order the scheduler will
     try them; those it will not try last."""
     state = engine_state(reader)
-    found = [
-        p
-        for p in positions(reader, state).values()
-        if p.queue == queue or queue in state.queue_chain(p.queue)
-    ]
-    return sorted(found, key=lambda p: (p.in_cycle is None, p.in_cycle or 0, p.job))
+    return under_queue(positions(reader, state).values(), queue, state.queue_chain)

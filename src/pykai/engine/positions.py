@@ -11,7 +11,7 @@ reason. Nothing is changed: the state is read, and the session is thrown away.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
@@ -87,6 +87,15 @@ def pending_positions(
         why = tuple(known.get(key, ())) or tuple(session.reasons.get(key, ()))
         positions.append(Position(key, job.queue, job.priority, None, None, why))
     return positions
+
+
+def under_queue(
+    positions: Iterable[Position], queue: str, chain: Callable[[str], tuple[str, ...]]
+) -> list[Position]:
+    """The positions of the jobs of ``queue`` and of the queues below it (``chain`` gives a
+    leaf's queue and its ancestors), in the order the scheduler tries them, untried ones last."""
+    found = [p for p in positions if p.queue == queue or queue in chain(p.queue)]
+    return sorted(found, key=lambda p: (p.in_cycle is None, p.in_cycle or 0, p.job))
 
 
 def recorded_reasons(podgroup: Obj) -> list[Reason]:

@@ -1,28 +1,37 @@
 """The HTTP endpoints of ``pykai run --metrics-address``: ``/metrics`` (Prometheus text format),
 ``/healthz`` (liveness: the run loop still turns) and ``/readyz`` (readiness: every informer
 has listed its kind). A standby replica is ready: its caches are warm for a failover, and
-whether it leads is said in the body and by ``pykai_leader``."""
+whether it leads is said in the body and by ``pykai_leader``. Given a ``PendingBoard``, it also
+answers the queues' pending PodGroups (kube/pending.py)."""
 
 from __future__ import annotations
 
+import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import generate_latest
 
 from pykai.kube.metrics import RunMetrics
+from pykai.kube.pending import PendingBoard, route
 
 # the classic text format, which every Prometheus reads (and what generate_latest writes)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def serve_metrics(address: tuple[str, int], metrics: RunMetrics) -> ThreadingHTTPServer:
+def serve_metrics(
+    address: tuple[str, int], metrics: RunMetrics, pending: PendingBoard | None = None
+) -> ThreadingHTTPServer:
     """Start serving in a daemon thread; ``shutdown()`` stops it."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            path = self.path.split("?", 1)[0]
-            if path == "/metrics":
+            path, _, query = self.path.partition("?")
+            answer = route(pending, path, query) if pending is not None else None
+            if answer is not None:
+                code, body = answer
+                self._send(code, json.dumps(body).encode(), "application/json")
+            elif path == "/metrics":
                 self._send(200, generate_latest(metrics.registry), CONTENT_TYPE)
             elif path == "/healthz":
                 alive = metrics.alive()

@@ -35,6 +35,7 @@ from pykai.kube.host import KubeHost
 from pykai.kube.informer import Informer
 from pykai.kube.leader import LeaderElector
 from pykai.kube.metrics import RunMetrics
+from pykai.kube.pending import PendingBoard
 from pykai.model import constants as c
 from pykai.standins.workloads import KUBERAY
 
@@ -91,11 +92,14 @@ class KubeRunner:
         *,
         scheduled_events: bool = True,
         metrics: RunMetrics | None = None,
+        pending: PendingBoard | None = None,
     ) -> None:
         """``pool`` carries out the writes (default: 32 threads); ``scheduled_events`` off
-        leaves a bind one write (for benchmarks)."""
+        leaves a bind one write (for benchmarks); ``pending`` gets the queue positions after a
+        cycle when a request waits for them."""
         self.api = api
         self.metrics = metrics or RunMetrics(components)
+        self.pending = pending
         self.components = components
         config = config or SchedulerConfig()
         if "scheduler" not in components:  # status only: fair share without actions
@@ -143,8 +147,10 @@ class KubeRunner:
                     leading = ready and (elector is None or elector.leading())
                     self.metrics.loop(ready, leading)
                     if leading:
-                        self.cycle()
+                        result = self.cycle()
                         self._cycled()
+                        if self.pending is not None and self.pending.wanted():
+                            self.pending.publish(self.host.state, time.time(), result.unschedulable)
                 except API_ERRORS as exc:  # the apiserver may be restarting
                     log.warning("cycle failed: %s", exc)
                     self.metrics.cycle_failed("api")

@@ -88,8 +88,9 @@ def run(
     metrics_address: Annotated[
         str,
         typer.Option(
-            help="HOST:PORT to serve /metrics (Prometheus, KAI's metric names), /healthz and "
-            "/readyz on (default: none)"
+            help="HOST:PORT to serve /metrics (Prometheus, KAI's metric names), /healthz, "
+            "/readyz and (with the scheduler) /apis/pykai.io/v1/queues/NAME/pendingpodgroups "
+            "on (default: none)"
         ),
     ] = "",
     log_level: LogLevelOption = "info",
@@ -106,6 +107,7 @@ def run(
     from pykai.kube.leader import LeaderElector
     from pykai.kube.metrics import RunMetrics
     from pykai.kube.metrics_server import serve_metrics
+    from pykai.kube.pending import PendingBoard
     from pykai.kube.runner import KubeRunner, parse_components
 
     config = None
@@ -144,13 +146,19 @@ def run(
     metrics = RunMetrics(chosen, stall_after=max(60.0, 30 * period))
     metrics.count_requests(api.http)
     server = None
+    pending = PendingBoard() if "scheduler" in chosen else None
     if address is not None:
         with reported():
-            server = serve_metrics(address, metrics)
+            server = serve_metrics(address, metrics, pending)
     try:
         with refused():
             runner = KubeRunner(
-                api, config, chosen, scheduled_events=scheduled_events, metrics=metrics
+                api,
+                config,
+                chosen,
+                scheduled_events=scheduled_events,
+                metrics=metrics,
+                pending=pending,
             )
             runner.run(stop, period, elector)
     finally:
