@@ -10,7 +10,18 @@ from __future__ import annotations
 import typer
 
 from pykai.cli.bench import app as bench_app
-from pykai.cli.commands import apply, clock, crds, create, demo, describe, get, serve, version
+from pykai.cli.commands import (
+    apply,
+    clock,
+    crds,
+    create,
+    demo,
+    describe,
+    explain,
+    get,
+    serve,
+    version,
+)
 from pykai.cli.completion import completion
 from pykai.cli.local_cluster import app as local_cluster_app
 from pykai.cli.options import root
@@ -27,6 +38,7 @@ for command in (
     apply.delete,
     get.get,
     describe.describe,
+    explain.explain,
     clock.schedule,
     clock.advance,
     version.version,

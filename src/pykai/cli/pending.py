@@ -9,19 +9,13 @@ from __future__ import annotations
 from pykai.cli.related import Reader
 from pykai.engine.positions import Position, pending_positions, recorded_reasons, under_queue
 from pykai.engine.state import ClusterState
+from pykai.engine.whatif import STATE_KINDS, load_state
 from pykai.model.meta import Obj
-
-# the kinds the engine reads, in the order that lets each find what it refers to
-STATE_KINDS = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
 
 
 def engine_state(reader: Reader) -> ClusterState:
     """A new engine state holding the reader's objects of the kinds the engine reads."""
-    state = ClusterState()
-    for kind in STATE_KINDS:
-        for obj in reader.list(kind):
-            state.upsert(obj)
-    return state
+    return load_state(obj for kind in STATE_KINDS for obj in reader.list(kind))
 
 
 def job_key(podgroup: Obj) -> str:

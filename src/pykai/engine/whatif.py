@@ -1,0 +1,319 @@
+"""Why a job waits and what would let it run: scheduling cycles tried on copies of a cluster.
+
+Each trial builds a new engine state from the cluster's objects, changed as the trial says
+(nothing else is touched), runs one cycle with the cluster's configuration and looks at what it
+decided for the job: its pods bound, or placed on room that evictions made for it (a reclaim or
+a preemption), or the reasons it still waits. The trials:
+
+- as it is: would the next cycle run it, and what would it evict;
+- on an empty cluster (only this job's pods): can it ever run as asked — if not, the reason is
+  why never (no node big enough, a limit below the request, a missing queue);
+- fewer pods (a smaller minMember), fewer GPUs per pod, another leaf queue: the first change of
+  each kind that would let it run now.
+
+From these, ``explain_job`` names the rule that holds it: a missing queue, the gang (pods still
+missing), a queue limit, the non-preemptible quota, node constraints (it can never fit), fair
+share (its queue would pass its fair share, so it may not reclaim) or capacity (the room is held
+by jobs it may not take from).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from pykai.engine.actions.allocate import tasks_to_allocate
+from pykai.engine.config import SchedulerConfig
+from pykai.engine.decisions import Reason
+from pykai.engine.positions import Position, pending_positions
+from pykai.engine.scheduler import Scheduler
+from pykai.engine.session import Session
+from pykai.engine.state import ClusterState
+from pykai.model import constants as c
+from pykai.model.meta import Obj
+from pykai.model.resources import RESOURCE_NAMES, Resources
+
+# the kinds the engine reads, in the order that lets each find what it refers to
+STATE_KINDS = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
+Edit = Callable[[list[Obj]], list[Obj]]
+
+
+def load_state(objects: Iterable[Obj]) -> ClusterState:
+    """A new engine state holding ``objects`` (those of kinds it does not read are skipped)."""
+    by_kind: dict[str, list[Obj]] = {kind: [] for kind in STATE_KINDS}
+    for obj in objects:
+        kind = obj.get("kind")
+        if isinstance(kind, str) and kind in by_kind:
+            by_kind[kind].append(obj)
+    state = ClusterState()
+    for kind in STATE_KINDS:
+        for obj in by_kind[kind]:
+            state.upsert(obj)
+    return state
+
+
+@dataclass(frozen=True, slots=True)
+class Trial:
+    """One cycle tried on a changed copy of the cluster."""
+
+    change: str  # what was changed ("" for the cluster as it is)
+    runs: bool  # the cycle binds the job's pods, or places them on room it frees for it
+    bound: bool = False  # bound at once (else placed on room being released: once it is free)
+    evictions: tuple[str, ...] = ()  # "namespace/pod: message", evicted for the job
+    reasons: tuple[Reason, ...] = ()  # why it still waits
+
+
+@dataclass(frozen=True, slots=True)
+class QueueFigures:
+    """A queue of the job's chain as the cycle sees it (engine units; inf = unlimited)."""
+
+    name: str
+    deserved: Resources
+    fair_share: Resources
+    limit: Resources
+    allocated: Resources
+
+
+@dataclass(frozen=True, slots=True)
+class JobExplanation:
+    """Why a pending job waits and what would let it run."""
+
+    job: str  # "namespace/name" of its PodGroup
+    queue: str
+    pending_pods: int
+    request: Resources  # what its next try asks for (the gang up to its minimum)
+    position: Position | None
+    rule: str  # missing queue, gang, limit, quota, node constraints, fair share, capacity, none
+    verdict: str  # one line for people
+    now: Trial
+    ever: Trial
+    alternatives: tuple[Trial, ...] = ()  # changes that would let it run now
+    queues: tuple[QueueFigures, ...] = field(default=())  # its queue and its ancestors
+
+
+class Trials:
+    """Cycles tried on changed copies of one cluster's objects."""
+
+    def __init__(self, objects: list[Obj], config: SchedulerConfig, now: float) -> None:
+        self.objects = objects
+        self.config = config
+        self.now = now
+
+    def run(self, job_key: str, change: str = "", edit: Edit | None = None) -> Trial:
+        """One cycle on the objects (changed by ``edit``, which gets copies it may change)."""
+        objects = edit(copy.deepcopy(self.objects)) if edit is not None else self.objects
+        state = load_state(objects)
+        result = Scheduler(self.config).run_cycle(state, self.now)
+        job = state.jobs.get(job_key)
+        if job is None:
+            return Trial(change, False)
+        pods = {t.pod.meta.key for t in job.tasks.values()}
+        bound = any(f"{b.namespace}/{b.name}" in pods for b in result.binds)
+        runs = bound or any(key in pods for key in result.pipelined)
+        mention = re.compile(rf"(?<![\w./-]){re.escape(job_key)}(?![\w./-])")
+        evictions = tuple(
+            f"{e.namespace}/{e.name}: {e.message}"
+            for e in result.evictions
+            if mention.search(e.message)
+        )
+        reasons = () if runs else tuple(result.unschedulable.get(job_key, ()))
+        return Trial(change, runs, bound, evictions if runs else (), reasons)
+
+
+def explain_job(
+    objects: list[Obj], job_key: str, config: SchedulerConfig, now: float
+) -> JobExplanation | None:
+    """Why the job ``job_key`` waits and what would let it run (None if it has no such
+    PodGroup or nothing pending)."""
+    state = load_state(objects)
+    job = state.jobs.get(job_key)
+    if job is None or not job.pending:
+        return None
+    request = Resources.ZERO
+    for task in tasks_to_allocate(job):
+        request += task.request
+    positions = {p.job: p for p in pending_positions(state, now)}
+    session = Session.open(state, config, now)
+    chain = tuple(
+        QueueFigures(q.name, q.deserved, q.fair_share, q.limit, q.usage.allocated)
+        for q in session.chain(job)
+    )
+    trials = Trials(objects, config, now)
+    namespace, name = job_key.split("/", 1)
+    as_is = trials.run(job_key)
+    ever = trials.run(job_key, "an empty cluster", _only_job(namespace, name))
+    alternatives: list[Trial] = []
+    if not as_is.runs and ever.runs:
+        alternatives = _alternatives(trials, state, job_key)
+    rule, verdict = _verdict(as_is, ever, chain, request)
+    return JobExplanation(
+        job_key,
+        job.queue,
+        job.pending,
+        request,
+        positions.get(job_key),
+        rule,
+        verdict,
+        as_is,
+        ever,
+        tuple(alternatives),
+        chain,
+    )
+
+
+def _alternatives(trials: Trials, state: ClusterState, job_key: str) -> list[Trial]:
+    """The first smaller minMember, the first fewer GPUs per pod, and every other leaf queue
+    with which the job would run now."""
+    namespace, name = job_key.split("/", 1)
+    job = state.jobs[job_key]
+    found: list[Trial] = []
+    for members in range(job.min_member - 1, 0, -1):
+        trial = trials.run(job_key, f"minMember {members}", _min_member(namespace, name, members))
+        if trial.runs:
+            found.append(trial)
+            break
+    most = max((int(t.pod.gpu.whole) for t in job.tasks.values()), default=0)
+    for gpus in range(most - 1, 0, -1):
+        trial = trials.run(job_key, f"{gpus} GPU(s) per pod", _gpus_per_pod(namespace, name, gpus))
+        if trial.runs:
+            found.append(trial)
+            break
+    leaves = sorted(
+        q for q in state.queues if q != job.queue and state.queue_chain(q) and _is_leaf(state, q)
+    )
+    for leaf in leaves:
+        trial = trials.run(job_key, f"queue {leaf}", _queue(namespace, name, leaf))
+        if trial.runs:
+            found.append(trial)
+    return found
+
+
+def _is_leaf(state: ClusterState, queue: str) -> bool:
+    return not any(view.parent == queue for view in state.queues.values())
+
+
+def _verdict(
+    now: Trial, ever: Trial, chain: tuple[QueueFigures, ...], request: Resources
+) -> tuple[str, str]:
+    """The rule that holds the job and a line saying so."""
+    if now.runs and now.bound:
+        return "none", "it runs in the next cycle"
+    if now.runs:
+        freed = f"the {len(now.evictions)} pod(s) evicted for it" if now.evictions else "pods"
+        return "none", f"it runs once {freed} terminating on its nodes have left"
+    codes = [r.reason for r in (now.reasons or ever.reasons)]
+    first = codes[0] if codes else ""
+    if first == "QueueDoesNotExist":
+        return "missing queue", "it cannot run until its queue exists: " + _message(now, ever)
+    if first == "NotReady":
+        return "gang", "it waits for its gang's pods: " + _message(now, ever)
+    if not ever.runs:
+        rule = {"OverLimit": "limit", "NonPreemptibleOverQuota": "quota"}.get(first)
+        return (
+            rule or "node constraints",
+            "it can never run as asked, even on an empty cluster: " + _message(ever, now),
+        )
+    if first == "OverLimit":
+        return "limit", "it waits for its queue's usage to fall under its limit: " + _message(
+            now, ever
+        )
+    if first == "NonPreemptibleOverQuota":
+        return "quota", "it waits: a non-preemptible job must stay within its queue's quota: " + (
+            _message(now, ever)
+        )
+    over = [
+        (q.name, resource)
+        for q in chain
+        for resource, asked, used, fair in zip(
+            RESOURCE_NAMES, request, q.allocated, q.fair_share, strict=True
+        )
+        if asked > 0 and used + asked > fair + 1e-9
+    ]
+    if over:
+        queue, resource = over[0]
+        return "fair share", (
+            f"it waits: with it, queue {queue} would pass its fair share of {resource}, so it "
+            "may not reclaim from other queues; it runs when room frees up or their usage falls"
+        )
+    return "capacity", (
+        "it waits: the room it needs is held by jobs it may not take from (their queues are "
+        "within their fair share, or their priority is not lower): " + _message(now, ever)
+    )
+
+
+def _message(first: Trial, second: Trial) -> str:
+    reasons = first.reasons or second.reasons
+    return reasons[0].message if reasons else "no reason recorded"
+
+
+def _is_job_pod(obj: Obj, namespace: str, name: str) -> bool:
+    meta = obj.get("metadata") or {}
+    return (
+        obj.get("kind") == "Pod"
+        and (meta.get("namespace") or "default") == namespace
+        and (meta.get("annotations") or {}).get(c.POD_GROUP_ANNOTATION) == name
+    )
+
+
+def _is_group(obj: Obj, namespace: str, name: str) -> bool:
+    meta = obj.get("metadata") or {}
+    return (
+        obj.get("kind") == "PodGroup"
+        and (meta.get("namespace") or "default") == namespace
+        and meta.get("name") == name
+    )
+
+
+def _only_job(namespace: str, name: str) -> Edit:
+    """Every other pod and PodGroup removed."""
+
+    def edit(objects: list[Obj]) -> list[Obj]:
+        return [
+            o
+            for o in objects
+            if o.get("kind") not in ("Pod", "PodGroup")
+            or _is_job_pod(o, namespace, name)
+            or _is_group(o, namespace, name)
+        ]
+
+    return edit
+
+
+def _min_member(namespace: str, name: str, members: int) -> Edit:
+    def edit(objects: list[Obj]) -> list[Obj]:
+        for obj in objects:
+            if _is_group(obj, namespace, name):
+                obj.setdefault("spec", {})["minMember"] = members
+        return objects
+
+    return edit
+
+
+def _queue(namespace: str, name: str, queue: str) -> Edit:
+    def edit(objects: list[Obj]) -> list[Obj]:
+        for obj in objects:
+            if _is_group(obj, namespace, name):
+                obj.setdefault("spec", {})["queue"] = queue
+        return objects
+
+    return edit
+
+
+def _gpus_per_pod(namespace: str, name: str, gpus: int) -> Edit:
+    """Each of the job's pending pods asks ``gpus`` whole GPUs (where it asked more)."""
+
+    def edit(objects: list[Obj]) -> list[Obj]:
+        for obj in objects:
+            if not _is_job_pod(obj, namespace, name) or (obj.get("spec") or {}).get("nodeName"):
+                continue
+            for container in (obj.get("spec") or {}).get("containers") or []:
+                resources = container.get("resources") or {}
+                for part in ("requests", "limits"):
+                    amounts = resources.get(part) or {}
+                    if c.GPU_RESOURCE in amounts and float(amounts[c.GPU_RESOURCE]) > gpus:
+                        amounts[c.GPU_RESOURCE] = str(gpus)
+        return objects
+
+    return edit
