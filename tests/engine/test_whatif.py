@@ -19,9 +19,9 @@ def gang(
 ) -> list[Obj]:
     """A PodGroup with ``pods`` pods of ``gpus`` GPUs; ``on`` a node: they run there."""
     group = podgroup(name, queue=queue_name, min_member=min_member or pods, uid=f"uid-{name}")
-    running = {"node_name": on, "phase": "Running"} if on else {}
+    phase = "Running" if on else ""
     members = [
-        pod(f"{name}-{i}", group=name, gpus=gpus, uid=f"uid-{name}-{i}", **running)
+        pod(f"{name}-{i}", group=name, gpus=gpus, uid=f"uid-{name}-{i}", node_name=on, phase=phase)
         for i in range(pods)
     ]
     return [group, *members]

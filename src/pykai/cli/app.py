@@ -20,6 +20,7 @@ from pykai.cli.commands import (
     explain,
     get,
     serve,
+    snapshot,
     version,
 )
 from pykai.cli.completion import completion
@@ -39,6 +40,7 @@ for command in (
     get.get,
     describe.describe,
     explain.explain,
+    snapshot.snapshot,
     clock.schedule,
     clock.advance,
     version.version,
