@@ -33,11 +33,12 @@ from pykai.engine.session import Session
 from pykai.engine.state import ClusterState
 from pykai.model import constants as c
 from pykai.model.meta import Obj
+from pykai.model.quantity import parse_quantity
 from pykai.model.resources import RESOURCE_NAMES, Resources
 
 # the kinds the engine reads, in the order that lets each find what it refers to
 STATE_KINDS = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
-Edit = Callable[[list[Obj]], list[Obj]]
+Edit = Callable[[Obj], Obj | None]  # an object as the trial has it: a changed copy, or None
 
 
 def load_state(objects: Iterable[Obj]) -> ClusterState:
@@ -102,8 +103,10 @@ class Trials:
         self.now = now
 
     def run(self, job_key: str, change: str = "", edit: Edit | None = None) -> Trial:
-        """One cycle on the objects (changed by ``edit``, which gets copies it may change)."""
-        objects = edit(copy.deepcopy(self.objects)) if edit is not None else self.objects
+        """One cycle on the objects, each as ``edit`` gives it (the objects are not changed)."""
+        objects: Iterable[Obj] = self.objects
+        if edit is not None:
+            objects = [found for obj in self.objects if (found := edit(obj)) is not None]
         state = load_state(objects)
         result = Scheduler(self.config).run_cycle(state, self.now)
         job = state.jobs.get(job_key)
@@ -164,34 +167,53 @@ def explain_job(
 
 
 def _alternatives(trials: Trials, state: ClusterState, job_key: str) -> list[Trial]:
-    """The first smaller minMember, the first fewer GPUs per pod, and every other leaf queue
-    with which the job would run now."""
+    """The largest smaller minMember and the most GPUs per pod (fewer than asked) with which
+    the job would run now, each found by bisection (fewer never makes a job harder to place),
+    and every other leaf queue whose limits leave room for it."""
     namespace, name = job_key.split("/", 1)
     job = state.jobs[job_key]
     found: list[Trial] = []
-    for members in range(job.min_member - 1, 0, -1):
-        trial = trials.run(job_key, f"minMember {members}", _min_member(namespace, name, members))
-        if trial.runs:
-            found.append(trial)
-            break
-    most = max((int(t.pod.gpu.whole) for t in job.tasks.values()), default=0)
-    for gpus in range(most - 1, 0, -1):
-        trial = trials.run(job_key, f"{gpus} GPU(s) per pod", _gpus_per_pod(namespace, name, gpus))
-        if trial.runs:
-            found.append(trial)
-            break
-    leaves = sorted(
-        q for q in state.queues if q != job.queue and state.queue_chain(q) and _is_leaf(state, q)
+    smaller = _largest(
+        job.min_member - 1,
+        lambda members: trials.run(
+            job_key, f"minMember {members}", _min_member(namespace, name, members)
+        ),
     )
-    for leaf in leaves:
-        trial = trials.run(job_key, f"queue {leaf}", _queue(namespace, name, leaf))
-        if trial.runs:
-            found.append(trial)
+    most = max((int(t.pod.gpu.whole) for t in job.tasks.values()), default=0)
+    fewer = _largest(
+        most - 1,
+        lambda gpus: trials.run(
+            job_key, f"{gpus} GPU(s) per pod", _gpus_per_pod(namespace, name, gpus)
+        ),
+    )
+    found += [t for t in (smaller, fewer) if t is not None]
+    request = Resources.ZERO
+    for task in tasks_to_allocate(job):
+        request += task.request
+    session = Session.open(state, trials.config, trials.now)
+    for leaf in sorted(session.queues):
+        chain = [session.queues[q] for q in state.queue_chain(leaf)]
+        if leaf == job.queue or session.queues[leaf].children or not chain:
+            continue
+        if all((q.usage.allocated + request).fits_in(q.limit) for q in chain):
+            trial = trials.run(job_key, f"queue {leaf}", _queue(namespace, name, leaf))
+            if trial.runs:
+                found.append(trial)
     return found
 
 
-def _is_leaf(state: ClusterState, queue: str) -> bool:
-    return not any(view.parent == queue for view in state.queues.values())
+def _largest(most: int, attempt: Callable[[int], Trial]) -> Trial | None:
+    """The trial of the largest value in 1..``most`` that runs, by bisection (a value runs if
+    every smaller one does); None if even 1 does not."""
+    low, high, best = 1, most, None
+    while low <= high:
+        middle = (low + high) // 2
+        trial = attempt(middle)
+        if trial.runs:
+            best, low = trial, middle + 1
+        else:
+            high = middle - 1
+    return best
 
 
 def _verdict(
@@ -269,51 +291,53 @@ def _is_group(obj: Obj, namespace: str, name: str) -> bool:
 def _only_job(namespace: str, name: str) -> Edit:
     """Every other pod and PodGroup removed."""
 
-    def edit(objects: list[Obj]) -> list[Obj]:
-        return [
-            o
-            for o in objects
-            if o.get("kind") not in ("Pod", "PodGroup")
-            or _is_job_pod(o, namespace, name)
-            or _is_group(o, namespace, name)
-        ]
+    def edit(obj: Obj) -> Obj | None:
+        if obj.get("kind") not in ("Pod", "PodGroup"):
+            return obj
+        mine = _is_job_pod(obj, namespace, name) or _is_group(obj, namespace, name)
+        return obj if mine else None
+
+    return edit
+
+
+def _group_spec(namespace: str, name: str, field: str, value: object) -> Edit:
+    """The job's PodGroup with ``spec.field`` set to ``value``."""
+
+    def edit(obj: Obj) -> Obj | None:
+        if not _is_group(obj, namespace, name):
+            return obj
+        changed = copy.deepcopy(obj)
+        changed.setdefault("spec", {})[field] = value
+        return changed
 
     return edit
 
 
 def _min_member(namespace: str, name: str, members: int) -> Edit:
-    def edit(objects: list[Obj]) -> list[Obj]:
-        for obj in objects:
-            if _is_group(obj, namespace, name):
-                obj.setdefault("spec", {})["minMember"] = members
-        return objects
-
-    return edit
+    return _group_spec(namespace, name, "minMember", members)
 
 
 def _queue(namespace: str, name: str, queue: str) -> Edit:
-    def edit(objects: list[Obj]) -> list[Obj]:
-        for obj in objects:
-            if _is_group(obj, namespace, name):
-                obj.setdefault("spec", {})["queue"] = queue
-        return objects
-
-    return edit
+    return _group_spec(namespace, name, "queue", queue)
 
 
 def _gpus_per_pod(namespace: str, name: str, gpus: int) -> Edit:
-    """Each of the job's pending pods asks ``gpus`` whole GPUs (where it asked more)."""
+    """Each container of the job's pending pods asks at most ``gpus`` whole GPUs."""
 
-    def edit(objects: list[Obj]) -> list[Obj]:
-        for obj in objects:
-            if not _is_job_pod(obj, namespace, name) or (obj.get("spec") or {}).get("nodeName"):
-                continue
-            for container in (obj.get("spec") or {}).get("containers") or []:
-                resources = container.get("resources") or {}
-                for part in ("requests", "limits"):
-                    amounts = resources.get(part) or {}
-                    if c.GPU_RESOURCE in amounts and float(amounts[c.GPU_RESOURCE]) > gpus:
-                        amounts[c.GPU_RESOURCE] = str(gpus)
-        return objects
+    def edit(obj: Obj) -> Obj | None:
+        if not _is_job_pod(obj, namespace, name) or (obj.get("spec") or {}).get("nodeName"):
+            return obj
+        changed = copy.deepcopy(obj)
+        for container in (changed.get("spec") or {}).get("containers") or []:
+            resources = container.get("resources") or {}
+            for part in ("requests", "limits"):
+                amounts = resources.get(part) or {}
+                try:
+                    more = parse_quantity(str(amounts.get(c.GPU_RESOURCE, 0))) > gpus
+                except ValueError:
+                    more = False  # unreadable: the trial sees it as the scheduler does
+                if more:
+                    amounts[c.GPU_RESOURCE] = str(gpus)
+        return changed
 
     return edit
