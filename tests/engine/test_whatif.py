@@ -105,6 +105,15 @@ def test_a_queue_beyond_its_fair_share_may_not_reclaim() -> None:
     assert found.queues[0].allocated.gpu == 2
 
 
+def test_a_full_cluster_of_its_own_queues_jobs_is_capacity_not_fair_share() -> None:
+    # one queue: its running job of the same priority holds the node; no other queue holds
+    # anything to reclaim, and preemption takes only from lower priorities
+    objects = [node("n1", gpus=4), queue("q"), *gang("r", "q", gpus=4, on="n1")]
+    found = explained([*objects, *gang("p", "q", gpus=2)], "p")
+    assert (found.now.runs, found.ever.runs, found.rule) == (False, True, "capacity")
+    assert "held by jobs it may not take from" in found.verdict
+
+
 def test_nothing_pending_has_no_explanation() -> None:
     objects = [
         *builtin_priority_classes(),

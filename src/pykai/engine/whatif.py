@@ -13,8 +13,9 @@ a preemption), or the reasons it still waits. The trials:
 
 From these, ``explain_job`` names the rule that holds it: a missing queue, the gang (pods still
 missing), a queue limit, the non-preemptible quota, node constraints (it can never fit), fair
-share (its queue would pass its fair share, so it may not reclaim) or capacity (the room is held
-by jobs it may not take from).
+share (its queue would pass its fair share while other queues hold what it asks for, so it may
+not reclaim from them) or capacity (the room is held by jobs it may not take from: its own
+queue's, or of queues within their fair share, or not of lower priority).
 """
 
 from __future__ import annotations
@@ -150,7 +151,7 @@ def explain_job(
     alternatives: list[Trial] = []
     if not as_is.runs and ever.runs:
         alternatives = _alternatives(trials, state, job_key)
-    rule, verdict = _verdict(as_is, ever, chain, request)
+    rule, verdict = _verdict(as_is, ever, chain, request, _elsewhere(session, job.queue))
     return JobExplanation(
         job_key,
         job.queue,
@@ -216,8 +217,30 @@ def _largest(most: int, attempt: Callable[[int], Trial]) -> Trial | None:
     return best
 
 
+def _elsewhere(session: Session, queue: str) -> Resources:
+    """What the queues beside the job's chain hold (the siblings of its queue and of each
+    ancestor, with their subtrees): all a reclaim could take from."""
+    chain = session.state.queue_chain(queue)
+    held = Resources.ZERO
+    for name in chain:
+        parent = session.queues[name].parent if name in session.queues else ""
+        siblings = (
+            session.queues[parent].children
+            if parent in session.queues
+            else [q.name for q in session.queues.values() if not q.parent]
+        )
+        for sibling in siblings:
+            if sibling != name and sibling in session.queues:
+                held += session.queues[sibling].usage.allocated
+    return held
+
+
 def _verdict(
-    now: Trial, ever: Trial, chain: tuple[QueueFigures, ...], request: Resources
+    now: Trial,
+    ever: Trial,
+    chain: tuple[QueueFigures, ...],
+    request: Resources,
+    elsewhere: Resources,
 ) -> tuple[str, str]:
     """The rule that holds the job and a line saying so."""
     if now.runs and now.bound:
@@ -248,10 +271,10 @@ def _verdict(
     over = [
         (q.name, resource)
         for q in chain
-        for resource, asked, used, fair in zip(
-            RESOURCE_NAMES, request, q.allocated, q.fair_share, strict=True
+        for resource, asked, used, fair, held in zip(
+            RESOURCE_NAMES, request, q.allocated, q.fair_share, elsewhere, strict=True
         )
-        if asked > 0 and used + asked > fair + 1e-9
+        if asked > 0 and used + asked > fair + 1e-9 and held > 0
     ]
     if over:
         queue, resource = over[0]
