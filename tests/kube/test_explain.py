@@ -10,9 +10,10 @@ from pathlib import Path
 
 from pykai.kube.api import KINDS, connect
 from pykai.kube.localcluster import LocalCluster
+from pykai.kube.nodes import create_ready_nodes
 from pykai.model import builders
 from pykai.model.meta import Obj
-from tests.kube.conftest import apply, kubectl, pykai_cli
+from tests.kube.conftest import apply, kubectl, pykai_cli, pykai_running, wait_for
 
 NAMESPACE = "explain-live"
 
@@ -92,3 +93,52 @@ def check(cluster: LocalCluster, tmp_path: Path) -> None:
     assert json.loads(placed.stdout)["spec"].get("nodeName") == "whatif-node"
     assert versions(cluster) == before  # the live cluster was only read
     assert connect(cluster.kubeconfig).get(KINDS["Node"], "whatif-node") is None
+
+
+def test_explain_a_placed_pod_on_a_live_cluster(local_cluster: LocalCluster) -> None:
+    """The Scheduled event pykai run wrote says how the node was chosen; explain reads it back
+    from the apiserver. The node is tainted for this test's pod alone."""
+    api = connect(local_cluster.kubeconfig)
+    taint = {"key": "pykai-test", "value": "explain", "effect": "NoSchedule"}
+    node = builders.node("explain-node", gpus=2, labels={"pool": "explain"}, taints=[taint])
+    create_ready_nodes(api, [node], 0.0)
+    api.create_if_absent(KINDS["Queue"], builders.queue("explain-placed"))
+    pod = builders.pod("placed", gpus=1, labels={"kai.scheduler/queue": "explain-placed"})
+    pod["spec"]["nodeSelector"] = {"pool": "explain"}
+    pod["spec"]["tolerations"] = [{**taint, "operator": "Equal"}]
+    api.create(KINDS["Pod"], pod)
+    try:
+        with pykai_running(local_cluster):
+
+            def bound() -> bool:
+                found = api.get(KINDS["Pod"], "placed", "default") or {}
+                return bool((found.get("spec") or {}).get("nodeName"))
+
+            assert wait_for(bound, timeout=60)
+
+            def explained() -> dict[str, object]:
+                done = pykai_cli(
+                    "explain",
+                    "pod",
+                    "placed",
+                    f"--kubeconfig={local_cluster.kubeconfig}",
+                    "-o",
+                    "json",
+                )
+                assert done.returncode == 0, done.stderr
+                found: dict[str, object] = json.loads(done.stdout)
+                return found
+
+            assert wait_for(
+                lambda: explained()["scheduled"], timeout=60
+            )  # events are written in the background
+            answer = explained()
+            assert (answer["state"], answer["node"]) == ("placed", "explain-node")
+            message = answer["scheduled"][0]  # type: ignore[index]
+            assert message.startswith(
+                "Successfully assigned default/placed to explain-node, chosen by"
+            )
+    finally:
+        api.delete(KINDS["Pod"], "placed", "default", grace_seconds=0)
+        api.delete(KINDS["Node"], "explain-node")
+        api.delete(KINDS["Queue"], "explain-placed")
