@@ -74,3 +74,12 @@ def test_explain_refuses_other_kinds_and_missing_objects(cli: Cli) -> None:
     missing = cli("explain", "pod", "nope")
     assert missing.code == 1 and 'pods "nope" not found' in missing.err
     assert cli("explain", "queue", "default-queue", "-o", "wide").code == 1
+
+
+def test_a_pod_no_podgroup_was_made_for_says_so(cli: Cli, tmp_path: Path) -> None:
+    # another scheduler's pod: the pod-grouper leaves it alone, so it has no PodGroup
+    other = pod("theirs", scheduler="default-scheduler")
+    assert cli("apply", "-f", write(tmp_path, "theirs.yaml", [other])).code == 0
+    out = cli("explain", "pod", "theirs").out
+    assert out.splitlines()[0] == "Pod default/theirs: pending"
+    assert "Rule:        not grouped" in out and "schedulerName must be" in out

@@ -255,7 +255,7 @@ def _pending_text(answer: Answer) -> str:
         for trial in alternatives:
             evicting = f" (evicting {len(trial['evictions'])} pod(s))" if trial["evictions"] else ""
             lines.append(f"  {trial['change']}{evicting}")
-    elif "wouldRunWith" in answer and answer["rule"] not in ("none", "node constraints"):
+    elif "asItIs" in answer and answer["onAnEmptyCluster"]["runs"] and not answer["asItIs"]["runs"]:
         lines.append("Would run now with: no smaller gang, fewer GPUs or other queue")
     return "\n".join(lines)
 
