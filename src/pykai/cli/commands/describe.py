@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING
 
 import typer
 
 from pykai.cli.clusterfile import reading
-from pykai.cli.completion import complete_kind, complete_name
 from pykai.cli.errors import fail, not_found, reported
-from pykai.cli.options import ClusterOption, NamespaceOption
+from pykai.cli.options import (
+    AllNamespacesOption,
+    ClusterOption,
+    KindsArgument,
+    NamesArgument,
+    NamespaceOption,
+    SelectorOption,
+)
 
 if TYPE_CHECKING:
     from pykai.embedded.reader import ClusterReader
@@ -18,28 +24,11 @@ if TYPE_CHECKING:
 
 def describe(
     ctx: typer.Context,
-    kind: Annotated[
-        str,
-        typer.Argument(
-            help="Kinds (pods, po, queues, pg, ...; several: pods,podgroups) or KIND/NAME",
-            autocompletion=complete_kind,
-        ),
-    ],
-    names: Annotated[
-        list[str] | None,
-        typer.Argument(
-            help="Names or name prefixes, or more KIND/NAME",
-            show_default=False,
-            autocompletion=complete_name,
-        ),
-    ] = None,
+    kind: KindsArgument,
+    names: NamesArgument = None,
     namespace: NamespaceOption = "default",
-    all_namespaces: Annotated[
-        bool, typer.Option("--all-namespaces", "-A", help="Every namespace")
-    ] = False,
-    selector: Annotated[
-        str, typer.Option("--selector", "-l", help="Labels: key=value, key!=value, key, ...")
-    ] = "",
+    all_namespaces: AllNamespacesOption = False,
+    selector: SelectorOption = "",
     cluster: ClusterOption = None,
 ) -> None:
     """Describe objects: state, why they are pending, related objects and events.
