@@ -11,12 +11,13 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pykai.cli.clusterfile import reading
+from pykai.cli.completion import complete_kind
 from pykai.cli.errors import fail, not_found, refused, reported
 from pykai.cli.options import (
     ClusterOption,
     ContextOption,
-    KindArgument,
     KubeconfigOption,
+    NameArgument,
     NamespaceOption,
 )
 
@@ -30,8 +31,14 @@ _KINDS = ("Pod", "PodGroup", "Queue")
 
 def explain(
     ctx: typer.Context,
-    kind: KindArgument,
-    name: Annotated[str | None, typer.Argument(help="Name", show_default=False)] = None,
+    kind: Annotated[
+        str,
+        typer.Argument(
+            help="pod, podgroup or queue (or their short names), or KIND/NAME",
+            autocompletion=complete_kind,
+        ),
+    ],
+    name: NameArgument = None,
     namespace: NamespaceOption = "default",
     output: Annotated[str, typer.Option("--output", "-o", help="json|yaml")] = "",
     cluster: ClusterOption = None,
