@@ -168,18 +168,20 @@ def test_a_standby_drops_the_figures_of_the_cycles_it_ran(cluster: Engine) -> No
 
 
 def test_not_alive_once_the_loop_stops_turning() -> None:
-    metrics = RunMetrics({"scheduler"}, stall_after=0.2)
+    metrics = RunMetrics({"scheduler"}, stall_after=30.0)
     metrics.loop(ready=False, leading=False)
     assert metrics.alive()
-    time.sleep(0.3)
+    time.sleep(0.05)
+    metrics.stall_after = 0.01  # the loop has not turned for longer than this
     assert not metrics.alive()
+    metrics.stall_after = 30.0
     metrics.loop(ready=False, leading=False)
     assert metrics.alive()
 
 
 @pytest.fixture
 def served() -> Iterator[tuple[RunMetrics, str]]:
-    metrics = RunMetrics({"scheduler"}, stall_after=0.5)
+    metrics = RunMetrics({"scheduler"}, stall_after=30.0)  # no stall on a loaded machine
     server = serve_metrics(("127.0.0.1", free_port()), metrics)
     yield metrics, f"http://127.0.0.1:{server.server_address[1]}"
     server.shutdown()
@@ -198,7 +200,7 @@ def test_health_endpoints(served: tuple[RunMetrics, str]) -> None:
     assert scraped.headers["content-type"].startswith("text/plain; version=0.0.4")
     assert "pykai_leader 1.0" in scraped.text
     assert httpx.get(f"{url}/nothing").status_code == 404
-    time.sleep(0.6)
+    metrics.stall_after = 0.0  # any time since the last turn is now a stall
     assert httpx.get(f"{url}/healthz").status_code == 503
 
 
