@@ -11,8 +11,7 @@ from dataclasses import dataclass, field
 from enum import IntEnum
 
 from pykai.model.meta import Obj, mapping, objects
-from pykai.model.quantity import resource_amount
-from pykai.model.resources import format_cpu
+from pykai.model.quantity import exact, format_quantity, resource_amount
 
 FlavorResource = tuple[str, str]  # (flavor, resource)
 PodSetRequests = dict[str, float]  # resource -> total over the PodSet's pods, engine units
@@ -134,26 +133,12 @@ def amount(resource: str, value: object) -> float:
 
 
 def quantity(resource: str, value: float) -> str:
-    """Engine units back as a Kubernetes quantity."""
+    """Engine units back as a canonical Kubernetes quantity (``500m``, ``2``, ``8G``,
+    ``200Mi``), as ``resource_list`` writes them."""
+    exact_value = exact(value)
     if resource == "cpu":
-        return format_cpu(value)
-    if resource == "memory":
-        return _memory(value)
-    return f"{value:g}"
-
-
-_SUFFIXES = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20),
-             ("Ki", 2**10), ("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9),
-             ("M", 10**6), ("k", 10**3))  # fmt: skip
-
-
-def _memory(size: float) -> str:
-    """Bytes in the shortest exact Kubernetes form ("8G", "200Mi", "1500M")."""
-    whole = int(size)
-    if whole != size or whole <= 0:
-        return f"{size:g}"
-    forms = [f"{whole // unit}{suffix}" for suffix, unit in _SUFFIXES if whole % unit == 0]
-    return min([str(whole), *forms], key=len)
+        return format_quantity(exact_value / 1000)
+    return format_quantity(exact_value, binary=resource == "memory")
 
 
 def _quotas(spec: Obj) -> tuple[dict[FlavorResource, Quota], list[ResourceGroup]]:
