@@ -119,30 +119,6 @@ def test_a_rayjob_waits_suspended_with_its_workload(cluster: EmbeddedCluster) ->
     assert ("Normal", "CreatedWorkload", message) in _reasons(cluster, "dev-a")
 
 
-def test_a_missing_workload_priority_class_means_no_workload_until_it_exists(
-    cluster: EmbeddedCluster,
-) -> None:
-    cluster.apply([_rayjob("urgent", priority_class="urgent-priority")])
-    assert cluster.list("Workload", "default") == []
-    warning = ("Warning", "WorkloadPriorityClassNotFound")
-    found = [r[:2] for r in _reasons(cluster, "urgent")]
-    assert warning in found
-    assert ('WorkloadPriorityClass "urgent-priority" not found') in [
-        r[2] for r in _reasons(cluster, "urgent")
-    ]
-    job = cluster.get("RayJob", "urgent", "default")
-    assert job is not None and job["spec"]["suspend"] is True  # held, not run without quota
-    wpc = {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
-        "kind": "WorkloadPriorityClass",
-        "metadata": {"name": "urgent-priority"},
-        "value": 5000,
-    }
-    cluster.apply([wpc])
-    (workload,) = cluster.list("Workload", "default")
-    assert workload["spec"]["priority"] == 5000
-
-
 def test_admission_unsuspends_and_losing_it_suspends_as_kuberay_does(
     cluster: EmbeddedCluster,
 ) -> None:
