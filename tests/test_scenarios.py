@@ -82,6 +82,7 @@ name). Jobs labelled ``kueue.x-k8s.io/queue-name`` are checked through more expe
         suspended: true                    # spec.suspend
         status: {state: suspended}         # a subset of the job's status
         running: 0                         # its pods on a node, not terminating
+        nodes: [n1]                        # the nodes they are on
         events: ["Started: Admitted by"]   # "<reason>[: <part of the message>]"
     clusterqueues: {cq: {pendingWorkloads: 1}}   # a subset of the status
     localqueues: {default/lq: {admittedWorkloads: 1}}
@@ -150,7 +151,16 @@ EXPECT_KEYS = {
     "clusterqueues",
     "localqueues",
 }
-JOB_FIELDS = {"workload", "messages", "flavors", "suspended", "status", "running", "events"}
+JOB_FIELDS = {
+    "workload",
+    "messages",
+    "flavors",
+    "suspended",
+    "status",
+    "running",
+    "nodes",
+    "events",
+}
 JOB_OWNERS = ("RayJob", "RayService", "RayCluster", "Job")  # what may own a job's pods
 POD_STATES = {"Bound", "Pending", "Absent", "Releasing"}
 QUEUE_FIELDS = {"fairShare", "allocated", "allocatedNonPreemptible", "requested"}
@@ -369,7 +379,7 @@ def check_job(cluster: EmbeddedCluster, key: str, wanted: Obj, where: str) -> No
     {condition type: "<status>[ <reason>]"}, ``messages`` {condition type: substring(s)},
     ``flavors`` {pod set: {resource: flavor}} of its admission, ``suspended``, ``status`` (a
     subset of the job's status), ``running`` (its pods on a node, not terminating, through
-    any chain of owners) and ``events`` (events on the job: "<reason>[: <message part>]")."""
+    any chain of owners), ``nodes`` (where those are) and ``events`` (events on the job: "<reason>[: <message part>]")."""
     kind, namespace, name = job_key(key)
     job = cluster.get(kind, name, namespace)
     assert job is not None, f"{where}: {key} does not exist"
@@ -408,13 +418,16 @@ def check_job(cluster: EmbeddedCluster, key: str, wanted: Obj, where: str) -> No
     for field, value in (wanted.get("status") or {}).items():
         actual = (job.get("status") or {}).get(field)
         assert actual == value, f"{where}: {key} status.{field} is {actual!r}, expected {value!r}"
+    running = {
+        p["metadata"]["name"]: node_of(p)
+        for p in pods_under(cluster, job)
+        if node_of(p) and not p["metadata"].get("deletionTimestamp")
+    }
     if "running" in wanted:
-        running = [
-            p["metadata"]["name"]
-            for p in pods_under(cluster, job)
-            if node_of(p) and not p["metadata"].get("deletionTimestamp")
-        ]
         assert len(running) == wanted["running"], f"{where}: {key} runs {running}"
+    if "nodes" in wanted:
+        nodes = sorted(set(running.values()))
+        assert nodes == sorted(wanted["nodes"]), f"{where}: {key} runs on {nodes}"
     said = [
         (str(e.get("reason")), str(e.get("message")))
         for e in cluster.list("Event", namespace)

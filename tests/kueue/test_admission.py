@@ -29,6 +29,7 @@ def _cq(name: str, cpu: str, cohort: str = "", **spec: Any) -> Obj:
         if limit in spec:
             resource[limit] = spec.pop(limit)
     body: Obj = {
+        "namespaceSelector": {},  # every namespace (null, Kueue's default, selects none)
         "resourceGroups": [
             {"coveredResources": ["cpu"], "flavors": [{"name": "default", "resources": [resource]}]}
         ],

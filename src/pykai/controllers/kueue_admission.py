@@ -40,6 +40,10 @@ def run_kueue(host: Host, config: SchedulerConfig | None = None) -> None:
         host.list("Cohort"),
         host.list("ResourceFlavor"),
         {_key(w): _makers(host, w) for w in workloads if is_true(w, "QuotaReserved")},
+        {
+            str(n["metadata"]["name"]): dict(mapping(n["metadata"].get("labels")))
+            for n in host.list("Namespace")
+        },
     )
     decisions = admit(objs, host.state, config or SchedulerConfig(), host.now())
     _write_workloads(host, decisions)
