@@ -379,7 +379,8 @@ def check_job(cluster: EmbeddedCluster, key: str, wanted: Obj, where: str) -> No
     {condition type: "<status>[ <reason>]"}, ``messages`` {condition type: substring(s)},
     ``flavors`` {pod set: {resource: flavor}} of its admission, ``suspended``, ``status`` (a
     subset of the job's status), ``running`` (its pods on a node, not terminating, through
-    any chain of owners), ``nodes`` (where those are) and ``events`` (events on the job: "<reason>[: <message part>]")."""
+    any chain of owners), ``nodes`` (where those are) and ``events`` (events on the job:
+    "<reason>[: <message part>]")."""
     kind, namespace, name = job_key(key)
     job = cluster.get(kind, name, namespace)
     assert job is not None, f"{where}: {key} does not exist"
