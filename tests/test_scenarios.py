@@ -79,6 +79,7 @@ name). Jobs labelled ``kueue.x-k8s.io/queue-name`` are checked through more expe
         workload: {QuotaReserved: "False WaitingForQuota", Admitted: "True"}  # or Absent
         messages: {QuotaReserved: "insufficient unused quota"}  # substring(s) per condition
         flavors: {main: {cpu: default}}    # its admission's flavors per pod set
+        checks: {gpu: Ready}               # its admission checks' states
         suspended: true                    # spec.suspend
         status: {state: suspended}         # a subset of the job's status
         running: 0                         # its pods on a node, not terminating
@@ -155,6 +156,7 @@ JOB_FIELDS = {
     "workload",
     "messages",
     "flavors",
+    "checks",
     "suspended",
     "status",
     "running",
@@ -377,7 +379,8 @@ def job_key(key: str) -> tuple[str, str, str]:
 def check_job(cluster: EmbeddedCluster, key: str, wanted: Obj, where: str) -> None:
     """A Kueue-managed job and its Workload (the one the job owns): ``workload`` Absent or
     {condition type: "<status>[ <reason>]"}, ``messages`` {condition type: substring(s)},
-    ``flavors`` {pod set: {resource: flavor}} of its admission, ``suspended``, ``status`` (a
+    ``flavors`` {pod set: {resource: flavor}} of its admission, ``checks`` {check: state},
+    ``suspended``, ``status`` (a
     subset of the job's status), ``running`` (its pods on a node, not terminating, through
     any chain of owners), ``nodes`` (where those are) and ``events`` (events on the job:
     "<reason>[: <message part>]")."""
@@ -392,7 +395,7 @@ def check_job(cluster: EmbeddedCluster, key: str, wanted: Obj, where: str) -> No
     ]
     if wanted.get("workload") == "Absent":
         assert not owned, f"{where}: {key} should have no Workload, has {len(owned)}"
-    elif "workload" in wanted or "messages" in wanted or "flavors" in wanted:
+    elif set(wanted) & {"workload", "messages", "flavors", "checks"}:
         assert len(owned) == 1, f"{where}: {key} should have one Workload, has {len(owned)}"
         status = owned[0].get("status") or {}
         found = {c["type"]: c for c in status.get("conditions") or []}
@@ -409,6 +412,9 @@ def check_job(cluster: EmbeddedCluster, key: str, wanted: Obj, where: str) -> No
                 assert part in message, f"{where}: {key} {kind_of}: {part!r} not in {message!r}"
         assignments = (status.get("admission") or {}).get("podSetAssignments") or []
         flavors = {a["name"]: a.get("flavors") for a in assignments}
+        states = {c["name"]: c.get("state") for c in status.get("admissionChecks") or []}
+        for check_name, state in (wanted.get("checks") or {}).items():
+            assert states.get(check_name) == state, f"{where}: {key} checks are {states}"
         for pod_set, expected_flavors in (wanted.get("flavors") or {}).items():
             assert flavors.get(pod_set) == expected_flavors, (
                 f"{where}: {key} pod set {pod_set} flavors {flavors.get(pod_set)}"

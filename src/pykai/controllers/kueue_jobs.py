@@ -40,7 +40,7 @@ def reconcile_kueue_job(host: Host, job: Obj) -> None:
     suspended = mapping(job.get("spec")).get("suspend") is True
     if admitted and suspended:
         admission = mapping(mapping(workload.get("status")).get("admission"))
-        host.patch(job, merge_diff(job, started(job, _pod_set_infos(host, admission))))
+        host.patch(job, merge_diff(job, started(job, pod_set_infos(host, admission))))
         cluster_queue = admission.get("clusterQueue")
         host.record(job, "Started", f"Admitted by clusterQueue {cluster_queue}", NORMAL)
     elif not admitted and not suspended:
@@ -55,7 +55,7 @@ def reconcile_kueue_job(host: Host, job: Obj) -> None:
         host.record(job, "Stopped", message, NORMAL)
 
 
-def _pod_set_infos(host: Host, admission: Obj) -> dict[str, PodSetInfo]:
+def pod_set_infos(host: Host, admission: Obj) -> dict[str, PodSetInfo]:
     """Per admitted PodSet, its flavors' node labels and tolerations (``podset.FromAssignment``)."""
     infos: dict[str, PodSetInfo] = {}
     for assignment in objects(admission.get("podSetAssignments")):

@@ -202,6 +202,7 @@ class Objects:
     flavors: list[Obj]
     makers: dict[str, frozenset[str]]  # Workload key -> UIDs of its job and what the job made
     namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
+    admission_checks: list[Obj] = field(default_factory=list)
 
     def namespace_labels(self, namespace: str) -> dict[str, str]:
         """A namespace's labels, with the ``kubernetes.io/metadata.name`` label Kubernetes
@@ -212,7 +213,8 @@ class Objects:
 def admit(objs: Objects, state: ClusterState, config: SchedulerConfig, now: float) -> Decisions:
     """One admission pass."""
     flavors = {f.name: f for f in map(read_flavor, objs.flavors)}
-    views = build_tree(objs.cluster_queues, objs.cohorts, flavors)
+    checks = {str(a["metadata"]["name"]): is_true(a, "Active") for a in objs.admission_checks}
+    views = build_tree(objs.cluster_queues, objs.cohorts, flavors, checks)
     decisions = Decisions(queues=views)
     local = {
         (str(q["metadata"].get("namespace") or "default"), str(q["metadata"]["name"])): str(
@@ -252,7 +254,8 @@ def admit(objs: Objects, state: ClusterState, config: SchedulerConfig, now: floa
     fit = NodeFit(state, config, now, flavors)
     try:
         for w in reserving:
-            fit.reserve_missing(w, objs.makers.get(w.key, frozenset()))
+            if is_true(w.obj, "Admitted"):  # its pods are made (or about to be)
+                fit.reserve_missing(w, objs.makers.get(w.key, frozenset()))
         _cycles(decisions, reserving, fit, objs)
     finally:
         fit.close()
@@ -296,9 +299,9 @@ def _cycles(
                 done.discard(w.key)  # no longer fits after another admission: next cycle
                 continue
             if assignment.mode <= Mode.FIT_BORROWING:
-                placed = fit.place(
-                    w, {p.name: sorted(set(p.flavors.values())) for p in assignment.pod_sets}
-                )
+                assigned = {p.name: sorted(set(p.flavors.values())) for p in assignment.pod_sets}
+                # with admission checks, the checks (a ProvisioningRequest) decide on nodes
+                placed = None if cq.checks else fit.place(w, assigned)
                 if placed is None:
                     reserve(cq.node, usage)
                     w.cluster_queue, w.usage = cq.name, usage
@@ -453,6 +456,7 @@ class NodeFit:
     def __init__(
         self, state: ClusterState, config: SchedulerConfig, now: float, flavors: dict[str, Flavor]
     ) -> None:
+        state.ensure_current()  # nodes added or removed since the last cycle
         self._state = state
         self._flavors = flavors
         self._session = Session(state=state, config=config, now=now)
@@ -467,14 +471,19 @@ class NodeFit:
         """Hold room for an admitted Workload's pods that are not on a node yet (``makers``:
         the UIDs of what owns its pods)."""
         present = sum(self._on_node.get(uid, 0) for uid in makers)
-        tasks = self._tasks(w, w.assigned)[present:]
-        if tasks:
-            place_gang(self._session, self._statement, tasks, satisfied=True)
+        tasks = self._tasks(w.obj["metadata"], self._flavored(w.templates, w.assigned))
+        if tasks[present:]:
+            place_gang(self._session, self._statement, tasks[present:], satisfied=True)
 
     def place(self, w: WorkloadView, assigned: dict[str, list[str]]) -> str | None:
         """Place a Workload's gang (kept placed) with the flavors ``assigned`` to each pod
         set; None if it fits, else why not."""
-        tasks = self._tasks(w, assigned)
+        return self.place_pods(w.obj["metadata"], self._flavored(w.templates, assigned))
+
+    def place_pods(self, meta: Obj, templates: list[tuple[str, int, Obj]]) -> str | None:
+        """Place the pods of (pod set, count, pod template) all at once (kept placed); None if
+        they fit, else why not (``meta``: of the object they stand for, for names)."""
+        tasks = self._tasks(meta, templates)
         failed = place_gang(self._session, self._statement, tasks, satisfied=False)
         if failed is None:
             return None
@@ -488,17 +497,22 @@ class NodeFit:
         """Undo every placement."""
         self._statement.discard()
 
-    def _tasks(self, w: WorkloadView, assigned: dict[str, list[str]]) -> list[Task]:
-        """The pods of a Workload as its job will make them once started: with its flavors'
-        node labels and tolerations."""
-        tasks: list[Task] = []
-        for name, count, original in w.templates:
+    def _flavored(
+        self, templates: list[tuple[str, int, Obj]], assigned: dict[str, list[str]]
+    ) -> list[tuple[str, int, Obj]]:
+        """The templates as the job will start them: with their flavors' node labels and
+        tolerations."""
+        out: list[tuple[str, int, Obj]] = []
+        for name, count, template in templates:
             flavors = [self._flavors[f] for f in assigned.get(name, []) if f in self._flavors]
-            template = with_pod_set_info(
-                original,
-                {k: v for f in flavors for k, v in f.node_labels.items()},
-                [t for f in flavors for t in f.tolerations],
-            )
+            selector = {k: v for f in flavors for k, v in f.node_labels.items()}
+            tolerations = [t for f in flavors for t in f.tolerations]
+            out.append((name, count, with_pod_set_info(template, selector, tolerations)))
+        return out
+
+    def _tasks(self, meta: Obj, templates: list[tuple[str, int, Obj]]) -> list[Task]:
+        tasks: list[Task] = []
+        for name, count, template in templates:
             labelled = {
                 **template,
                 "metadata": {
@@ -510,6 +524,6 @@ class NodeFit:
                 },
             }
             for i in range(count):
-                pod, _ = read_pod(_pod(labelled, w.obj["metadata"], f"{name}-{i}"))
+                pod, _ = read_pod(_pod(labelled, meta, f"{name}-{i}"))
                 tasks.append(Task(pod=pod, job_key="", subgroup="", request=pod.requests))
         return tasks

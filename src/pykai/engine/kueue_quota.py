@@ -182,6 +182,9 @@ class ClusterQueueView:
     missing_flavors: list[str]
     flavors: dict[str, Flavor]
     namespace_selector: Obj | None  # None selects no namespace, {} every one
+    checks: list[str]  # the AdmissionChecks a Workload must pass before it is admitted
+    missing_checks: list[str]
+    inactive_checks: list[str]
 
     def admits_namespace(self, labels: dict[str, str]) -> bool:
         """Whether a namespace with these labels may submit here (Kueue's
@@ -203,8 +206,9 @@ class ClusterQueueView:
 
     @property
     def active(self) -> bool:
-        """A ClusterQueue whose flavors all exist can admit."""
-        return not self.missing_flavors
+        """A ClusterQueue whose flavors and admission checks all exist, the checks active,
+        can admit."""
+        return not (self.missing_flavors or self.missing_checks or self.inactive_checks)
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         """The resource group that covers a resource."""
@@ -252,10 +256,15 @@ def _quotas(spec: Obj) -> tuple[dict[FlavorResource, Quota], list[ResourceGroup]
 
 
 def build_tree(
-    cluster_queues: list[Obj], cohorts: list[Obj], flavors: dict[str, Flavor]
+    cluster_queues: list[Obj],
+    cohorts: list[Obj],
+    flavors: dict[str, Flavor],
+    checks: dict[str, bool] | None = None,
 ) -> dict[str, ClusterQueueView]:
     """The ClusterQueues, linked into cohort trees (a cohort named but not defined is an
-    implicit root without quota of its own); ``flavors``: the ResourceFlavors by name."""
+    implicit root without quota of its own); ``flavors``: the ResourceFlavors by name;
+    ``checks``: whether each AdmissionCheck is active, by name."""
+    checks = checks or {}
     nodes: dict[str, QuotaNode] = {}
 
     def cohort(name: str, seen: frozenset[str] = frozenset()) -> QuotaNode:
@@ -281,6 +290,7 @@ def build_tree(
         if parent:
             _link(node, cohort(parent))
         named = {f for g in groups for f in g.flavors}
+        wanted = check_names(spec)
         views[name] = ClusterQueueView(
             name,
             node,
@@ -291,8 +301,21 @@ def build_tree(
             sorted(named - set(flavors)),
             {f: flavors[f] for f in named if f in flavors},
             selector if isinstance(selector := spec.get("namespaceSelector"), dict) else None,
+            wanted,
+            [c for c in wanted if c not in checks],
+            [c for c in wanted if checks.get(c) is False],
         )
     return views
+
+
+def check_names(spec: Obj) -> list[str]:
+    """The AdmissionChecks a ClusterQueue names (``admissionChecksStrategy``, or v1beta1's
+    ``admissionChecks`` where no conversion ran)."""
+    rules = objects(mapping(spec.get("admissionChecksStrategy")).get("admissionChecks"))
+    names = [str(r.get("name")) for r in rules] + [
+        str(n) for n in spec.get("admissionChecks") or [] if isinstance(n, str)
+    ]
+    return list(dict.fromkeys(names))
 
 
 def _link(child: QuotaNode, parent: QuotaNode) -> None:
