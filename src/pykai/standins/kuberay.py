@@ -203,6 +203,9 @@ def _submitter(host: Host, job: Obj) -> None:
     if host.owned(job, "Job"):
         return
     meta = job["metadata"]
+    template = submitter_template(job)
+    # pykai's engine places the pods of Kueue-admitted jobs (docs/kueue.md)
+    template.setdefault("spec", {})["schedulerName"] = c.SCHEDULER_NAME
     submitter = {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -211,10 +214,8 @@ def _submitter(host: Host, job: Obj) -> None:
             "namespace": meta.get("namespace", "default"),
             "ownerReferences": [owner_ref(job)],
         },
-        "spec": {"backoffLimit": 2, "template": submitter_template(job)},
+        "spec": {"backoffLimit": 2, "template": template},
     }
-    # pykai's engine places the pods of Kueue-admitted jobs (docs/kueue.md)
-    submitter["spec"]["template"].setdefault("spec", {})["schedulerName"] = c.SCHEDULER_NAME
     host.create(submitter)
 
 
