@@ -69,6 +69,24 @@ How KAI's test framework maps onto this (integration_tests_utils.go, test_utils*
 - KAI's cache mock fails the test on any eviction when NumberOfCacheEvictions is 0:
   ``evictions: 0``. Nonzero NumberOf* figures are per-round upper bounds (gomock MaxTimes) and
   are not ported.
+
+Kueue's rules: ``tests/scenarios/kueue/<NN>-<slug>/`` (run like the others). Each cites its
+``source`` (repository, commit, file, and for a port of one of Kueue's test cases its test and
+name). Jobs labelled ``kueue.x-k8s.io/queue-name`` are checked through more expectations:
+
+    jobs:                                  # "<Kind> <namespace>/<name>" of the job
+      Job default/a:
+        workload: {QuotaReserved: "False WaitingForQuota", Admitted: "True"}  # or Absent
+        messages: {QuotaReserved: "insufficient unused quota"}  # substring(s) per condition
+        flavors: {main: {cpu: default}}    # its admission's flavors per pod set
+        checks: {gpu: Ready}               # its admission checks' states
+        suspended: true                    # spec.suspend
+        status: {state: suspended}         # a subset of the job's status
+        running: 0                         # its pods on a node, not terminating
+        nodes: [n1]                        # the nodes they are on
+        events: ["Started: Admitted by"]   # "<reason>[: <part of the message>]"
+    clusterqueues: {cq: {pendingWorkloads: 1}}   # a subset of the status
+    localqueues: {default/lq: {admittedWorkloads: 1}}
 """
 
 from __future__ import annotations
@@ -88,6 +106,7 @@ from pykai.controllers.status import queue_figures
 from pykai.engine.config import SchedulerConfig
 from pykai.model.duration import parse_duration
 from pykai.model.errors import ValidationError
+from pykai.model.kinds import CLUSTER_SCOPED as KIND_CLUSTER_SCOPED
 from pykai.model.podgroup import PodGroupStatus
 from pykai.model.quantity import count, cpu_millis, memory_bytes
 from pykai.model.queue import QueueStatus
@@ -101,7 +120,7 @@ ROOT = Path(__file__).parent / "scenarios"
 SCENARIOS = sorted(str(p.parent.relative_to(ROOT)) for p in ROOT.rglob("scenario.yaml"))
 
 SNAPSHOT_KINDS = ("Pod", "Node", "Queue", "PodGroup", "PriorityClass")
-CLUSTER_SCOPED = {"Node", "Queue", "PriorityClass", "SchedulingShard", "Namespace"}
+CLUSTER_SCOPED = KIND_CLUSTER_SCOPED
 DEFAULT_QUEUES = {"default-parent-queue", "default-queue"}
 
 SCENARIO_KEYS = {
@@ -115,6 +134,7 @@ SCENARIO_KEYS = {
     "pykai_differs",
 }
 SOURCE_KEYS = {"repository", "commit", "file", "test", "case", "name"}
+KUEUE_SOURCE_KEYS = {"repository", "commit", "file"}  # + test and name for a port of a test
 ACTIONS = ("apply", "delete", "advance", "reject")
 STEP_KEYS = {*ACTIONS, "expect", "error_contains"}
 EXPECT_KEYS = {
@@ -128,7 +148,22 @@ EXPECT_KEYS = {
     "different_gpu_groups",
     "gpu_groups",
     "evictions",
+    "jobs",
+    "clusterqueues",
+    "localqueues",
 }
+JOB_FIELDS = {
+    "workload",
+    "messages",
+    "flavors",
+    "checks",
+    "suspended",
+    "status",
+    "running",
+    "nodes",
+    "events",
+}
+JOB_OWNERS = ("RayJob", "RayService", "RayCluster", "Job")  # what may own a job's pods
 POD_STATES = {"Bound", "Pending", "Absent", "Releasing"}
 QUEUE_FIELDS = {"fairShare", "allocated", "allocatedNonPreemptible", "requested"}
 RESOURCE_KEYS = {"cpu": "cpu", "memory": "memory", "gpu": "nvidia.com/gpu"}
@@ -305,6 +340,17 @@ def check(
                     f"expected {value} (status.{field} = {figures})"
                 )
 
+    for key, wanted in (expect.get("jobs") or {}).items():
+        check_job(cluster, key, wanted, where)
+    for plural, kind in (("clusterqueues", "ClusterQueue"), ("localqueues", "LocalQueue")):
+        for key, fields in (expect.get(plural) or {}).items():
+            namespace, _, name = key.rpartition("/")
+            queue = cluster.get(kind, name, namespace)
+            assert queue is not None, f"{where}: {kind} {key} does not exist"
+            status = queue.get("status") or {}
+            found = {field: status.get(field) for field in fields}
+            assert found == fields, f"{where}: {kind} {key} status {found}, expected {fields}"
+
     for key, wanted in (expect.get("podgroups") or {}).items():
         reasons = scheduling_reasons(cluster, key)
         names = [r for r, _ in reasons]
@@ -321,6 +367,102 @@ def check(
         assert any(all(p in m for p in parts) for m in messages), (
             f"{where}: no message of {key} contains all of {parts}: {messages}"
         )
+
+
+def job_key(key: str) -> tuple[str, str, str]:
+    """``"<Kind> <namespace>/<name>"`` as (kind, namespace, name)."""
+    kind, _, rest = key.partition(" ")
+    namespace, _, name = rest.partition("/")
+    return kind, namespace, name
+
+
+def check_job(cluster: EmbeddedCluster, key: str, wanted: Obj, where: str) -> None:
+    """A Kueue-managed job and its Workload (the one the job owns): ``workload`` Absent or
+    {condition type: "<status>[ <reason>]"}, ``messages`` {condition type: substring(s)},
+    ``flavors`` {pod set: {resource: flavor}} of its admission, ``checks`` {check: state},
+    ``suspended``, ``status`` (a
+    subset of the job's status), ``running`` (its pods on a node, not terminating, through
+    any chain of owners), ``nodes`` (where those are) and ``events`` (events on the job:
+    "<reason>[: <message part>]")."""
+    kind, namespace, name = job_key(key)
+    job = cluster.get(kind, name, namespace)
+    assert job is not None, f"{where}: {key} does not exist"
+    uid = job["metadata"]["uid"]
+    owned = [
+        w
+        for w in cluster.list("Workload", namespace)
+        if any(r.get("uid") == uid for r in w["metadata"].get("ownerReferences") or [])
+    ]
+    if wanted.get("workload") == "Absent":
+        assert not owned, f"{where}: {key} should have no Workload, has {len(owned)}"
+    elif set(wanted) & {"workload", "messages", "flavors", "checks"}:
+        assert len(owned) == 1, f"{where}: {key} should have one Workload, has {len(owned)}"
+        status = owned[0].get("status") or {}
+        found = {c["type"]: c for c in status.get("conditions") or []}
+        for kind_of, expected in (wanted.get("workload") or {}).items():
+            condition = found.get(kind_of, {})
+            actual = f"{condition.get('status', '')} {condition.get('reason', '')}"
+            assert actual.startswith(str(expected)), (
+                f"{where}: {key} Workload {kind_of} is {actual.strip() or 'unset'}, "
+                f"expected {expected} ({condition.get('message', '')})"
+            )
+        for kind_of, texts in (wanted.get("messages") or {}).items():
+            message = str(found.get(kind_of, {}).get("message", ""))
+            for part in substrings(texts):
+                assert part in message, f"{where}: {key} {kind_of}: {part!r} not in {message!r}"
+        assignments = (status.get("admission") or {}).get("podSetAssignments") or []
+        flavors = {a["name"]: a.get("flavors") for a in assignments}
+        states = {c["name"]: c.get("state") for c in status.get("admissionChecks") or []}
+        for check_name, state in (wanted.get("checks") or {}).items():
+            assert states.get(check_name) == state, f"{where}: {key} checks are {states}"
+        for pod_set, expected_flavors in (wanted.get("flavors") or {}).items():
+            assert flavors.get(pod_set) == expected_flavors, (
+                f"{where}: {key} pod set {pod_set} flavors {flavors.get(pod_set)}"
+            )
+    if "suspended" in wanted:
+        suspended = (job.get("spec") or {}).get("suspend") is True
+        assert suspended is wanted["suspended"], f"{where}: {key} suspended is {suspended}"
+    for field, value in (wanted.get("status") or {}).items():
+        actual = (job.get("status") or {}).get(field)
+        assert actual == value, f"{where}: {key} status.{field} is {actual!r}, expected {value!r}"
+    running = {
+        p["metadata"]["name"]: node_of(p)
+        for p in pods_under(cluster, job)
+        if node_of(p) and not p["metadata"].get("deletionTimestamp")
+    }
+    if "running" in wanted:
+        assert len(running) == wanted["running"], f"{where}: {key} runs {running}"
+    if "nodes" in wanted:
+        nodes = sorted(set(running.values()))
+        assert nodes == sorted(wanted["nodes"]), f"{where}: {key} runs on {nodes}"
+    said = [
+        (str(e.get("reason")), str(e.get("message")))
+        for e in cluster.list("Event", namespace)
+        if (e.get("involvedObject") or {}).get("uid") == uid
+    ]
+    for event in wanted.get("events") or []:
+        reason, _, text = str(event).partition(": ")
+        assert any(r == reason and text in m for r, m in said), (
+            f"{where}: {key} has no event {event!r}; has {said}"
+        )
+
+
+def pods_under(cluster: EmbeddedCluster, job: Obj) -> list[Obj]:
+    """The pods a job owns, directly or through what it made (a RayJob's RayCluster...)."""
+    namespace = job["metadata"].get("namespace") or "default"
+    parents = {
+        o["metadata"]["uid"]: [r.get("uid") for r in o["metadata"].get("ownerReferences") or []]
+        for kind in (*JOB_OWNERS, "Pod")
+        for o in cluster.list(kind, namespace)
+    }
+    root = job["metadata"]["uid"]
+
+    def descends(uid: str, depth: int = 0) -> bool:
+        return uid == root or (
+            depth < len(JOB_OWNERS) and any(descends(p, depth + 1) for p in parents.get(uid, []))
+        )
+
+    return [p for p in cluster.list("Pod", namespace) if descends(p["metadata"]["uid"])]
 
 
 # ---- running scenarios -------------------------------------------------------------------------
@@ -532,6 +674,10 @@ def _kai_problems(name: str, scenario: dict[str, Any]) -> list[str]:
             problems.append(f"source must give {', '.join(sorted(SOURCE_KEYS))}")
         elif not str(source["file"]).endswith(f"/{Path(name).parent.name}.go"):
             problems.append(f"source.file {source['file']} is not in folder {Path(name).parent}")
+    if name.startswith("kueue/") and (
+        not isinstance(source, dict) or not set(source) >= KUEUE_SOURCE_KEYS
+    ):
+        problems.append(f"source must give {', '.join(sorted(KUEUE_SOURCE_KEYS))}")
     for key in ("xfail", "pykai_differs"):
         if key in scenario and "source" not in scenario:
             problems.append(f"{key} is for ports of KAI's tests (with a source)")
@@ -610,6 +756,16 @@ def _expect_problems(expect: Obj, defined: dict[str, set[str]], nodes: set[str])
             problems.append(f"podgroup {key} is not defined by any applied manifest")
         if not isinstance(wanted, dict) or not set(wanted) & {"reasons", "unschedulable"}:
             problems.append(f"podgroup {key}: give reasons or unschedulable")
+    for key, wanted in (expect.get("jobs") or {}).items():
+        kind, namespace, name = job_key(key)
+        if f"{namespace}/{name}" not in defined.get(kind, set()):
+            problems.append(f"jobs: {key} is not defined by any applied manifest")
+        if not isinstance(wanted, dict) or not wanted or set(wanted) - JOB_FIELDS:
+            problems.append(f"jobs: {key}: give some of {', '.join(sorted(JOB_FIELDS))}")
+    for plural, kind in (("clusterqueues", "ClusterQueue"), ("localqueues", "LocalQueue")):
+        for key in expect.get(plural) or {}:
+            if key not in defined.get(kind, set()):
+                problems.append(f"{plural}: {key} is not defined by any applied manifest")
     if "evictions" in expect and not isinstance(expect["evictions"], int):
         problems.append(f"evictions: {expect['evictions']!r} is not a number of pods")
     for key, texts in (expect.get("message_contains") or {}).items():

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from pykai.cli.demo import CHAPTERS, MISSING_QUEUE
+from pykai.cli.demo import CHAPTERS, DEV_RAYJOBS, MISSING_QUEUE, PROD_RAYJOB
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.model.meta import Obj
 
@@ -103,3 +103,46 @@ def test_missing_queue_is_explained(story: list[tuple[str, list[Obj], EmbeddedCl
         e["message"] for e in cluster.events_for("Pod", wrong[0]["metadata"]["name"], "default")
     ]
     assert any("QueueDoesNotExist" in m for m in events)
+
+
+def running_of(pods: list[Obj], rayjob: str) -> list[str]:
+    """The pods of a RayJob (its cluster's and its submitter's) on a node, not terminating."""
+    return [
+        p["metadata"]["name"]
+        for p in pods
+        if p["metadata"]["name"].startswith(f"{rayjob}-")
+        and p["spec"].get("nodeName")
+        and not p["metadata"].get("deletionTimestamp")
+    ]
+
+
+def test_kueue_prod_preempts_dev_by_suspension_and_dev_resumes(
+    story: list[tuple[str, list[Obj], EmbeddedCluster]],
+) -> None:
+    first, second = DEV_RAYJOBS
+    _, admitted, _ = story[8]
+    # quota (3 CPUs) for one toy RayJob (2.5 CPUs with its submitter): the first runs whole
+    assert len(running_of(admitted, first)) == 3 and running_of(admitted, second) == []
+    _, preempted, _ = story[9]
+    assert len(running_of(preempted, PROD_RAYJOB)) == 3
+    assert running_of(preempted, first) == [] and running_of(preempted, second) == []
+    _, resumed, cluster = story[10]
+    assert len(running_of(resumed, first)) == 3 and running_of(resumed, second) == []
+    resumed_job = cluster.get("RayJob", first, "default")
+    waiting_job = cluster.get("RayJob", second, "default")
+    assert resumed_job is not None and resumed_job["spec"]["suspend"] is False
+    assert waiting_job is not None and waiting_job["spec"]["suspend"] is True
+    (workload,) = [
+        w
+        for w in cluster.list("Workload", "default")
+        if w["metadata"]["ownerReferences"][0]["name"] == first
+    ]
+    found = {c["type"]: (c["status"], c["reason"]) for c in workload["status"]["conditions"]}
+    assert found["Admitted"] == ("True", "Admitted")
+    assert found["Evicted"] == ("False", "QuotaReserved")  # it was preempted, then re-admitted
+    stopped = [
+        e["message"]
+        for e in cluster.list("Event", "default")
+        if e["involvedObject"]["name"] == first and e["reason"] == "Stopped"
+    ]
+    assert stopped and "due to prioritization in the ClusterQueue" in stopped[0]

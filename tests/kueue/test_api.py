@@ -149,3 +149,24 @@ def test_gang_guide_cluster_queue_keeps_its_admission_check_as_a_strategy(cli: C
     assert "admissionChecks" not in stored["spec"]
     assert cli("apply", "-f", GANG_GUIDE).out.count("unchanged") == 5  # applied again: same
     assert cli.lines("get", "ac") == [["NAME", "AGE"], ["rayjob-gpu", "0s"]]
+
+
+def test_get_provisioning_requests_prints_the_gang_guides_columns(cli: Cli, tmp_path: Path) -> None:
+    # the gang guide: "kubectl get provisioningrequest" -> NAME ACCEPTED PROVISIONED FAILED AGE
+    rayjob = yaml.safe_load_all(
+        (EXAMPLES / "kueue/kuberay-samples/ray-job.pytorch-distributed-training.yaml").read_text()
+    )
+    job = next(d for d in rayjob if d and d["kind"] == "RayJob")
+    job["metadata"] = {"name": "pytorch-text-classifier-nv77q", "namespace": "default",
+                       "labels": {"kueue.x-k8s.io/queue-name": "user-queue"}}  # fmt: skip
+    manifest = tmp_path / "rayjob.yaml"
+    manifest.write_text(yaml.safe_dump(job))
+    assert cli("apply", "-f", GANG_GUIDE).code == 0
+    assert cli("apply", "-f", str(manifest)).code == 0
+    (row,) = cli.lines("get", "provreq", "--no-headers")
+    assert row[0].startswith("rayjob-pytorch-text-classifier-nv77q-")
+    assert row[0].endswith("-rayjob-gpu-1")
+    assert row[1:3] == ["True", "False"] and len(row) == 4  # no Failed condition: empty
+    assert cli.lines("get", "provisioningrequests")[0] == [
+        "NAME", "ACCEPTED", "PROVISIONED", "FAILED", "AGE"
+    ]  # fmt: skip

@@ -16,8 +16,15 @@ import pytest
 import yaml
 
 from pykai.embedded.cluster import EmbeddedCluster
-from pykai.model.kueue_jobs import pod_sets, workload_name
-from pykai.model.meta import Obj
+from pykai.model.kueue_jobs import (
+    Priority,
+    new_workload,
+    pod_sets,
+    restored,
+    started,
+    workload_name,
+)
+from pykai.model.meta import Obj, merge_diff, merge_patch
 from tests.cli.conftest import EXAMPLES
 
 SETUP = EXAMPLES / "kueue/ray-priority/kueue-resources.yaml"
@@ -99,6 +106,42 @@ def test_pod_sets_of_a_rayjob_a_raycluster_and_a_job() -> None:
     assert [(p["name"], p["count"]) for p in pod_sets(job)] == [("main", 3)]
 
 
+def test_start_merges_the_flavors_into_each_pod_set_and_stop_restores_them() -> None:
+    # Kueue's RunWithPodSetsInfo / RestorePodSetsInfo (pkg/podset/podset.go Merge, RestorePodSpec)
+    job = _rayjob("dev-a", sample=TOY)
+    job["metadata"]["uid"] = "u1"
+    job["spec"]["suspend"] = True
+    head = job["spec"]["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+    head["nodeSelector"] = {"zone": "a"}
+    workload = new_workload(job, Priority(0), {"kind": "RayJob", "name": "dev-a", "uid": "u1"})
+    toleration = {"key": "spot", "operator": "Exists", "effect": "NoSchedule"}
+    infos = {
+        "head": ({"instance": "spot"}, [toleration]),
+        "small-group": ({"instance": "spot"}, []),
+        "submitter": ({"instance": "spot"}, []),
+    }
+    running = started(job, infos)
+    spec = running["spec"]
+    assert spec["suspend"] is False
+    head_spec = spec["rayClusterSpec"]["headGroupSpec"]["template"]["spec"]
+    assert head_spec["nodeSelector"] == {"zone": "a", "instance": "spot"}
+    assert head_spec["tolerations"] == [toleration]
+    worker = spec["rayClusterSpec"]["workerGroupSpecs"][0]["template"]["spec"]
+    assert worker["nodeSelector"] == {"instance": "spot"} and "tolerations" not in worker
+    # the submitter gets KubeRay's default template, with its flavor's labels
+    assert spec["submitterPodTemplate"]["spec"]["nodeSelector"] == {"instance": "spot"}
+    # what the controller patches turns the stored job into the started one
+    assert merge_patch(job, merge_diff(job, running)) == running
+    stopped = restored(running, workload)
+    assert stopped["spec"]["suspend"] is True
+    back = stopped["spec"]["rayClusterSpec"]
+    assert back["headGroupSpec"]["template"]["spec"]["nodeSelector"] == {"zone": "a"}
+    assert "tolerations" not in back["headGroupSpec"]["template"]["spec"]
+    assert "nodeSelector" not in back["workerGroupSpecs"][0]["template"]["spec"]
+    assert "nodeSelector" not in stopped["spec"]["submitterPodTemplate"]["spec"]
+    assert merge_patch(running, merge_diff(running, stopped)) == stopped
+
+
 def test_a_rayjob_waits_suspended_with_its_workload(cluster: EmbeddedCluster) -> None:
     cluster.apply([_rayjob("dev-a")])
     job = cluster.get("RayJob", "dev-a", "default")
@@ -117,30 +160,6 @@ def test_a_rayjob_waits_suspended_with_its_workload(cluster: EmbeddedCluster) ->
     }
     message = f"Created Workload: default/{workload['metadata']['name']}"
     assert ("Normal", "CreatedWorkload", message) in _reasons(cluster, "dev-a")
-
-
-def test_a_missing_workload_priority_class_means_no_workload_until_it_exists(
-    cluster: EmbeddedCluster,
-) -> None:
-    cluster.apply([_rayjob("urgent", priority_class="urgent-priority")])
-    assert cluster.list("Workload", "default") == []
-    warning = ("Warning", "WorkloadPriorityClassNotFound")
-    found = [r[:2] for r in _reasons(cluster, "urgent")]
-    assert warning in found
-    assert ('WorkloadPriorityClass "urgent-priority" not found') in [
-        r[2] for r in _reasons(cluster, "urgent")
-    ]
-    job = cluster.get("RayJob", "urgent", "default")
-    assert job is not None and job["spec"]["suspend"] is True  # held, not run without quota
-    wpc = {
-        "apiVersion": "kueue.x-k8s.io/v1beta1",
-        "kind": "WorkloadPriorityClass",
-        "metadata": {"name": "urgent-priority"},
-        "value": 5000,
-    }
-    cluster.apply([wpc])
-    (workload,) = cluster.list("Workload", "default")
-    assert workload["spec"]["priority"] == 5000
 
 
 def test_admission_unsuspends_and_losing_it_suspends_as_kuberay_does(

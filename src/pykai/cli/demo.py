@@ -155,6 +155,55 @@ def _show_missing_queue(cluster: EmbeddedCluster) -> str:
     )
 
 
+KUEUE_GUIDE = "kueue/ray-kind"
+"""The Kind version of the Ray + Kueue guides (both link to it): quota for one toy RayJob."""
+
+
+def _rayjob(fragment: str, name: str) -> Obj:
+    """The KubeRay toy RayJob with a guide's Kueue labels (its generateName made a name)."""
+    (job,) = [o for o in example("kueue/kuberay-samples/ray-job.kueue-toy-sample.yaml")
+              if o["kind"] == "RayJob"]  # fmt: skip
+    metadata = example(f"{KUEUE_GUIDE}/{fragment}")[0]["metadata"]
+    job["metadata"] = {"name": name, "namespace": "default", "labels": metadata["labels"]}
+    return job
+
+
+DEV_RAYJOBS = ("rayjob-sample-dev-1", "rayjob-sample-dev-2")
+PROD_RAYJOB = "rayjob-sample-prod"
+
+
+def _kueue(cluster: EmbeddedCluster) -> None:
+    cluster.apply(example(f"{KUEUE_GUIDE}/kueue-resources.yaml"))
+    for name in DEV_RAYJOBS:
+        cluster.apply([_rayjob("rayjob-metadata-dev.fragment.yaml", name)])
+        cluster.advance(1)
+
+
+def _prod(cluster: EmbeddedCluster) -> None:
+    cluster.apply([_rayjob("rayjob-metadata-prod.fragment.yaml", PROD_RAYJOB)])
+    cluster.advance(30)  # the preempted pods' grace period
+
+
+def _prod_done(cluster: EmbeddedCluster) -> None:
+    cluster.delete("RayJob", PROD_RAYJOB, "default")
+    cluster.advance(30)
+
+
+def _show_kueue(cluster: EmbeddedCluster) -> str:
+    return _shown(
+        ("pykai get clusterqueues", get(cluster, "ClusterQueue", namespace=None)),
+        ("pykai get workloads", get(cluster, "Workload")),
+        ("pykai get rayjobs", get(cluster, "RayJob")),
+        ("pykai get pods | grep rayjob-sample", _rayjob_pods(cluster)),
+    )
+
+
+def _rayjob_pods(cluster: EmbeddedCluster) -> str:
+    """The header and rows of ``pykai get pods`` that name a RayJob of the chapter."""
+    lines = get(cluster, "Pod").splitlines()
+    return "\n".join(lines[:1] + [line for line in lines[1:] if "rayjob-sample" in line])
+
+
 def _shown(*commands: tuple[str, str]) -> str:
     """Commands and what they print, as in a terminal."""
     return "\n\n".join(f"$ {command}\n{output}" for command, output in commands)
@@ -201,6 +250,23 @@ CHAPTERS: list[Chapter] = [
         "Troubleshooting: a RayCluster whose queue label names no queue stays Pending",
         _missing_queue,
         _show_missing_queue,
+    ),
+    Chapter(
+        "Kueue: pykai apply -f examples/kueue/ray-kind/kueue-resources.yaml and two "
+        "dev-priority RayJobs: quota for one; the other waits suspended",
+        _kueue,
+        _show_kueue,
+    ),
+    Chapter(
+        "A prod-priority RayJob arrives: Kueue preempts the running dev RayJob by suspending "
+        "it (its Ray pods deleted)",
+        _prod,
+        _show_kueue,
+    ),
+    Chapter(
+        "The prod RayJob is deleted: quota frees, and the first dev RayJob resumes",
+        _prod_done,
+        _show_kueue,
     ),
 ]
 

@@ -75,12 +75,20 @@ _WORKLOAD: Columns = [
     ("AGE", _age),
 ]
 _PRIORITY_CLASS: Columns = [("NAME", _name), ("VALUE", _at("value"))]
+_PROVISIONING_REQUEST: Columns = [
+    ("NAME", _name),
+    ("ACCEPTED", _condition("Accepted")),
+    ("PROVISIONED", _condition("Provisioned")),
+    ("FAILED", _condition("Failed")),
+    ("AGE", _age),
+]  # as the gang guide shows them (cluster-autoscaler's CRD on GKE)
 
 KUEUE_COLUMNS: dict[str, tuple[Columns, Columns]] = {
     "ClusterQueue": (_CLUSTER_QUEUE, _CLUSTER_QUEUE_WIDE),
     "LocalQueue": (_LOCAL_QUEUE, _LOCAL_QUEUE),
     "Workload": (_WORKLOAD, _WORKLOAD),
     "WorkloadPriorityClass": (_PRIORITY_CLASS, _PRIORITY_CLASS),
+    "ProvisioningRequest": (_PROVISIONING_REQUEST, _PROVISIONING_REQUEST),
     **{
         kind: (_NAME_AGE, _NAME_AGE)
         for kind in ("ResourceFlavor", "Cohort", "AdmissionCheck", "ProvisioningRequestConfig")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from pykai.controllers.events import NORMAL, WARNING
 from pykai.controllers.host import Host
+from pykai.controllers.kueue_checks import run_admission_checks
+from pykai.controllers.kueue_conditions import conditions
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.kueue_admission import (
     Decisions,
@@ -32,6 +34,7 @@ def run_kueue(host: Host, config: SchedulerConfig | None = None) -> None:
         return
     for workload in host.list("Workload"):
         _finish_or_release(host, workload)
+    run_admission_checks(host)
     workloads = host.list("Workload")
     objs = Objects(
         workloads,
@@ -40,29 +43,15 @@ def run_kueue(host: Host, config: SchedulerConfig | None = None) -> None:
         host.list("Cohort"),
         host.list("ResourceFlavor"),
         {_key(w): _makers(host, w) for w in workloads if is_true(w, "QuotaReserved")},
+        {
+            str(n["metadata"]["name"]): dict(mapping(n["metadata"].get("labels")))
+            for n in host.list("Namespace")
+        },
+        host.list("AdmissionCheck"),
     )
     decisions = admit(objs, host.state, config or SchedulerConfig(), host.now())
     _write_workloads(host, decisions)
     _write_queues(host, decisions, objs)
-
-
-def conditions(obj: Obj, now: float, *changes: tuple[str, str, str, str]) -> list[Obj]:
-    """The Workload's conditions with (type, status, reason, message) changes; a condition
-    keeps its lastTransitionTime while its status stays."""
-    out = [dict(found) for found in objects(mapping(obj.get("status")).get("conditions"))]
-    for kind, status, reason, message in changes:
-        old = next((found for found in out if found.get("type") == kind), None)
-        new = {"type": kind, "status": status, "reason": reason, "message": message}
-        new["lastTransitionTime"] = (
-            old["lastTransitionTime"]
-            if old is not None and old.get("status") == status and old.get("lastTransitionTime")
-            else format_time(now)
-        )
-        if old is None:
-            out.append(new)
-        else:
-            old.update(new)
-    return out
 
 
 def _owner(host: Host, workload: Obj) -> Obj | None:
@@ -141,9 +130,12 @@ def _write_workloads(host: Host, decisions: Decisions) -> None:
     for admitted in decisions.admitted:
         w = admitted.workload
         cq = admitted.admission["clusterQueue"]
+        checks = decisions.queues[cq].checks
         changes = [
             ("QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cq}"),
-            ("Admitted", "True", "Admitted", "The workload is admitted"),
+            ("Admitted", "False", "UnsatisfiedAdmissionChecks", UNSATISFIED)
+            if checks
+            else ("Admitted", "True", "Admitted", "The workload is admitted"),
         ]
         for kind in ("Evicted", "Preempted"):
             if is_true(w.obj, kind):
@@ -153,6 +145,8 @@ def _write_workloads(host: Host, decisions: Decisions) -> None:
             "admission": admitted.admission,
             "conditions": conditions(w.obj, now, *changes),
         }
+        if checks:
+            status["admissionChecks"] = _pending_checks(w.obj, checks, now)
         host.patch(w.obj, {"status": status}, status=True)
         waited = max(0.0, now - (w.creation or now))
         host.record(
@@ -161,12 +155,13 @@ def _write_workloads(host: Host, decisions: Decisions) -> None:
             f"Quota reserved in ClusterQueue {cq}, wait time since queued was {waited:.0f}s",
             NORMAL,
         )
-        host.record(
-            w.obj,
-            "Admitted",
-            f"Admitted by ClusterQueue {cq}, wait time since reservation was 0s",
-            NORMAL,
-        )
+        if not checks:
+            host.record(
+                w.obj,
+                "Admitted",
+                f"Admitted by ClusterQueue {cq}, wait time since reservation was 0s",
+                NORMAL,
+            )
     for pending in decisions.pending:
         _write_pending(host, pending.workload, pending.reason, pending.message, now)
     for preempt in decisions.preempted:
@@ -177,7 +172,14 @@ def _write_workloads(host: Host, decisions: Decisions) -> None:
             ("Evicted", "True", "Preempted", preempt.message),
             ("Preempted", "True", why, preempt.message),
         )
-        host.patch(target.obj, {"status": {"conditions": evicted}}, status=True)
+        status = {"conditions": evicted}
+        held = [
+            str(c.get("name"))
+            for c in objects(mapping(target.obj.get("status")).get("admissionChecks"))
+        ]
+        if held:  # Kueue resets the checks of an evicted workload
+            status["admissionChecks"] = _pending_checks(target.obj, held, now)
+        host.patch(target.obj, {"status": status}, status=True)
         host.record(target.obj, "Preempted", preempt.message, NORMAL)
         host.record(target.obj, "EvictedDueToPreempted", preempt.message, NORMAL)
         host.record(
@@ -187,6 +189,28 @@ def _write_workloads(host: Host, decisions: Decisions) -> None:
             f"{target.cluster_queue}",
             NORMAL,
         )
+
+
+UNSATISFIED = "The workload has not all checks ready"
+
+
+def _pending_checks(workload: Obj, names: list[str], now: float) -> list[Obj]:
+    """Each check Pending with no message (its transition time kept if it was Pending)."""
+    old = {
+        str(c.get("name")): c
+        for c in objects(mapping(workload.get("status")).get("admissionChecks"))
+    }
+    return [
+        {
+            "name": name,
+            "state": "Pending",
+            "message": "",
+            "lastTransitionTime": old[name].get("lastTransitionTime")
+            if old.get(name, {}).get("state") == "Pending"
+            else format_time(now),
+        }
+        for name in names
+    ]
 
 
 def _write_pending(host: Host, w: WorkloadView, reason: str, message: str, now: float) -> None:
@@ -221,14 +245,7 @@ def _write_queues(host: Host, decisions: Decisions, objs: Objects) -> None:
             "conditions": _active(
                 obj,
                 host.now(),
-                ("True", "Ready", "Can admit new workloads")
-                if cq.active
-                else (
-                    "False",
-                    "FlavorNotFound",
-                    "Can't admit new workloads: references missing ResourceFlavor(s): "
-                    + ", ".join(cq.missing_flavors),
-                ),
+                _active_state(cq),
             ),
         }
         _patch_if_changed(host, obj, status)
@@ -284,6 +301,23 @@ def _flavor_usage(
                 resources.append(entry)
             out.append({"name": flavor, "resources": resources})
     return out
+
+
+def _active_state(cq: ClusterQueueView) -> tuple[str, str, str]:
+    """A ClusterQueue's Active condition: status, reason, message (the first problem)."""
+    problems = (
+        ("FlavorNotFound", "missing ResourceFlavor(s)", cq.missing_flavors),
+        ("AdmissionCheckNotFound", "missing AdmissionCheck(s)", cq.missing_checks),
+        ("AdmissionCheckInactive", "inactive AdmissionCheck(s)", cq.inactive_checks),
+    )
+    for reason, what, names in problems:
+        if names:
+            return (
+                "False",
+                reason,
+                f"Can't admit new workloads: references {what}: " + ", ".join(names),
+            )
+    return "True", "Ready", "Can admit new workloads"
 
 
 def _active(obj: Obj, now: float, state: tuple[str, str, str]) -> list[Obj]:

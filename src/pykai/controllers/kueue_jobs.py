@@ -13,11 +13,14 @@ from pykai.controllers.host import Host
 from pykai.model.kueue_jobs import (
     MANAGED_KINDS,
     MissingPriorityClass,
+    PodSetInfo,
     is_managed,
     new_workload,
     priority,
+    restored,
+    started,
 )
-from pykai.model.meta import Obj, mapping, objects
+from pykai.model.meta import Obj, mapping, merge_diff, objects
 from pykai.standins.pods import owner_ref
 
 
@@ -36,13 +39,12 @@ def reconcile_kueue_job(host: Host, job: Obj) -> None:
     admitted = condition(workload, "Admitted") == "True" and not evicted
     suspended = mapping(job.get("spec")).get("suspend") is True
     if admitted and suspended:
-        host.patch(job, {"spec": {"suspend": False}})
-        cluster_queue = mapping(mapping(workload.get("status")).get("admission")).get(
-            "clusterQueue"
-        )
+        admission = mapping(mapping(workload.get("status")).get("admission"))
+        host.patch(job, merge_diff(job, started(job, pod_set_infos(host, admission))))
+        cluster_queue = admission.get("clusterQueue")
         host.record(job, "Started", f"Admitted by clusterQueue {cluster_queue}", NORMAL)
     elif not admitted and not suspended:
-        host.patch(job, {"spec": {"suspend": True}})
+        host.patch(job, merge_diff(job, restored(job, workload)))
         message = "Not admitted by cluster queue"
         if evicted:
             message = next(
@@ -51,6 +53,20 @@ def reconcile_kueue_job(host: Host, job: Obj) -> None:
                 if found.get("type") == "Evicted"
             )
         host.record(job, "Stopped", message, NORMAL)
+
+
+def pod_set_infos(host: Host, admission: Obj) -> dict[str, PodSetInfo]:
+    """Per admitted PodSet, its flavors' node labels and tolerations (``podset.FromAssignment``)."""
+    infos: dict[str, PodSetInfo] = {}
+    for assignment in objects(admission.get("podSetAssignments")):
+        selector: dict[str, str] = {}
+        tolerations: list[Obj] = []
+        for name in sorted({str(f) for f in mapping(assignment.get("flavors")).values()}):
+            spec = mapping((host.get("ResourceFlavor", name) or {}).get("spec"))
+            selector.update({str(k): str(v) for k, v in mapping(spec.get("nodeLabels")).items()})
+            tolerations += objects(spec.get("tolerations"))
+        infos[str(assignment.get("name"))] = (selector, tolerations)
+    return infos
 
 
 def condition(obj: Obj, kind: str) -> str:

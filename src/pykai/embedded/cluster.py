@@ -39,6 +39,7 @@ from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.problems import ObjectProblem
 from pykai.model.queue import default_queues
+from pykai.standins.provisioning import answer_provisioning_requests
 from pykai.standins.workloads import APPS, KUBERAY
 
 _LOAD_ORDER = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
@@ -88,7 +89,7 @@ class EmbeddedCluster(ClusterReader):
             workloads=(*KUEUE_JOBS, *KUBERAY, *APPS),
             check=self.stored_check,
             owner_check=self.stored_check,
-            admission=(lambda host: run_kueue(host, self.config),),
+            admission=(lambda host: run_kueue(host, self.config), answer_provisioning_requests),
             statuses=statuses,
         )
         self.writes = 0  # writes made through this object (a round that makes none settles)

@@ -17,6 +17,7 @@ from pykai.engine.jobs import ON_NODE, Task
 from pykai.engine.kueue_quota import (
     Assignment,
     ClusterQueueView,
+    Flavor,
     FlavorResource,
     Mode,
     PodSetRequests,
@@ -25,15 +26,20 @@ from pykai.engine.kueue_quota import (
     build_tree,
     fits,
     quantity,
+    read_flavor,
     reserve,
 )
 from pykai.engine.session import Session
 from pykai.engine.state import ClusterState
 from pykai.model import constants as c
+from pykai.model.constraints import NodeConstraints
+from pykai.model.kueue_jobs import with_pod_set_info
 from pykai.model.meta import Obj, mapping, objects, parse_time
 from pykai.model.pod import read_pod
 
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
+NAMESPACE_MISMATCH = "workload namespace doesn't match ClusterQueue selector"
 PREEMPTION_CAUSES = {
     "InClusterQueue": "prioritization in the ClusterQueue",
     "InCohortReclamation": "reclamation within the cohort",
@@ -65,10 +71,11 @@ class WorkloadView:
     priority: int
     creation: float
     queue_name: str
-    pod_sets: list[tuple[str, int, PodSetRequests, Obj]]  # name, count, total requests, selector
+    pod_sets: list[tuple[str, int, PodSetRequests, NodeConstraints]]  # name, count, total, nodes
     templates: list[tuple[str, int, Obj]]  # name, count, pod template
     cluster_queue: str  # where it holds quota, "" when it holds none
     usage: dict[FlavorResource, float]
+    assigned: dict[str, list[str]]  # pod set -> the flavors it holds quota in
     reserved_at: float
     evicted: bool
 
@@ -86,7 +93,7 @@ class WorkloadView:
 def read_workload(obj: Obj) -> WorkloadView:
     """A Workload as admission sees it."""
     meta, spec, status = obj["metadata"], mapping(obj.get("spec")), mapping(obj.get("status"))
-    pod_sets: list[tuple[str, int, PodSetRequests, Obj]] = []
+    pod_sets: list[tuple[str, int, PodSetRequests, NodeConstraints]] = []
     templates: list[tuple[str, int, Obj]] = []
     for pod_set in objects(spec.get("podSets")):
         name, count = str(pod_set.get("name")), int(pod_set.get("count") or 0)
@@ -98,14 +105,15 @@ def read_workload(obj: Obj) -> WorkloadView:
             c.GPU_RESOURCE: pod.requests.gpu,
             **dict(pod.extended),
         }
-        selector = mapping(mapping(template.get("spec")).get("nodeSelector"))
-        pod_sets.append((name, count, {r: v * count for r, v in per_pod.items()}, selector))
+        pod_sets.append((name, count, {r: v * count for r, v in per_pod.items()}, pod.constraints))
         templates.append((name, count, template))
     reserving = is_true(obj, "QuotaReserved")
     admission = mapping(status.get("admission")) if reserving else {}
     usage: dict[FlavorResource, float] = {}
+    assigned: dict[str, list[str]] = {}
     for assignment in objects(admission.get("podSetAssignments")):
         flavors = mapping(assignment.get("flavors"))
+        assigned[str(assignment.get("name"))] = sorted({str(f) for f in flavors.values()})
         for resource, value in mapping(assignment.get("resourceUsage")).items():
             fr = (str(flavors.get(resource, "")), str(resource))
             usage[fr] = usage.get(fr, 0.0) + amount(str(resource), value)
@@ -122,6 +130,7 @@ def read_workload(obj: Obj) -> WorkloadView:
         templates=templates,
         cluster_queue=str(admission.get("clusterQueue") or ""),
         usage=usage,
+        assigned=assigned,
         reserved_at=parse_time(reserved) if reserved else 0.0,
         evicted=is_true(obj, "Evicted"),
     )
@@ -192,13 +201,20 @@ class Objects:
     cohorts: list[Obj]
     flavors: list[Obj]
     makers: dict[str, frozenset[str]]  # Workload key -> UIDs of its job and what the job made
+    namespaces: dict[str, dict[str, str]] = field(default_factory=dict)  # name -> labels
+    admission_checks: list[Obj] = field(default_factory=list)
+
+    def namespace_labels(self, namespace: str) -> dict[str, str]:
+        """A namespace's labels, with the ``kubernetes.io/metadata.name`` label Kubernetes
+        gives every namespace."""
+        return {**self.namespaces.get(namespace, {}), NAMESPACE_NAME_LABEL: namespace}
 
 
 def admit(objs: Objects, state: ClusterState, config: SchedulerConfig, now: float) -> Decisions:
     """One admission pass."""
-    views = build_tree(
-        objs.cluster_queues, objs.cohorts, {str(f["metadata"]["name"]) for f in objs.flavors}
-    )
+    flavors = {f.name: f for f in map(read_flavor, objs.flavors)}
+    checks = {str(a["metadata"]["name"]): is_true(a, "Active") for a in objs.admission_checks}
+    views = build_tree(objs.cluster_queues, objs.cohorts, flavors, checks)
     decisions = Decisions(queues=views)
     local = {
         (str(q["metadata"].get("namespace") or "default"), str(q["metadata"]["name"])): str(
@@ -235,28 +251,38 @@ def admit(objs: Objects, state: ClusterState, config: SchedulerConfig, now: floa
             decisions.queued.setdefault(cq_name, []).append(w)
     for queue in decisions.queued.values():
         queue.sort(key=lambda w: (-w.priority, w.creation, w.uid))
-    fit = NodeFit(state, config, now)
+    fit = NodeFit(state, config, now, flavors)
     try:
         for w in reserving:
-            fit.reserve_missing(w, objs.makers.get(w.key, frozenset()))
-        _cycles(decisions, reserving, fit)
+            if is_true(w.obj, "Admitted"):  # its pods are made (or about to be)
+                fit.reserve_missing(w, objs.makers.get(w.key, frozenset()))
+        _cycles(decisions, reserving, fit, objs)
     finally:
         fit.close()
     return decisions
 
 
-def _cycles(decisions: Decisions, reserving: list[WorkloadView], fit: NodeFit) -> None:
-    """Kueue's scheduling cycles until one admits nothing: one head per ClusterQueue."""
+def _cycles(
+    decisions: Decisions, reserving: list[WorkloadView], fit: NodeFit, objs: Objects
+) -> None:
+    """Kueue's scheduling cycles until one admits nothing: one head per ClusterQueue; a head
+    from a namespace the ClusterQueue's selector does not take is inadmissible
+    (``Misconfigured``) and blocks nothing."""
     views = decisions.queues
     done: set[str] = set()
     blocked: set[str] = set()
     while True:
         heads: list[tuple[WorkloadView, ClusterQueueView, Assignment]] = []
         for cq_name, queue in sorted(decisions.queued.items()):
-            head = next((w for w in queue if w.key not in done), None)
-            if head is not None and cq_name not in blocked:
-                cq = views[cq_name]
-                heads.append((head, cq, assign_flavors(cq, head.pod_sets)))
+            if cq_name in blocked:
+                continue
+            cq = views[cq_name]
+            for head in (w for w in queue if w.key not in done):
+                if cq.admits_namespace(objs.namespace_labels(head.namespace)):
+                    heads.append((head, cq, assign_flavors(cq, head.pod_sets)))
+                    break
+                done.add(head.key)
+                decisions.pending.append(Pending(head, "Misconfigured", NAMESPACE_MISMATCH))
         if not heads:
             return
         heads.sort(
@@ -273,7 +299,9 @@ def _cycles(decisions: Decisions, reserving: list[WorkloadView], fit: NodeFit) -
                 done.discard(w.key)  # no longer fits after another admission: next cycle
                 continue
             if assignment.mode <= Mode.FIT_BORROWING:
-                placed = fit.place(w)
+                assigned = {p.name: sorted(set(p.flavors.values())) for p in assignment.pod_sets}
+                # with admission checks, the checks (a ProvisioningRequest) decide on nodes
+                placed = None if cq.checks else fit.place(w, assigned)
                 if placed is None:
                     reserve(cq.node, usage)
                     w.cluster_queue, w.usage = cq.name, usage
@@ -425,8 +453,12 @@ class NodeFit:
     the end: the pods of admitted Workloads that are not on nodes yet are placed first, then
     each candidate's whole gang (all PodSets) must be placed to be admitted."""
 
-    def __init__(self, state: ClusterState, config: SchedulerConfig, now: float) -> None:
+    def __init__(
+        self, state: ClusterState, config: SchedulerConfig, now: float, flavors: dict[str, Flavor]
+    ) -> None:
+        state.ensure_current()  # nodes added or removed since the last cycle
         self._state = state
+        self._flavors = flavors
         self._session = Session(state=state, config=config, now=now)
         self._statement = self._session.statement()
         self._on_node: dict[str, int] = {}  # owner UID -> its pods on nodes
@@ -439,13 +471,19 @@ class NodeFit:
         """Hold room for an admitted Workload's pods that are not on a node yet (``makers``:
         the UIDs of what owns its pods)."""
         present = sum(self._on_node.get(uid, 0) for uid in makers)
-        tasks = self._tasks(w)[present:]
-        if tasks:
-            place_gang(self._session, self._statement, tasks, satisfied=True)
+        tasks = self._tasks(w.obj["metadata"], self._flavored(w.templates, w.assigned))
+        if tasks[present:]:
+            place_gang(self._session, self._statement, tasks[present:], satisfied=True)
 
-    def place(self, w: WorkloadView) -> str | None:
-        """Place a Workload's gang (kept placed); None if it fits, else why not."""
-        tasks = self._tasks(w)
+    def place(self, w: WorkloadView, assigned: dict[str, list[str]]) -> str | None:
+        """Place a Workload's gang (kept placed) with the flavors ``assigned`` to each pod
+        set; None if it fits, else why not."""
+        return self.place_pods(w.obj["metadata"], self._flavored(w.templates, assigned))
+
+    def place_pods(self, meta: Obj, templates: list[tuple[str, int, Obj]]) -> str | None:
+        """Place the pods of (pod set, count, pod template) all at once (kept placed); None if
+        they fit, else why not (``meta``: of the object they stand for, for names)."""
+        tasks = self._tasks(meta, templates)
         failed = place_gang(self._session, self._statement, tasks, satisfied=False)
         if failed is None:
             return None
@@ -459,9 +497,22 @@ class NodeFit:
         """Undo every placement."""
         self._statement.discard()
 
-    def _tasks(self, w: WorkloadView) -> list[Task]:
+    def _flavored(
+        self, templates: list[tuple[str, int, Obj]], assigned: dict[str, list[str]]
+    ) -> list[tuple[str, int, Obj]]:
+        """The templates as the job will start them: with their flavors' node labels and
+        tolerations."""
+        out: list[tuple[str, int, Obj]] = []
+        for name, count, template in templates:
+            flavors = [self._flavors[f] for f in assigned.get(name, []) if f in self._flavors]
+            selector = {k: v for f in flavors for k, v in f.node_labels.items()}
+            tolerations = [t for f in flavors for t in f.tolerations]
+            out.append((name, count, with_pod_set_info(template, selector, tolerations)))
+        return out
+
+    def _tasks(self, meta: Obj, templates: list[tuple[str, int, Obj]]) -> list[Task]:
         tasks: list[Task] = []
-        for name, count, template in w.templates:
+        for name, count, template in templates:
             labelled = {
                 **template,
                 "metadata": {
@@ -473,6 +524,6 @@ class NodeFit:
                 },
             }
             for i in range(count):
-                pod, _ = read_pod(_pod(labelled, w.obj["metadata"], f"{name}-{i}"))
+                pod, _ = read_pod(_pod(labelled, meta, f"{name}-{i}"))
                 tasks.append(Task(pod=pod, job_key="", subgroup="", request=pod.requests))
         return tasks

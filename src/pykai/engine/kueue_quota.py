@@ -10,9 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import IntEnum
 
+from pykai.model.constraints import (
+    NodeConstraints,
+    Requirement,
+    Taint,
+    parse_constraints,
+    parse_taints,
+)
 from pykai.model.meta import Obj, mapping, objects
-from pykai.model.quantity import resource_amount
-from pykai.model.resources import format_cpu
+from pykai.model.quantity import exact, format_quantity, resource_amount
 
 FlavorResource = tuple[str, str]  # (flavor, resource)
 PodSetRequests = dict[str, float]  # resource -> total over the PodSet's pods, engine units
@@ -106,6 +112,63 @@ class ResourceGroup:
     flavors: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class Flavor:
+    """What a ResourceFlavor says about nodes: their labels, taints, and the tolerations it
+    gives admitted pods (as written in its spec)."""
+
+    name: str
+    node_labels: dict[str, str]
+    taints: tuple[Taint, ...]
+    tolerations: tuple[Obj, ...]
+
+    def rejects(self, pod: NodeConstraints) -> str:
+        """Why a PodSet cannot use this flavor ("" if it can), as Kueue's
+        ``checkFlavorForPodSets``: a NoSchedule/NoExecute taint that neither the pods nor the
+        flavor tolerate, or a node selector / required affinity that the flavor's labels
+        contradict (only the flavor's own label keys are compared)."""
+        own = parse_constraints({"tolerations": list(self.tolerations)}, "ResourceFlavor", "")
+        tolerating = NodeConstraints(tolerations=(*pod.tolerations, *own.tolerations))
+        untolerated = tolerating.untolerated(self.taints)
+        if untolerated:
+            return f"untolerated taint {_taint(untolerated[0])} in flavor {self.name}"
+        if not _restricted(pod, set(self.node_labels)).selects(self.node_labels):
+            return f"flavor {self.name} doesn't match node affinity"
+        return ""
+
+
+def read_flavor(obj: Obj) -> Flavor:
+    """A ResourceFlavor's node labels, taints and tolerations."""
+    spec = mapping(obj.get("spec"))
+    name = str(obj["metadata"]["name"])
+    return Flavor(
+        name,
+        {str(k): str(v) for k, v in mapping(spec.get("nodeLabels")).items()},
+        parse_taints({"taints": spec.get("nodeTaints")}, "ResourceFlavor", name),
+        tuple(objects(spec.get("tolerations"))),
+    )
+
+
+def _taint(taint: Taint) -> str:
+    """A taint as Kubernetes prints it: ``key=value:Effect`` (``key:Effect`` without value)."""
+    value = f"={taint.value}" if taint.value else ""
+    return f"{taint.key}{value}:{taint.effect}"
+
+
+def _restricted(pod: NodeConstraints, keys: set[str]) -> NodeConstraints:
+    """The pod's node selector and required affinity over ``keys`` only (Kueue's
+    ``flavorSelector``): a term left empty matches any flavor, so the affinity is dropped."""
+    terms: list[tuple[Requirement, ...]] = []
+    for term in pod.affinity_terms:
+        kept = tuple(r for r in term if r.key in keys)
+        if not kept:
+            terms = []
+            break
+        terms.append(kept)
+    selector = tuple((k, v) for k, v in pod.node_selector if k in keys)
+    return NodeConstraints(node_selector=selector, affinity_terms=tuple(terms))
+
+
 @dataclass(slots=True)
 class ClusterQueueView:
     """What admission reads of a ClusterQueue."""
@@ -117,11 +180,35 @@ class ClusterQueueView:
     preemption: Obj
     fungibility: Obj
     missing_flavors: list[str]
+    flavors: dict[str, Flavor]
+    namespace_selector: Obj | None  # None selects no namespace, {} every one
+    checks: list[str]  # the AdmissionChecks a Workload must pass before it is admitted
+    missing_checks: list[str]
+    inactive_checks: list[str]
+
+    def admits_namespace(self, labels: dict[str, str]) -> bool:
+        """Whether a namespace with these labels may submit here (Kueue's
+        ``LabelSelectorAsSelector``: a null selector matches nothing)."""
+        selector = self.namespace_selector
+        if selector is None:
+            return False
+        wanted = mapping(selector.get("matchLabels"))
+        if any(labels.get(str(k)) != str(v) for k, v in wanted.items()):
+            return False
+        return all(
+            Requirement(
+                str(e.get("key", "")),
+                str(e.get("operator", "")),
+                tuple(str(v) for v in e.get("values") or []),
+            ).matches(labels)
+            for e in objects(selector.get("matchExpressions"))
+        )
 
     @property
     def active(self) -> bool:
-        """A ClusterQueue whose flavors all exist can admit."""
-        return not self.missing_flavors
+        """A ClusterQueue whose flavors and admission checks all exist, the checks active,
+        can admit."""
+        return not (self.missing_flavors or self.missing_checks or self.inactive_checks)
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         """The resource group that covers a resource."""
@@ -134,26 +221,12 @@ def amount(resource: str, value: object) -> float:
 
 
 def quantity(resource: str, value: float) -> str:
-    """Engine units back as a Kubernetes quantity."""
+    """Engine units back as a canonical Kubernetes quantity (``500m``, ``2``, ``8G``,
+    ``200Mi``), as ``resource_list`` writes them."""
+    exact_value = exact(value)
     if resource == "cpu":
-        return format_cpu(value)
-    if resource == "memory":
-        return _memory(value)
-    return f"{value:g}"
-
-
-_SUFFIXES = (("Ei", 2**60), ("Pi", 2**50), ("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20),
-             ("Ki", 2**10), ("E", 10**18), ("P", 10**15), ("T", 10**12), ("G", 10**9),
-             ("M", 10**6), ("k", 10**3))  # fmt: skip
-
-
-def _memory(size: float) -> str:
-    """Bytes in the shortest exact Kubernetes form ("8G", "200Mi", "1500M")."""
-    whole = int(size)
-    if whole != size or whole <= 0:
-        return f"{size:g}"
-    forms = [f"{whole // unit}{suffix}" for suffix, unit in _SUFFIXES if whole % unit == 0]
-    return min([str(whole), *forms], key=len)
+        return format_quantity(exact_value / 1000)
+    return format_quantity(exact_value, binary=resource == "memory")
 
 
 def _quotas(spec: Obj) -> tuple[dict[FlavorResource, Quota], list[ResourceGroup]]:
@@ -183,10 +256,15 @@ def _quotas(spec: Obj) -> tuple[dict[FlavorResource, Quota], list[ResourceGroup]
 
 
 def build_tree(
-    cluster_queues: list[Obj], cohorts: list[Obj], flavors: set[str]
+    cluster_queues: list[Obj],
+    cohorts: list[Obj],
+    flavors: dict[str, Flavor],
+    checks: dict[str, bool] | None = None,
 ) -> dict[str, ClusterQueueView]:
     """The ClusterQueues, linked into cohort trees (a cohort named but not defined is an
-    implicit root without quota of its own)."""
+    implicit root without quota of its own); ``flavors``: the ResourceFlavors by name;
+    ``checks``: whether each AdmissionCheck is active, by name."""
+    checks = checks or {}
     nodes: dict[str, QuotaNode] = {}
 
     def cohort(name: str, seen: frozenset[str] = frozenset()) -> QuotaNode:
@@ -211,7 +289,8 @@ def build_tree(
         parent = str(spec.get("cohortName") or spec.get("cohort") or "")
         if parent:
             _link(node, cohort(parent))
-        missing = sorted({f for g in groups for f in g.flavors} - flavors)
+        named = {f for g in groups for f in g.flavors}
+        wanted = check_names(spec)
         views[name] = ClusterQueueView(
             name,
             node,
@@ -219,9 +298,24 @@ def build_tree(
             str(spec.get("queueingStrategy") or "BestEffortFIFO"),
             mapping(spec.get("preemption")),
             mapping(spec.get("flavorFungibility")),
-            missing,
+            sorted(named - set(flavors)),
+            {f: flavors[f] for f in named if f in flavors},
+            selector if isinstance(selector := spec.get("namespaceSelector"), dict) else None,
+            wanted,
+            [c for c in wanted if c not in checks],
+            [c for c in wanted if checks.get(c) is False],
         )
     return views
+
+
+def check_names(spec: Obj) -> list[str]:
+    """The AdmissionChecks a ClusterQueue names (``admissionChecksStrategy``, or v1beta1's
+    ``admissionChecks`` where no conversion ran)."""
+    rules = objects(mapping(spec.get("admissionChecksStrategy")).get("admissionChecks"))
+    names = [str(r.get("name")) for r in rules] + [
+        str(n) for n in spec.get("admissionChecks") or [] if isinstance(n, str)
+    ]
+    return list(dict.fromkeys(names))
 
 
 def _link(child: QuotaNode, parent: QuotaNode) -> None:
@@ -238,6 +332,11 @@ class Mode(IntEnum):
     PREEMPT = 2
     PREEMPT_BORROWING = 3
     NO_FIT = 4
+
+
+NO_FIT_REASONS = ("WaitingForQuota", "ExceedsMaxQuota", "NoMatchingFlavor")
+"""QuotaReserved reasons of a PodSet that fits no flavor, least severe first (Kueue's
+``reasonSeverity``): a resource group's reason is that of its least severe flavor."""
 
 
 @dataclass(slots=True)
@@ -286,14 +385,15 @@ class Assignment:
 
 
 def assign_flavors(
-    cq: ClusterQueueView, pod_sets: list[tuple[str, int, PodSetRequests, Obj]]
+    cq: ClusterQueueView, pod_sets: list[tuple[str, int, PodSetRequests, NodeConstraints]]
 ) -> Assignment:
     """Kueue's flavor assignment: PodSets in order, each resource group's flavors in order;
-    a flavor whose labels the PodSet's node selector contradicts is skipped. ``pod_sets``:
-    (name, count, total requests, node selector)."""
+    a flavor whose taints the PodSet does not tolerate, or whose labels its node selector or
+    required affinity contradicts, is skipped. ``pod_sets``: (name, count, total requests,
+    the pods' node constraints)."""
     earlier: dict[FlavorResource, float] = {}
     out: list[PodSetAssignment] = []
-    for name, count, requests, selector in pod_sets:
+    for name, count, requests, constraints in pod_sets:
         result = PodSetAssignment(name, count, {}, {}, Mode.FIT)
         for resource in sorted(r for r, v in requests.items() if v > 0):
             if cq.group_of(resource) is None:
@@ -303,7 +403,7 @@ def assign_flavors(
         for group in cq.groups:
             wanted = {r: requests[r] for r in group.resources if requests.get(r, 0) > 0}
             if wanted:
-                _assign_group(cq, group, wanted, selector, earlier, result)
+                _assign_group(cq, group, wanted, constraints, earlier, result)
         for fr, value in result.usage.items():
             earlier[fr] = earlier.get(fr, 0.0) + value
         out.append(result)
@@ -314,7 +414,7 @@ def _assign_group(
     cq: ClusterQueueView,
     group: ResourceGroup,
     wanted: dict[str, float],
-    selector: Obj,
+    constraints: NodeConstraints,
     earlier: dict[FlavorResource, float],
     result: PodSetAssignment,
 ) -> None:
@@ -324,6 +424,11 @@ def _assign_group(
     stop_on_borrow = cq.fungibility.get("whenCanBorrow", "MayStopSearch") == "MayStopSearch"
     stop_on_preempt = cq.fungibility.get("whenCanPreempt", "TryNextFlavor") == "MayStopSearch"
     for flavor in group.flavors:
+        unmatched = cq.flavors[flavor].rejects(constraints) if flavor in cq.flavors else ""
+        if unmatched:
+            reasons.append(unmatched)
+            kinds.add("NoMatchingFlavor")
+            continue
         mode = Mode.FIT
         for resource, value in sorted(wanted.items()):
             fr = (flavor, resource)
@@ -341,7 +446,7 @@ def _assign_group(
     if best is None or best[0] == Mode.NO_FIT:
         result.mode = Mode.NO_FIT
         result.reasons.extend(reasons)
-        result.reason = "WaitingForQuota" if "WaitingForQuota" in kinds else "ExceedsMaxQuota"
+        result.reason = min(kinds, key=NO_FIT_REASONS.index)  # the least severe blocker
         return
     mode, flavor = best
     result.mode = max(result.mode, mode)

@@ -118,6 +118,16 @@ KINDS: tuple[KindSpec, ...] = (
     KindSpec("RayService", "ray.io", ("v1",), "rayservices", True),
     KindSpec("PyTorchJob", "kubeflow.org", ("v1",), "pytorchjobs", True),
     *_KUEUE,
+    # what Kueue's ProvisioningRequest admission check makes (cluster-autoscaler's API)
+    KindSpec(
+        "ProvisioningRequest",
+        "autoscaling.x-k8s.io",
+        ("v1",),
+        "provisioningrequests",
+        True,
+        ("provreq", "provreqs"),
+    ),
+    _core("PodTemplate", "podtemplates"),
     KindSpec("Lease", "coordination.k8s.io", ("v1",), "leases", True),
     KindSpec("PodDisruptionBudget", "policy", ("v1beta1",), "poddisruptionbudgets", True, ("pdb",)),
     KindSpec("NetworkPolicy", "networking.k8s.io", ("v1",), "networkpolicies", True, ("netpol",)),

@@ -105,6 +105,81 @@ def submitter_template(rayjob: Obj) -> Obj:
     }
 
 
+def with_pod_set_info(template: Obj, node_selector: dict[str, str], tolerations: list[Obj]) -> Obj:
+    """A pod template as Kueue starts an admitted PodSet (``podset.Merge``): the flavors'
+    node labels added to its nodeSelector, their tolerations added to its own (a copy)."""
+    out = copy.deepcopy(template)
+    spec = out.setdefault("spec", {})
+    if node_selector:
+        spec["nodeSelector"] = {**mapping(spec.get("nodeSelector")), **node_selector}
+    own = objects(spec.get("tolerations"))
+    added = [t for t in tolerations if t not in own]
+    if added:
+        spec["tolerations"] = [*own, *copy.deepcopy(added)]
+    return out
+
+
+PodSetInfo = tuple[dict[str, str], list[Obj]]
+"""What a PodSet's flavors add to its pods: node selector, tolerations."""
+
+
+def started(job: Obj, infos: dict[str, PodSetInfo]) -> Obj:
+    """The job as Kueue starts it (``RunWithPodSetsInfo``; a copy): unsuspended, and each
+    PodSet's pod template with its flavors' node labels and tolerations (``infos`` by PodSet
+    name); a RayJob's submitter, when its flavors add something, gets KubeRay's default
+    ``submitterPodTemplate`` if it has none."""
+    out = copy.deepcopy(job)
+    spec = out.setdefault("spec", {})
+    spec["suspend"] = False
+    submitter = infos.get("submitter", ({}, []))
+    if out.get("kind") == "RayJob" and any(submitter) and "submitterPodTemplate" not in spec:
+        spec["submitterPodTemplate"] = submitter_template(job)
+    for name, template in _template_slots(out):
+        selector, tolerations = infos.get(name, ({}, []))
+        merged = with_pod_set_info(template, selector, tolerations)
+        template.clear()
+        template.update(merged)
+    return out
+
+
+def restored(job: Obj, workload: Obj) -> Obj:
+    """The job as Kueue stops it (``RestorePodSetsInfo``; a copy): suspended, and each pod
+    template's nodeSelector and tolerations back to those of the Workload's PodSet."""
+    out = copy.deepcopy(job)
+    out.setdefault("spec", {})["suspend"] = True
+    originals = {
+        str(p.get("name")): mapping(mapping(p.get("template")).get("spec"))
+        for p in objects(mapping(workload.get("spec")).get("podSets"))
+    }
+    for name, template in _template_slots(out):
+        if name not in originals:
+            continue
+        spec = template.setdefault("spec", {})
+        for field in ("nodeSelector", "tolerations"):
+            if field in originals[name]:
+                spec[field] = copy.deepcopy(originals[name][field])
+            else:
+                spec.pop(field, None)
+    return out
+
+
+def _template_slots(job: Obj) -> list[tuple[str, Obj]]:
+    """(PodSet name, the pod template inside ``job`` itself) for each PodSet whose template
+    the job holds (a RayJob's submitter only with ``submitterPodTemplate``)."""
+    spec = mapping(job.get("spec"))
+    kind = job.get("kind")
+    if kind == "Job":
+        return [("main", spec["template"])] if isinstance(spec.get("template"), dict) else []
+    cluster = spec if kind == "RayCluster" else mapping(spec.get("rayClusterSpec"))
+    groups = [("head", mapping(cluster.get("headGroupSpec")))] + [
+        (str(g.get("groupName", "")).lower(), g) for g in objects(cluster.get("workerGroupSpecs"))
+    ]
+    slots = [(name, g["template"]) for name, g in groups if isinstance(g.get("template"), dict)]
+    if kind == "RayJob" and isinstance(spec.get("submitterPodTemplate"), dict):
+        slots.append(("submitter", spec["submitterPodTemplate"]))
+    return slots
+
+
 def _ray_pod_sets(spec: Obj) -> list[Obj]:
     head = mapping(spec.get("headGroupSpec")).get("template")
     sets = [_pod_set("head", 1, head)]

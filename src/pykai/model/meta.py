@@ -87,6 +87,20 @@ def merge_patch(target: Obj, patch: Obj) -> Obj:
     return result
 
 
+def merge_diff(old: Obj, new: Obj) -> Obj:
+    """The JSON merge patch that turns ``old`` into ``new`` (``merge_patch(old, diff) ==
+    new``): removed keys as null, mappings diffed key by key, anything else as in ``new``."""
+    diff: Obj = {key: None for key in old.keys() - new.keys()}
+    for key, value in new.items():
+        before = old.get(key)
+        if isinstance(value, dict) and isinstance(before, dict):
+            if nested := merge_diff(before, value):
+                diff[key] = nested
+        elif key not in old or before != value:
+            diff[key] = copy.deepcopy(value)
+    return diff
+
+
 def kind_of(obj: Obj) -> str:
     """The object's kind, or an empty string."""
     return str(obj.get("kind") or "")

@@ -198,10 +198,14 @@ def _suspend_rayjob(host: Host, job: Obj, deployment: str) -> None:
 
 def _submitter(host: Host, job: Obj) -> None:
     """K8sJobMode: the submitter batch/v1 Job named after the RayJob, once its cluster is
-    ready (its template: ``submitterPodTemplate`` or KubeRay's default)."""
+    ready (its template: ``submitterPodTemplate`` or KubeRay's default), its pods scheduled
+    by pykai like the Ray pods."""
     if host.owned(job, "Job"):
         return
     meta = job["metadata"]
+    template = submitter_template(job)
+    # pykai's engine places the pods of Kueue-admitted jobs (docs/kueue.md)
+    template.setdefault("spec", {})["schedulerName"] = c.SCHEDULER_NAME
     submitter = {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -210,7 +214,7 @@ def _submitter(host: Host, job: Obj) -> None:
             "namespace": meta.get("namespace", "default"),
             "ownerReferences": [owner_ref(job)],
         },
-        "spec": {"backoffLimit": 2, "template": submitter_template(job)},
+        "spec": {"backoffLimit": 2, "template": template},
     }
     host.create(submitter)
 
