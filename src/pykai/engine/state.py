@@ -101,6 +101,8 @@ class ClusterState:
         # objects taken in only in part, or skipped, and why (see model/problems.py)
         self.problems: dict[tuple[str, str, str], ObjectProblem] = {}
         self._chains: dict[str, tuple[str, ...]] = {}
+        # queue -> its own sums and its chain's subtree sums (until the tree changes)
+        self._usage_targets: dict[str, list[QueueUsage]] = {}
         self._tasks_by_key: dict[str, str] = {}  # "ns/name" -> uid
 
     # ---- feeding objects -------------------------------------------------------------------
@@ -376,6 +378,7 @@ class ClusterState:
     def _queues_changed(self) -> None:
         """Recount subtree sums after the tree changed."""
         self._chains.clear()
+        self._usage_targets.clear()
         self.subtree = {}
         for name, own in self.usage.items():
             for q in self.queue_chain(name):
@@ -391,17 +394,12 @@ class ClusterState:
         tasks still do, and their resources also count as releasing."""
         if not task.node or task.status not in ON_NODE:
             return
-        releasing = task.status == TaskStatus.RELEASING
-        amount = task.request
-        if task.gpu_groups:
-            amount = Resources(amount.cpu, amount.memory, 0.0)
-            portion = self.portion(task, task.node)
-            self.nodes.add_shared(task.node, task.gpu_groups, portion, sign, releasing)
-        self.nodes.add_usage(task.node, amount, sign, releasing=False)
-        self.nodes.add_pod(task.node, sign, gpu_class(task))
-        if releasing:
-            self.nodes.add_usage(task.node, amount, sign, releasing=True)
+        shared = (task.gpu_groups, self.portion(task, task.node)) if task.gpu_groups else None
+        releasing = task.status is TaskStatus.RELEASING
+        self.nodes.add_task(task.node, task.request, sign, gpu_class(task), releasing, shared)
         if task.status in HOLDS_NODE and (not task.job_key or self._kueue_task(task)):
+            request = task.request
+            amount = Resources(request.cpu, request.memory, 0.0) if shared else request
             self.foreign_used += amount.scaled(sign)  # outside KAI's queues' fair share
 
     def _kueue_task(self, task: Task) -> bool:
@@ -425,28 +423,29 @@ class ClusterState:
         self.changed_jobs.add(job.key)
         status = task.status
         step = int(sign)
-        group = job.subgroups.get(task.subgroup)
+        subgroups = job.subgroups
         if status in HOLDS_NODE:
             job.running += step
         if status in ACTIVE:
             job.active += step
+            group = subgroups.get(task.subgroup) if subgroups else None
             while group is not None:
                 group.active += step
-                group = job.subgroups.get(group.parent)
-        group = job.subgroups.get(task.subgroup)
+                group = subgroups.get(group.parent)
         if status in ALIVE:
             job.alive += step
+            group = subgroups.get(task.subgroup) if subgroups else None
             while group is not None:
                 group.alive += step
-                group = job.subgroups.get(group.parent)
-        request = task.request.scaled(sign)
+                group = subgroups.get(group.parent)
+        request = task.request if sign > 0 else task.request.scaled(sign)
         if task.problem and status == TaskStatus.GATED:
             held = self.held_jobs.get(job.key, 0) + step
             if held:
                 self.held_jobs[job.key] = held
             else:
                 self.held_jobs.pop(job.key, None)
-        if status == TaskStatus.PENDING:
+        if status is TaskStatus.PENDING:
             job.pending += step
             job.pending_request += request
             if job.pending:
@@ -458,7 +457,8 @@ class ClusterState:
             job.allocated += request
         if status in REQUESTING:
             self._add_queue_usage(job.queue, request, allocated, not job.preemptible)
-        self._index(job)
+        if status in ACTIVE:  # the indexes read only what active tasks change
+            self._index(job)
 
     def _index(self, job: Job) -> None:
         """Keep the running-jobs and below-minimum indexes current for one job."""
@@ -500,11 +500,12 @@ class ClusterState:
     def _add_queue_usage(
         self, queue: str, request: Resources, allocated: bool, non_preemptible: bool
     ) -> None:
-        own = self.usage.setdefault(queue, QueueUsage())
-        targets = [
-            own,
-            *(self.subtree.setdefault(q, QueueUsage()) for q in self.queue_chain(queue)),
-        ]
+        targets = self._usage_targets.get(queue)
+        if targets is None:
+            own = self.usage.setdefault(queue, QueueUsage())
+            chain = self.queue_chain(queue)
+            targets = [own, *(self.subtree.setdefault(q, QueueUsage()) for q in chain)]
+            self._usage_targets[queue] = targets
         for usage in targets:
             usage.requested += request
             if allocated:

@@ -121,14 +121,34 @@ class Capacity:
 
 class Room:
     """What a set of victims gives back on the nodes a preemptor may use, grown one unit at
-    a time; ``holds`` says whether the preemptor's pods could then fit (``Capacity``)."""
+    a time; ``holds`` says whether the preemptor's pods could then fit (``Capacity``).
 
-    __slots__ = ("_added", "_capacity", "_shared", "_total")
+    Everything ``holds`` reads is kept as units are added: the shared devices they wholly
+    release (a device's victims only grow, so it is released from one count on) and each
+    row's gain in slots, worked out again only for the rows changed since the last ``holds``.
+    The cluster is the same whenever a room is used (a search rolls every scenario back)."""
+
+    __slots__ = (
+        "_added",
+        "_bonus",
+        "_capacity",
+        "_changed",
+        "_gain",
+        "_released",
+        "_shared",
+        "_slots",
+        "_total",
+    )
 
     def __init__(self, capacity: Capacity) -> None:
         self._capacity = capacity
         self._added: dict[int, list[float]] = {}  # row -> cpu, memory, GPUs given back
         self._shared: dict[tuple[str, str], int] = {}  # (node, shared device) -> its victims
+        self._bonus: dict[int, float] = {}  # row -> shared devices wholly given back
+        self._released = 0.0  # Σ of the bonuses
+        self._gain: dict[int, int] = {}  # row -> slots gained, as of the last ``holds``
+        self._slots = capacity.base_slots  # base slots + Σ of the gains
+        self._changed: set[int] = set()  # rows whose gain may have changed since
         self._total = list(capacity.scenario_total)
 
     def add(self, tasks: Iterable[Task]) -> None:
@@ -146,8 +166,7 @@ class Room:
             if capacity.whole and task.gpu_groups:
                 gpu = 0.0
                 for group in task.gpu_groups:
-                    key = (task.node, group)
-                    self._shared[key] = self._shared.get(key, 0) + 1
+                    self._count_shared(task.node, group, row)
             extra = self._added.get(row)
             if extra is None:
                 self._added[row] = [request.cpu, request.memory, gpu]
@@ -155,30 +174,40 @@ class Room:
                 extra[0] += request.cpu
                 extra[1] += request.memory
                 extra[2] += gpu
+            self._changed.add(row)
             total[0] += request.cpu
             total[1] += request.memory
             total[2] += gpu
 
+    def _count_shared(self, node: str, group: str, row: int) -> None:
+        """One more victim on a shared device; the device counts as given back from the
+        count that releases it wholly."""
+        key = (node, group)
+        count = self._shared.get(key, 0) + 1
+        self._shared[key] = count
+        released = self._capacity.released_with
+        if released(node, group, count) and not released(node, group, count - 1):
+            self._bonus[row] = self._bonus.get(row, 0.0) + 1.0
+            self._released += 1.0
+
     def holds(self) -> bool:
         """Whether the preemptor's pods could fit with these victims evicted."""
         capacity = self._capacity
-        index = capacity.nodes.index
-        released: dict[int, float] = {}  # row -> shared devices wholly given back
-        for (node, group), count in self._shared.items():
-            if capacity.released_with(node, group, count):
-                row = index[node]
-                released[row] = released.get(row, 0.0) + 1.0
         needed = capacity.needed
-        gpus = self._total[2] + sum(released.values())
+        total = self._total
         if (
-            self._total[0] + EPS < needed[0]
-            or self._total[1] + EPS < needed[1]
-            or gpus + EPS < needed[2]
+            total[0] + EPS < needed[0]
+            or total[1] + EPS < needed[1]
+            or total[2] + self._released + EPS < needed[2]
         ):
             return False
-        slots = capacity.base_slots
-        for row, given in self._added.items():
-            bonus = released.get(row)
-            extra = [given[0], given[1], given[2] + bonus] if bonus else given
-            slots += capacity.row_slots(row, extra) - capacity.row_slots(row)
-        return slots >= capacity.pods
+        if self._changed:
+            for row in self._changed:
+                given = self._added[row]
+                bonus = self._bonus.get(row)
+                extra = [given[0], given[1], given[2] + bonus] if bonus else given
+                gain = capacity.row_slots(row, extra) - capacity.row_slots(row)
+                self._slots += gain - self._gain.get(row, 0)
+                self._gain[row] = gain
+            self._changed.clear()
+        return self._slots >= capacity.pods
