@@ -229,7 +229,7 @@ class Solver:
             limited = self._limited[leaf] = [
                 queues[name] for name in chain if not all(map(math.isinf, queues[name].limit))
             ]
-        return all(queue.usage.allocated.fits_in(queue.limit) for queue in limited)
+        return not limited or all(queue.usage.allocated.fits_in(queue.limit) for queue in limited)
 
     def until_commit(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()``, kept until the next commit under ``key`` (it must depend on
@@ -290,8 +290,15 @@ class Solver:
         """A commit changed a job (it runs now, or more, or lost pods): its place in its
         leaf's victim list and among its leaf's pending jobs, and what it asks for, change."""
         self._order_keys.pop(job.key, None)
-        self._sorted.pop(job.queue, None)
         self._requests.pop(job.key, None)
+        ordered = self._sorted.get(job.queue)
+        if ordered is not None and self.exhaustive:
+            del self._sorted[job.queue]  # sorted afresh
+        elif ordered is not None:
+            kept = [entry for entry in ordered if entry[1] is not job]
+            if len(kept) < len(ordered):  # a pending job of the leaf: moved to its new place
+                ordered[:] = kept
+                bisect.insort(ordered, (self._order_key(job), job), key=_first)
         entries = self._victims.get(job.queue)
         if entries is None:
             return
@@ -308,8 +315,8 @@ class Solver:
 
     def pending_before(self, leaf: str, limit: JobKey) -> list[Job]:
         """Pending jobs of a leaf queue that come before ``limit`` in job order (no job turns
-        pending during an action, so the lists are built once, and sorted again for a queue
-        whose job was placed)."""
+        pending during an action, so the lists are built and sorted once, and a job a commit
+        changes is moved to its new place)."""
         if self._pending is None:
             self._pending = {}
             state = self.session.state
@@ -424,7 +431,10 @@ class _Search:
             for node in nodes:
                 on_node.setdefault(node, []).append(unit)
                 if self.capacity is not None:
-                    rooms.setdefault(node, self.capacity.room()).add(unit.tasks)
+                    room = rooms.get(node)
+                    if room is None:
+                        room = rooms[node] = self.capacity.room()
+                    room.add(unit.tasks)
             for node in nodes:
                 if self.capacity is None or rooms[node].holds():
                     yield on_node[node], True
