@@ -66,8 +66,8 @@ from pykai.engine.ordering import (
     sides,
 )
 from pykai.engine.placement import find_node
+from pykai.engine.queue_sums import QueueUsage
 from pykai.engine.session import QueueInfo, Session, Statement
-from pykai.engine.state import QueueUsage
 from pykai.model.resources import Resources
 
 GPU = 2
@@ -246,7 +246,7 @@ class Solver:
         (the exhaustive search looks at every queue every time)."""
         if self._gives is None or self.exhaustive:
             self._gives = {
-                queue: self._has_victims(queue) for queue in self.session.state.running_jobs
+                queue: self._has_victims(queue) for queue in self.session.state.indexes.running
             }
             self._victim_queues = None
         if self._victim_queues is None:
@@ -255,7 +255,7 @@ class Solver:
 
     def _has_victims(self, queue: str) -> bool:
         state = self.session.state
-        buckets = state.running_jobs.get(queue, {})
+        buckets = state.indexes.running.get(queue, {})
         return (
             queue in self.session.queues
             and bool(state.queue_chain(queue))
@@ -279,7 +279,7 @@ class Solver:
         entries = self._victims.get(leaf)
         if entries is None or self.exhaustive:
             jobs = self.session.state.jobs
-            buckets = self.session.state.running_jobs.get(leaf, {})
+            buckets = self.session.state.indexes.running.get(leaf, {})
             running = [jobs[k] for keys in buckets.values() for k in keys]
             entries = [(victim_key(job), job) for job in running if job.preemptible]
             entries.sort(key=_first)
