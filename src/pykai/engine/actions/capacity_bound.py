@@ -128,25 +128,15 @@ class Room:
     row's gain in slots, worked out again only for the rows changed since the last ``holds``.
     The cluster is the same whenever a room is used (a search rolls every scenario back)."""
 
-    __slots__ = (
-        "_added",
-        "_bonus",
-        "_capacity",
-        "_changed",
-        "_gain",
-        "_released",
-        "_shared",
-        "_slots",
-        "_total",
-    )
+    __slots__ = ("_capacity", "_changed", "_released", "_rows", "_shared", "_slots", "_total")
 
     def __init__(self, capacity: Capacity) -> None:
         self._capacity = capacity
-        self._added: dict[int, list[float]] = {}  # row -> cpu, memory, GPUs given back
-        self._shared: dict[tuple[str, str], int] = {}  # (node, shared device) -> its victims
-        self._bonus: dict[int, float] = {}  # row -> shared devices wholly given back
-        self._released = 0.0  # Σ of the bonuses
-        self._gain: dict[int, int] = {}  # row -> slots gained, as of the last ``holds``
+        # row -> cpu, memory and GPUs given back, shared devices wholly given back, and the
+        # slots gained as of the last ``holds``
+        self._rows: dict[int, list[float]] = {}
+        self._shared: dict[tuple[str, str], int] | None = None  # shared device -> its victims
+        self._released = 0.0  # Σ of the shared devices wholly given back
         self._slots = capacity.base_slots  # base slots + Σ of the gains
         self._changed: set[int] = set()  # rows whose gain may have changed since
         self._total = list(capacity.scenario_total)
@@ -157,37 +147,38 @@ class Room:
         index = capacity.nodes.index
         mask = capacity.mask
         total = self._total
+        rows = self._rows
         for task in tasks:
             row = index.get(task.node)
             if row is None or not mask[row]:
                 continue
             request = task.request
             gpu = request.gpu
+            given = rows.get(row)
+            if given is None:
+                given = rows[row] = [0.0, 0.0, 0.0, 0.0, 0.0]
             if capacity.whole and task.gpu_groups:
                 gpu = 0.0
                 for group in task.gpu_groups:
-                    self._count_shared(task.node, group, row)
-            extra = self._added.get(row)
-            if extra is None:
-                self._added[row] = [request.cpu, request.memory, gpu]
-            else:
-                extra[0] += request.cpu
-                extra[1] += request.memory
-                extra[2] += gpu
+                    self._count_shared(task.node, group, given)
+            given[0] += request.cpu
+            given[1] += request.memory
+            given[2] += gpu
             self._changed.add(row)
             total[0] += request.cpu
             total[1] += request.memory
             total[2] += gpu
 
-    def _count_shared(self, node: str, group: str, row: int) -> None:
-        """One more victim on a shared device; the device counts as given back from the
-        count that releases it wholly."""
+    def _count_shared(self, node: str, group: str, given: list[float]) -> None:
+        """One more victim on a shared device; the device counts as given back (on its row,
+        ``given``) from the count that releases it wholly."""
+        if self._shared is None:
+            self._shared = {}
         key = (node, group)
-        count = self._shared.get(key, 0) + 1
-        self._shared[key] = count
+        count = self._shared[key] = self._shared.get(key, 0) + 1
         released = self._capacity.released_with
         if released(node, group, count) and not released(node, group, count - 1):
-            self._bonus[row] = self._bonus.get(row, 0.0) + 1.0
+            given[3] += 1.0
             self._released += 1.0
 
     def holds(self) -> bool:
@@ -203,11 +194,11 @@ class Room:
             return False
         if self._changed:
             for row in self._changed:
-                given = self._added[row]
-                bonus = self._bonus.get(row)
-                extra = [given[0], given[1], given[2] + bonus] if bonus else given
+                given = self._rows[row]
+                bonus = given[3]
+                extra = [given[0], given[1], given[2] + bonus] if bonus else given[:3]
                 gain = capacity.row_slots(row, extra) - capacity.row_slots(row)
-                self._slots += gain - self._gain.get(row, 0)
-                self._gain[row] = gain
+                self._slots += gain - int(given[4])
+                given[4] = gain
             self._changed.clear()
         return self._slots >= capacity.pods

@@ -427,7 +427,8 @@ class _Search:
         on_node: dict[str, list[VictimUnit]] = {}
         rooms: dict[str, Room] = {}  # node -> what its units give back, for the bound
         for unit in self._units(victims):
-            nodes = sorted({t.node for t in unit.tasks})
+            tasks = unit.tasks
+            nodes = [tasks[0].node] if len(tasks) == 1 else sorted({t.node for t in tasks})
             for node in nodes:
                 on_node.setdefault(node, []).append(unit)
                 if self.capacity is not None:

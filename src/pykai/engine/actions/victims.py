@@ -342,8 +342,12 @@ class VictimQueue:
             index = self._under[best[2]]
             item = self._items[index]
             assert item is not None
-            self._positions[index] += 1
-            self._items[index] = self._streams[index].item(self._positions[index])
+            position = self._positions[index] = self._positions[index] + 1
+            stream = self._streams[index]
+            worked_out = stream.items
+            self._items[index] = (
+                worked_out[position] if position < len(worked_out) else stream.item(position)
+            )
             queue = index
             while queue >= 0:
                 self._refresh(queue)
@@ -356,14 +360,14 @@ class VictimQueue:
         entries (the child ranked last gives next), and tell its parent."""
         tree = self._tree
         if index < tree.leaves:
-            under = index if self._items[index] is not None else -1
+            item = self._items[index]
+            under = -1 if item is None else index
         else:
             best = max(filter(None, self._below[index]), default=None)
             under = -1 if best is None else self._under[best[2]]
+            item = None if best is None else self._items[under]
         entry: Entry = None
-        if under >= 0:
-            item = self._items[under]
-            assert item is not None
+        if item is not None:
             order = self._orders[index]
             keys = item.keys
             if keys is None:
