@@ -123,6 +123,7 @@ class Solver:
         self.simulated = 0  # scenarios simulated (for benchmarks)
         self._failed: set[Shape] = set()
         self._victims: dict[str, list[tuple[JobKey, Job]]] = {}  # leaf -> running jobs
+        self._victim_keys_of: dict[str, JobKey] = {}  # job -> its key in those lists
         self._pending: dict[str, list[Job]] | None = None  # leaf -> its pending jobs
         self._sorted: dict[str, list[tuple[JobKey, Job]]] = {}  # leaf -> them in job order
         self._requests: dict[str, Resources] = {}
@@ -284,27 +285,29 @@ class Solver:
             entries = [(victim_key(job), job) for job in running if job.preemptible]
             entries.sort(key=_first)
             self._victims[leaf] = entries
+            self._victim_keys_of.update((job.key, key) for key, job in entries)
         return entries
 
     def _reposition(self, job: Job) -> None:
         """A commit changed a job (it runs now, or more, or lost pods): its place in its
         leaf's victim list and among its leaf's pending jobs, and what it asks for, change."""
-        self._order_keys.pop(job.key, None)
+        old = self._order_keys.pop(job.key, None)
         self._requests.pop(job.key, None)
         ordered = self._sorted.get(job.queue)
         if ordered is not None and self.exhaustive:
             del self._sorted[job.queue]  # sorted afresh
-        elif ordered is not None:
-            kept = [entry for entry in ordered if entry[1] is not job]
-            if len(kept) < len(ordered):  # a pending job of the leaf: moved to its new place
-                ordered[:] = kept
-                bisect.insort(ordered, (self._order_key(job), job), key=_first)
+        elif ordered is not None and old is not None and _drop(ordered, old, job):
+            # a pending job of the leaf: moved to its new place
+            bisect.insort(ordered, (self._order_key(job), job), key=_first)
         entries = self._victims.get(job.queue)
         if entries is None:
             return
-        entries[:] = [entry for entry in entries if entry[1] is not job]
+        placed = self._victim_keys_of.pop(job.key, None)
+        if placed is not None:
+            _drop(entries, placed, job)
         if job.preemptible and job.running:
-            bisect.insort(entries, (victim_key(job), job), key=_first)
+            key = self._victim_keys_of[job.key] = victim_key(job)
+            bisect.insort(entries, (key, job), key=_first)
 
     def pending_request(self, job: Job) -> Resources:
         """What a pending job would ask for now (kept until something is committed)."""
@@ -341,6 +344,16 @@ class Solver:
 
 def _first(pair: tuple[JobKey, Job]) -> JobKey:
     return pair[0]
+
+
+def _drop(entries: list[tuple[JobKey, Job]], key: JobKey, job: Job) -> bool:
+    """Take ``job``, listed under ``key``, out of a list in key order; whether it was there
+    (keys end with the job's UID: no two jobs share one)."""
+    at = bisect.bisect_left(entries, key, key=_first)
+    if at < len(entries) and entries[at][1] is job:
+        del entries[at]
+        return True
+    return False
 
 
 def _shape(job: Job, tasks: list[Task]) -> Shape:

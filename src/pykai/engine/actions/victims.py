@@ -119,12 +119,11 @@ class _Reversed:
 
 @dataclass(slots=True, eq=False)
 class _Item:
-    """One unit a leaf hands out: the offer it comes from (its job and what the offer held
-    when taken from), the unit's pods, whether min-runtime may protect it (the rest of a
-    gang), and all the leaf gave up to and with it (what its key is judged by)."""
+    """One unit a leaf hands out (its job and pods), what the offer it comes from held when
+    taken from, whether min-runtime may protect it (the rest of a gang), and all the leaf gave
+    up to and with it (what its key is judged by)."""
 
-    job: Job
-    tasks: tuple[Task, ...]
+    unit: VictimUnit
     amount: Resources
     whole: bool
     through: Resources
@@ -168,7 +167,7 @@ class _Stream:
         tasks, whole = offer.take()
         if offer.tasks:
             heapq.heappush(self._again, _Reversed(offer.key(), next(self._seq), offer))
-        self.items.append(_Item(offer.job, tasks, amount, whole, self._taken))
+        self.items.append(_Item(VictimUnit(offer.job, tasks), amount, whole, self._taken))
 
     def _head(self) -> _Offer | None:
         if self._jobs is None:
@@ -352,8 +351,8 @@ class VictimQueue:
             while queue >= 0:
                 self._refresh(queue)
                 queue = parents[queue]
-            if not (item.whole and self._protected(item.job)):
-                return VictimUnit(item.job, item.tasks)
+            if not (item.whole and self._protected(item.unit.job)):
+                return item.unit
 
     def _refresh(self, index: int) -> None:
         """Work a queue's entry out again from its leaf's next unit, or from its children's
