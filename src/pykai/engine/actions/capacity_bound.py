@@ -65,6 +65,7 @@ class Capacity:
         self._asked = [(k, float(v)) for k, v in enumerate(self._smallest.tolist()) if v > EPS]
         self.base_slots = int(self._slots(base).sum())
         self._slots_before: dict[int, int] = {}  # row -> slots with no victim
+        self._release_counts: dict[tuple[str, str], int] = {}  # see release_count
 
     def _slots(self, free: FloatArray) -> np.ndarray:
         """Per row: how many of the smallest pod fit (a huge number when it asks nothing)."""
@@ -107,16 +108,19 @@ class Capacity:
             return slots
         return self._row_slots([f + e for f, e in zip(free, extra, strict=True)])
 
-    def released_with(self, node: str, group_id: str, victims: int) -> bool:
-        """Whether a shared device becomes a whole releasing one once ``victims`` of its pods
-        are evicted (it was not one already)."""
-        groups = self.nodes.shared.get(node)
-        group = groups.groups.get(group_id) if groups is not None else None
-        return (
-            group is not None
-            and not group.all_released
-            and group.releasing_pods + victims >= group.pods
-        )
+    def release_count(self, node: str, group_id: str) -> int:
+        """How many of a shared device's pods, once evicted, make it a whole releasing device
+        (0: never, it is one already or is no shared device); kept for the search, whose
+        cluster is the same whenever it asks."""
+        key = (node, group_id)
+        count = self._release_counts.get(key)
+        if count is None:
+            groups = self.nodes.shared.get(node)
+            group = groups.groups.get(group_id) if groups is not None else None
+            released = group is None or group.all_released
+            count = 0 if group is None or released else group.pods - group.releasing_pods
+            self._release_counts[key] = count
+        return count
 
 
 class Room:
@@ -176,8 +180,7 @@ class Room:
             self._shared = {}
         key = (node, group)
         count = self._shared[key] = self._shared.get(key, 0) + 1
-        released = self._capacity.released_with
-        if released(node, group, count) and not released(node, group, count - 1):
+        if count == self._capacity.release_count(node, group):
             given[3] += 1.0
             self._released += 1.0
 
