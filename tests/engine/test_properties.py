@@ -130,11 +130,11 @@ def test_invariants_hold_after_cycles(objs: list[Obj]) -> None:
         mine = state.subtree[name]
         assert np.allclose(tuple(usage.allocated), tuple(mine.allocated)), name
         assert np.allclose(tuple(usage.requested), tuple(mine.requested)), name
-    assert fresh.below_minimum == state.below_minimum
+    assert fresh.indexes.below_minimum == state.indexes.below_minimum
 
     def running(s: ClusterState) -> set[str]:
         return {
-            k for by_priority in s.running_jobs.values() for b in by_priority.values() for k in b
+            k for by_priority in s.indexes.running.values() for b in by_priority.values() for k in b
         }
 
     assert running(fresh) == running(state)

@@ -31,6 +31,7 @@ from pykai.embedded.reader import ClusterReader
 from pykai.embedded.store import Store, namespace_of
 from pykai.engine.config import SchedulerConfig, config_from_mapping
 from pykai.engine.decisions import CycleResult
+from pykai.engine.memory import settle
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import KINDS, ClusterState
 from pykai.model.kueue import as_stored
@@ -287,6 +288,7 @@ class EmbeddedCluster(ClusterReader):
         for kind in _LOAD_ORDER:
             for obj in self.store.list(kind):
                 state.upsert(obj)
+        settle(state)  # the process's garbage-collection policy (engine/memory.py)
         return state
 
     def _replay(self, state: ClusterState, changed: builtins.list[tuple[str, str, str]]) -> None:

@@ -6,8 +6,8 @@ from collections.abc import Mapping
 
 from pykai.engine.decisions import Reason
 from pykai.engine.jobs import Job
+from pykai.engine.queue_sums import QueueUsage
 from pykai.engine.session import QueueInfo
-from pykai.engine.state import QueueUsage
 from pykai.model.resources import RESOURCE_NAMES, Resources, format_cpu, format_gpu, format_memory
 
 EPS = 1e-9

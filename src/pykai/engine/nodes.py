@@ -5,6 +5,8 @@ Rows are kept in node-name order so that "first best" is "lowest name", KAI's ti
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 import numpy.typing as npt
 
@@ -117,53 +119,71 @@ class NodeTable:
 
     def _refresh_devices(self, i: int) -> None:
         """Lay out row ``i``'s per-device free milli again, and mark the row changed."""
-        row = self.device_milli[i]
-        row[:] = 0
+        width = self.device_milli.shape[1]
         groups = self.shared.get(self.names[i])
-        free = [round(g.free * MILLI) for g in groups.groups.values()] if groups else []
-        free = free[: len(row)]
-        row[: len(free)] = free
-        whole = _devices(self.alloc[i, GPU] - self.used[i, GPU] + 1e-9)
-        row[len(free) : len(free) + whole] = MILLI
+        free = [round(g.free * MILLI) for g in groups.groups.values()][:width] if groups else []
+        whole = _devices(self.alloc.item(i, GPU) - self.used.item(i, GPU) + 1e-9)
+        free += [MILLI] * min(whole, width - len(free))
+        free += [0] * (width - len(free))
+        self.device_milli[i] = free
         self.row_version[i] += 1
-
-    def add_pod(self, name: str, sign: float, gpu_class: int = -1) -> None:
-        """Count a pod on (sign=+1) or off (sign=-1) a node, and in its GPU class (0: a
-        share, k: k whole GPUs, up to 8; -1: none)."""
-        i = self.index.get(name)
-        if i is not None:
-            self.pod_count[i] += sign
-            if gpu_class >= 0:
-                self.gpu_classes[i, gpu_class] += int(sign)
 
     def has_pod_room(self) -> BoolArray:
         """Nodes that can take one more pod (allocatable "pods")."""
         room: BoolArray = self.pod_count < self.pod_capacity
         return room
 
-    def add_usage(self, name: str, amount: Resources, sign: float, releasing: bool) -> None:
-        """Add (sign=+1) or remove (sign=-1) usage of a node, or of its releasing part."""
+    def add_task(
+        self,
+        name: str,
+        request: Resources,
+        sign: float,
+        gpu_class: int,
+        releasing: bool,
+        shared: tuple[tuple[str, ...], float] | None = None,
+    ) -> None:
+        """Count a pod on (sign=+1) or off (sign=-1) a node: what it requests (its GPUs as
+        portions of the ``shared`` groups, with the portion, if any), also as releasing if
+        it is, and the pod itself in its GPU class (0: a share, k: k whole GPUs, up to 8;
+        -1: none)."""
         i = self.index.get(name)
         if i is None:
             return
-        row = self.releasing[i] if releasing else self.used[i]
-        row[CPU] += sign * amount.cpu
-        row[MEM] += sign * amount.memory
-        row[GPU] += sign * amount.gpu
-        if amount.gpu and not releasing:
+        gpu = 0.0
+        if shared is not None:
+            self._add_shared(i, name, shared[0], shared[1], sign, releasing)
+        else:
+            gpu = sign * request.gpu
+        cpu, memory = sign * request.cpu, sign * request.memory
+        row = self.used[i]
+        row[CPU] += cpu
+        row[MEM] += memory
+        row[GPU] += gpu
+        if releasing:
+            row = self.releasing[i]
+            row[CPU] += cpu
+            row[MEM] += memory
+            row[GPU] += gpu
+        self.pod_count[i] += sign
+        if gpu_class >= 0:
+            self.gpu_classes[i, gpu_class] += int(sign)
+        if shared is not None or gpu:
             self._refresh_devices(i)
         else:
             self.row_version[i] += 1
 
-    def add_shared(
-        self, name: str, groups: tuple[str, ...], portion: float, sign: float, releasing: bool
+    def _add_shared(
+        self,
+        i: int,
+        name: str,
+        groups: tuple[str, ...],
+        portion: float,
+        sign: float,
+        releasing: bool,
     ) -> None:
-        """Add (sign=+1) or remove (-1) a pod's portion on each of its GPU groups. Opening a
-        group takes a whole device; the last pod leaving frees it; a group whose pods are all
-        releasing counts as a releasing device."""
-        i = self.index.get(name)
-        if i is None:
-            return
+        """Add (sign=+1) or remove (-1) a pod's portion on each of its GPU groups (on row
+        ``i``). Opening a group takes a whole device; the last pod leaving frees it; a group
+        whose pods are all releasing counts as a releasing device."""
         node = self.shared.setdefault(name, NodeGpuGroups())
         for group_id in groups:
             group = node.groups.get(group_id)
@@ -183,7 +203,6 @@ class NodeTable:
         self.shared_free[i] = node.best_free()
         self.shared_future[i] = node.best_future_free()
         self.shared_spare[i] = sum(g.future_free for g in node.groups.values())
-        self._refresh_devices(i)
 
     def overcommitted(self, name: str) -> bool:
         """True if what the node's pods hold, releasing ones excepted, passes what it has
@@ -240,6 +259,6 @@ class NodeTable:
 
 def _devices(amount: float) -> int:
     """Whole devices in an amount of GPUs, at most MAX_DEVICES (0 for nonsense)."""
-    if not np.isfinite(amount) or amount <= 0:
+    if not math.isfinite(amount) or amount <= 0:
         return MAX_DEVICES if amount == np.inf else 0
     return int(min(amount, MAX_DEVICES))

@@ -19,13 +19,18 @@ def job_order_key(job: Job) -> tuple[int, int, float, str]:
     return (-job.priority, job.elastic_state(), job.creation, job.uid)
 
 
-def _dominant_share(used: tuple[float, ...], allocatable: tuple[float, ...]) -> float:
+def _dominant_share(
+    used: tuple[float, float, float], allocatable: tuple[float, float, float]
+) -> float:
     """max over resources of used / allocatable; a zero allocatable weighs used × 1000."""
-    share = 0.0
-    for u, a in zip(used, allocatable, strict=True):
-        value = u * 1000 if a <= EPS else u / a
-        share = max(share, value)
-    return share
+    u0, u1, u2 = used
+    s0, s1, s2 = allocatable
+    return max(
+        0.0,
+        u0 * 1000 if s0 <= EPS else u0 / s0,
+        u1 * 1000 if s1 <= EPS else u1 / s1,
+        u2 * 1000 if s2 <= EPS else u2 / s2,
+    )
 
 
 QueueKey = tuple[bool, bool, int, bool, float, float, float, float, str, str]
@@ -68,8 +73,8 @@ class VictimKeys:
         self._share = tuple(queue.share or queue.allocatable_share(total))
 
     def key(self, victims: Resources) -> QueueKey:
-        """The queue's key with ``victims`` taken from it (``_dominant_share`` written out
-        for the three resources: this runs for every victim taken)."""
+        """The queue's key with ``victims`` taken from it (``_dominant_share`` written out:
+        this runs for every victim taken)."""
         cpu, memory, gpu = self._allocated
         cpu -= victims.cpu
         memory -= victims.memory
@@ -91,25 +96,28 @@ def _order_key(
     drf_change: Resources,
     total: Resources,
 ) -> QueueKey:
-    allocated = tuple(used)
-    with_job = tuple(a + r for a, r in zip(allocated, job_request, strict=True))
-    fair = tuple(queue.fair_share)
-    deserved = tuple(queue.deserved)
+    # the three resources written out: this runs for every queue-order key a cycle needs
+    a0, a1, a2 = used.cpu, used.memory, used.gpu
+    w0, w1, w2 = a0 + job_request.cpu, a1 + job_request.memory, a2 + job_request.gpu
+    fair, deserved = queue.fair_share, queue.deserved
     if queue.share is None:
         queue.share = queue.allocatable_share(total)
-    share = tuple(queue.share)
-    over = all(a > f + EPS for a, f in zip(allocated, fair, strict=True))
-    starved = all(w <= d + EPS for w, d in zip(with_job, deserved, strict=True))
-    zero_share = any(w > EPS and s <= EPS for w, s in zip(with_job, share, strict=True))
-    relative = sum(s / t for s, t in zip(share, total, strict=True) if t > EPS)
-    changed = tuple(a + c for a, c in zip(allocated, drf_change, strict=True))
+    share = queue.share
+    s0, s1, s2 = share.cpu, share.memory, share.gpu
+    over = a0 > fair.cpu + EPS and a1 > fair.memory + EPS and a2 > fair.gpu + EPS
+    starved = w0 <= deserved.cpu + EPS and w1 <= deserved.memory + EPS and w2 <= deserved.gpu + EPS
+    zero_share = (w0 > EPS and s0 <= EPS) or (w1 > EPS and s1 <= EPS) or (w2 > EPS and s2 <= EPS)
+    relative = sum(
+        s / t for s, t in ((s0, total.cpu), (s1, total.memory), (s2, total.gpu)) if t > EPS
+    )
+    changed = (a0 + drf_change.cpu, a1 + drf_change.memory, a2 + drf_change.gpu)
     return (
         over,
         not starved,
         -queue.priority,
         zero_share,
-        _dominant_share(changed, share),
-        _dominant_share(allocated, share),
+        _dominant_share(changed, (s0, s1, s2)),
+        _dominant_share((a0, a1, a2), (s0, s1, s2)),
         relative,
         queue.creation,
         queue.uid,

@@ -14,7 +14,8 @@ from pykai.engine.decisions import Bind, Choice, CycleResult, Evict, QueueStatus
 from pykai.engine.fairshare import QueueShare, QueueShareInput, compute_fair_shares
 from pykai.engine.jobs import HOLDS_NODE, Job, Task, TaskStatus
 from pykai.engine.policies import PlacementPolicy, policy_for
-from pykai.engine.state import ClusterState, QueueUsage
+from pykai.engine.queue_sums import QueueUsage
+from pykai.engine.state import ClusterState
 from pykai.model.resources import Resources
 
 

@@ -8,9 +8,8 @@ where accounting happens, so sessions can change tasks virtually and undo exactl
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from pykai.engine.gpu_sharing import portion_of
+from pykai.engine.job_indexes import JobIndexes
 from pykai.engine.jobs import (
     ACCOUNTING_CLASS,
     ACTIVE,
@@ -26,11 +25,13 @@ from pykai.engine.jobs import (
     task_order_key,
 )
 from pykai.engine.nodes import NodeTable
+from pykai.engine.objects import annotated_time, gpu_groups, pod_status, preemptible
+from pykai.engine.queue_sums import QueueSums
 from pykai.engine.typical import DEFAULT_WINDOW, SeenPods, shape_of
 from pykai.model import constants as c
 from pykai.model.errors import FieldProblem, ValidationError
 from pykai.model.kueue import ADMITTED_QUEUE
-from pykai.model.meta import Obj, kind_of, parse_time
+from pykai.model.meta import Obj, kind_of
 from pykai.model.node import read_node
 from pykai.model.pod import PodView, read_pod
 from pykai.model.podgroup import PodGroupView, parse_podgroup
@@ -40,28 +41,6 @@ from pykai.model.queue import QueueView, parse_queue
 from pykai.model.resources import Resources
 
 KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
-
-
-@dataclass(slots=True)
-class QueueUsage:
-    """Sums over a queue's jobs (its subtree's, for ``ClusterState.subtree``)."""
-
-    allocated: Resources = Resources.ZERO
-    allocated_non_preemptible: Resources = Resources.ZERO
-    requested: Resources = Resources.ZERO  # allocated + pending + pipelined
-
-
-def pod_status(pod: PodView) -> TaskStatus:
-    """The task status a stored pod implies."""
-    if pod.phase == "Succeeded":
-        return TaskStatus.SUCCEEDED
-    if pod.phase == "Failed":
-        return TaskStatus.FAILED
-    if pod.deleting:
-        return TaskStatus.RELEASING if pod.node_name else TaskStatus.FAILED
-    if pod.node_name:
-        return TaskStatus.RUNNING if pod.phase == "Running" else TaskStatus.BOUND
-    return TaskStatus.GATED if pod.gated else TaskStatus.PENDING
 
 
 def gpu_class(task: Task) -> int:
@@ -84,15 +63,13 @@ class ClusterState:
         self.members: dict[
             str, dict[str, Task]
         ] = {}  # job key -> tasks, even before the job exists
-        self.usage: dict[str, QueueUsage] = {}  # per queue, its own jobs
-        self.subtree: dict[str, QueueUsage] = {}  # per queue, its whole subtree
+        self.sums = QueueSums(self.queue_chain)
+        self.usage = self.sums.own  # per queue, its own jobs
+        self.subtree = self.sums.subtree  # per queue, its whole subtree
         self.foreign_used = Resources.ZERO  # pods of other schedulers on nodes
         self.pending_jobs: set[str] = set()  # keys of jobs with pending tasks
         self.held_jobs: dict[str, int] = {}  # job key -> its pending pods held back as invalid
-        # queue -> priority -> keys of jobs with pods holding nodes (victim candidates)
-        self.running_jobs: dict[str, dict[int, set[str]]] = {}
-        self.below_minimum: set[str] = set()  # running jobs whose gang is not satisfied
-        self.stale_marked: set[str] = set()  # jobs with a stale-since time
+        self.indexes = JobIndexes()
         self.ungrouped: dict[str, Task] = {}  # pykai's live pods that name no PodGroup, by uid
         # jobs whose PodGroup or tasks changed since take_changed_jobs was last called
         self.changed_jobs: set[str] = set()
@@ -264,7 +241,7 @@ class ClusterState:
         if problem and status == TaskStatus.PENDING:
             status = TaskStatus.GATED  # not to be placed as written; its gang waits
         node = pod.node_name
-        groups = _gpu_groups(pod) if node else ()
+        groups = gpu_groups(pod) if node else ()
         task = self.tasks.get(uid)
         seen = False
         if task is not None:
@@ -332,22 +309,20 @@ class ClusterState:
             group=group,
             queue=group.spec.queue,
             priority=priority,
-            preemptible=_preemptible(group, priority),
+            preemptible=preemptible(group, priority),
             subgroups={
                 g.name: SubGroup(g.name, g.min_member, parent=g.parent or "")
                 for g in group.spec.sub_groups
             },
             tasks=members,
-            last_start=_annotated_time(
+            last_start=annotated_time(
                 group, c.LAST_START_ANNOTATION, old.last_start if old else None
             ),
-            stale_since=_annotated_time(
-                group, c.STALE_ANNOTATION, old.stale_since if old else None
-            ),
+            stale_since=annotated_time(group, c.STALE_ANNOTATION, old.stale_since if old else None),
         )
         self.jobs[key] = job
         self.changed_jobs.add(key)
-        self.mark_stale(job, job.stale_since)
+        self.indexes.mark_stale(job, job.stale_since)
         for task in members.values():
             self._account(task, 1.0)
 
@@ -361,7 +336,7 @@ class ClusterState:
         self.changed_jobs.add(key)
         self.pending_jobs.discard(key)
         self.held_jobs.pop(key, None)
-        self.stale_marked.discard(key)
+        self.indexes.stale_marked.discard(key)
         for task in job.tasks.values():
             self._account(task, 1.0)
         if not job.tasks:
@@ -374,15 +349,9 @@ class ClusterState:
     # ---- queues ------------------------------------------------------------------------------
 
     def _queues_changed(self) -> None:
-        """Recount subtree sums after the tree changed."""
+        """The tree changed: forget the chains, recount the subtree sums."""
         self._chains.clear()
-        self.subtree = {}
-        for name, own in self.usage.items():
-            for q in self.queue_chain(name):
-                sums = self.subtree.setdefault(q, QueueUsage())
-                sums.allocated += own.allocated
-                sums.allocated_non_preemptible += own.allocated_non_preemptible
-                sums.requested += own.requested
+        self.sums.recount()
 
     # ---- accounting --------------------------------------------------------------------------
 
@@ -391,17 +360,12 @@ class ClusterState:
         tasks still do, and their resources also count as releasing."""
         if not task.node or task.status not in ON_NODE:
             return
-        releasing = task.status == TaskStatus.RELEASING
-        amount = task.request
-        if task.gpu_groups:
-            amount = Resources(amount.cpu, amount.memory, 0.0)
-            portion = self.portion(task, task.node)
-            self.nodes.add_shared(task.node, task.gpu_groups, portion, sign, releasing)
-        self.nodes.add_usage(task.node, amount, sign, releasing=False)
-        self.nodes.add_pod(task.node, sign, gpu_class(task))
-        if releasing:
-            self.nodes.add_usage(task.node, amount, sign, releasing=True)
+        shared = (task.gpu_groups, self.portion(task, task.node)) if task.gpu_groups else None
+        releasing = task.status is TaskStatus.RELEASING
+        self.nodes.add_task(task.node, task.request, sign, gpu_class(task), releasing, shared)
         if task.status in HOLDS_NODE and (not task.job_key or self._kueue_task(task)):
+            request = task.request
+            amount = Resources(request.cpu, request.memory, 0.0) if shared else request
             self.foreign_used += amount.scaled(sign)  # outside KAI's queues' fair share
 
     def _kueue_task(self, task: Task) -> bool:
@@ -425,28 +389,29 @@ class ClusterState:
         self.changed_jobs.add(job.key)
         status = task.status
         step = int(sign)
-        group = job.subgroups.get(task.subgroup)
+        subgroups = job.subgroups
         if status in HOLDS_NODE:
             job.running += step
         if status in ACTIVE:
             job.active += step
+            group = subgroups.get(task.subgroup) if subgroups else None
             while group is not None:
                 group.active += step
-                group = job.subgroups.get(group.parent)
-        group = job.subgroups.get(task.subgroup)
+                group = subgroups.get(group.parent)
         if status in ALIVE:
             job.alive += step
+            group = subgroups.get(task.subgroup) if subgroups else None
             while group is not None:
                 group.alive += step
-                group = job.subgroups.get(group.parent)
-        request = task.request.scaled(sign)
+                group = subgroups.get(group.parent)
+        request = task.request if sign > 0 else task.request.scaled(sign)
         if task.problem and status == TaskStatus.GATED:
             held = self.held_jobs.get(job.key, 0) + step
             if held:
                 self.held_jobs[job.key] = held
             else:
                 self.held_jobs.pop(job.key, None)
-        if status == TaskStatus.PENDING:
+        if status is TaskStatus.PENDING:
             job.pending += step
             job.pending_request += request
             if job.pending:
@@ -457,87 +422,16 @@ class ClusterState:
         if allocated:
             job.allocated += request
         if status in REQUESTING:
-            self._add_queue_usage(job.queue, request, allocated, not job.preemptible)
-        self._index(job)
-
-    def _index(self, job: Job) -> None:
-        """Keep the running-jobs and below-minimum indexes current for one job."""
-        bucket = self.running_jobs.setdefault(job.queue, {}).setdefault(job.priority, set())
-        if job.running > 0:
-            bucket.add(job.key)
-            if job.gang_satisfied():
-                self.below_minimum.discard(job.key)
-            else:
-                self.below_minimum.add(job.key)
-        else:
-            bucket.discard(job.key)
-            self.below_minimum.discard(job.key)
+            self.sums.add(job.queue, request, allocated, not job.preemptible)
+        if status in ACTIVE:  # the indexes read only what active tasks change
+            self.indexes.update(job)
 
     def take_changed_jobs(self) -> set[str]:
         """The keys of the jobs that changed since the last call (their status may have)."""
         changed, self.changed_jobs = self.changed_jobs, set()
         return changed
 
-    def mark_stale(self, job: Job, since: float | None) -> None:
-        """Record since when a job has run below its minimum (None: it does not)."""
-        job.stale_since = since
-        if since is None:
-            self.stale_marked.discard(job.key)
-        else:
-            self.stale_marked.add(job.key)
-
     def running_in(self, queue: str, below_priority: int | None = None) -> list[Job]:
         """Jobs of a queue with pods holding nodes (optionally only those of lower priority),
         in key order."""
-        keys = [
-            key
-            for priority, bucket in self.running_jobs.get(queue, {}).items()
-            if below_priority is None or priority < below_priority
-            for key in bucket
-        ]
-        return [self.jobs[k] for k in sorted(keys)]
-
-    def _add_queue_usage(
-        self, queue: str, request: Resources, allocated: bool, non_preemptible: bool
-    ) -> None:
-        own = self.usage.setdefault(queue, QueueUsage())
-        targets = [
-            own,
-            *(self.subtree.setdefault(q, QueueUsage()) for q in self.queue_chain(queue)),
-        ]
-        for usage in targets:
-            usage.requested += request
-            if allocated:
-                usage.allocated += request
-                if non_preemptible:
-                    usage.allocated_non_preemptible += request
-
-
-def _gpu_groups(pod: PodView) -> tuple[str, ...]:
-    """The GPU groups a bound pod holds, from the binder's labels."""
-    labels = pod.meta.labels
-    first = labels.get(c.GPU_GROUP_LABEL)
-    if not first:
-        return ()
-    prefix = c.GPU_GROUP_LABEL + "/"
-    extra = sorted(k[len(prefix) :] for k in labels if k.startswith(prefix))
-    return (first, *(g for g in extra if g != first))
-
-
-def _annotated_time(group: PodGroupView, annotation: str, known: float | None) -> float | None:
-    """A time KAI keeps in a PodGroup annotation, else what this state already knew."""
-    stamp = group.meta.annotations.get(annotation)
-    if stamp:
-        try:
-            return parse_time(stamp)
-        except ValueError:
-            pass
-    return known
-
-
-def _preemptible(group: PodGroupView, priority: int) -> bool:
-    """Explicit spec.preemptibility or label wins; otherwise priority < 100 is preemptible."""
-    explicit = group.spec.preemptibility or group.meta.labels.get(c.PREEMPTIBILITY_LABEL, "")
-    if explicit:
-        return explicit == "preemptible"
-    return priority < c.PREEMPTIBLE_BELOW_PRIORITY
+        return [self.jobs[k] for k in self.indexes.running_keys(queue, below_priority)]

@@ -28,6 +28,7 @@ __all__ = ["COMPONENTS", "DEFAULT_COMPONENTS", "KubeRunner", "parse_components"]
 from pykai.controllers.validation import StoredCheck
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import CycleResult
+from pykai.engine.memory import settle
 from pykai.engine.scheduler import Scheduler
 from pykai.kube.api import API_ERRORS, KINDS, KubeApi, RefusedAtStart
 from pykai.kube.binder import RESERVATION_NAMESPACE, groups_in_use
@@ -136,11 +137,15 @@ class KubeRunner:
         for informer in informers:
             informer.start()
         electing = False
+        settled = False
         try:
             while not stop.is_set():
                 self.host.drain()
                 try:
                     ready = self.ready()
+                    if ready and not settled:  # the initial load is in (engine/memory.py)
+                        settle(self.host.state)
+                        settled = True
                     if ready and elector is not None and not electing:
                         elector.start(stop)
                         electing = True

@@ -65,6 +65,7 @@ class Capacity:
         self._asked = [(k, float(v)) for k, v in enumerate(self._smallest.tolist()) if v > EPS]
         self.base_slots = int(self._slots(base).sum())
         self._slots_before: dict[int, int] = {}  # row -> slots with no victim
+        self._release_counts: dict[tuple[str, str], int] = {}  # see release_count
 
     def _slots(self, free: FloatArray) -> np.ndarray:
         """Per row: how many of the smallest pod fit (a huge number when it asks nothing)."""
@@ -107,28 +108,41 @@ class Capacity:
             return slots
         return self._row_slots([f + e for f, e in zip(free, extra, strict=True)])
 
-    def released_with(self, node: str, group_id: str, victims: int) -> bool:
-        """Whether a shared device becomes a whole releasing one once ``victims`` of its pods
-        are evicted (it was not one already)."""
-        groups = self.nodes.shared.get(node)
-        group = groups.groups.get(group_id) if groups is not None else None
-        return (
-            group is not None
-            and not group.all_released
-            and group.releasing_pods + victims >= group.pods
-        )
+    def release_count(self, node: str, group_id: str) -> int:
+        """How many of a shared device's pods, once evicted, make it a whole releasing device
+        (0: never, it is one already or is no shared device); kept for the search, whose
+        cluster is the same whenever it asks."""
+        key = (node, group_id)
+        count = self._release_counts.get(key)
+        if count is None:
+            groups = self.nodes.shared.get(node)
+            group = groups.groups.get(group_id) if groups is not None else None
+            released = group is None or group.all_released
+            count = 0 if group is None or released else group.pods - group.releasing_pods
+            self._release_counts[key] = count
+        return count
 
 
 class Room:
     """What a set of victims gives back on the nodes a preemptor may use, grown one unit at
-    a time; ``holds`` says whether the preemptor's pods could then fit (``Capacity``)."""
+    a time; ``holds`` says whether the preemptor's pods could then fit (``Capacity``).
 
-    __slots__ = ("_added", "_capacity", "_shared", "_total")
+    Everything ``holds`` reads is kept as units are added: the shared devices they wholly
+    release (a device's victims only grow, so it is released from one count on) and each
+    row's gain in slots, worked out again only for the rows changed since the last ``holds``.
+    The cluster is the same whenever a room is used (a search rolls every scenario back)."""
+
+    __slots__ = ("_capacity", "_changed", "_released", "_rows", "_shared", "_slots", "_total")
 
     def __init__(self, capacity: Capacity) -> None:
         self._capacity = capacity
-        self._added: dict[int, list[float]] = {}  # row -> cpu, memory, GPUs given back
-        self._shared: dict[tuple[str, str], int] = {}  # (node, shared device) -> its victims
+        # row -> cpu, memory and GPUs given back, shared devices wholly given back, and the
+        # slots gained as of the last ``holds``
+        self._rows: dict[int, list[float]] = {}
+        self._shared: dict[tuple[str, str], int] | None = None  # shared device -> its victims
+        self._released = 0.0  # Σ of the shared devices wholly given back
+        self._slots = capacity.base_slots  # base slots + Σ of the gains
+        self._changed: set[int] = set()  # rows whose gain may have changed since
         self._total = list(capacity.scenario_total)
 
     def add(self, tasks: Iterable[Task]) -> None:
@@ -137,48 +151,57 @@ class Room:
         index = capacity.nodes.index
         mask = capacity.mask
         total = self._total
+        rows = self._rows
         for task in tasks:
             row = index.get(task.node)
             if row is None or not mask[row]:
                 continue
             request = task.request
             gpu = request.gpu
+            given = rows.get(row)
+            if given is None:
+                given = rows[row] = [0.0, 0.0, 0.0, 0.0, 0.0]
             if capacity.whole and task.gpu_groups:
                 gpu = 0.0
                 for group in task.gpu_groups:
-                    key = (task.node, group)
-                    self._shared[key] = self._shared.get(key, 0) + 1
-            extra = self._added.get(row)
-            if extra is None:
-                self._added[row] = [request.cpu, request.memory, gpu]
-            else:
-                extra[0] += request.cpu
-                extra[1] += request.memory
-                extra[2] += gpu
+                    self._count_shared(task.node, group, given)
+            given[0] += request.cpu
+            given[1] += request.memory
+            given[2] += gpu
+            self._changed.add(row)
             total[0] += request.cpu
             total[1] += request.memory
             total[2] += gpu
 
+    def _count_shared(self, node: str, group: str, given: list[float]) -> None:
+        """One more victim on a shared device; the device counts as given back (on its row,
+        ``given``) from the count that releases it wholly."""
+        if self._shared is None:
+            self._shared = {}
+        key = (node, group)
+        count = self._shared[key] = self._shared.get(key, 0) + 1
+        if count == self._capacity.release_count(node, group):
+            given[3] += 1.0
+            self._released += 1.0
+
     def holds(self) -> bool:
         """Whether the preemptor's pods could fit with these victims evicted."""
         capacity = self._capacity
-        index = capacity.nodes.index
-        released: dict[int, float] = {}  # row -> shared devices wholly given back
-        for (node, group), count in self._shared.items():
-            if capacity.released_with(node, group, count):
-                row = index[node]
-                released[row] = released.get(row, 0.0) + 1.0
         needed = capacity.needed
-        gpus = self._total[2] + sum(released.values())
+        total = self._total
         if (
-            self._total[0] + EPS < needed[0]
-            or self._total[1] + EPS < needed[1]
-            or gpus + EPS < needed[2]
+            total[0] + EPS < needed[0]
+            or total[1] + EPS < needed[1]
+            or total[2] + self._released + EPS < needed[2]
         ):
             return False
-        slots = capacity.base_slots
-        for row, given in self._added.items():
-            bonus = released.get(row)
-            extra = [given[0], given[1], given[2] + bonus] if bonus else given
-            slots += capacity.row_slots(row, extra) - capacity.row_slots(row)
-        return slots >= capacity.pods
+        if self._changed:
+            for row in self._changed:
+                given = self._rows[row]
+                bonus = given[3]
+                extra = [given[0], given[1], given[2] + bonus] if bonus else given[:3]
+                gain = capacity.row_slots(row, extra) - capacity.row_slots(row)
+                self._slots += gain - int(given[4])
+                given[4] = gain
+            self._changed.clear()
+        return self._slots >= capacity.pods

@@ -160,6 +160,8 @@ def _saturated(
 def _protected(
     session: Session, runtimes: dict[tuple[str, str], float], reclaimer: Job, victim: Job
 ) -> bool:
+    if victim.last_start is None:  # never started: nothing to protect
+        return False
     pair = (victim.queue, reclaimer.queue)
     if pair not in runtimes:
         runtimes[pair] = reclaim_min_runtime(session, victim, reclaimer.queue)

@@ -66,8 +66,8 @@ from pykai.engine.ordering import (
     sides,
 )
 from pykai.engine.placement import find_node
+from pykai.engine.queue_sums import QueueUsage
 from pykai.engine.session import QueueInfo, Session, Statement
-from pykai.engine.state import QueueUsage
 from pykai.model.resources import Resources
 
 GPU = 2
@@ -123,6 +123,7 @@ class Solver:
         self.simulated = 0  # scenarios simulated (for benchmarks)
         self._failed: set[Shape] = set()
         self._victims: dict[str, list[tuple[JobKey, Job]]] = {}  # leaf -> running jobs
+        self._victim_keys_of: dict[str, JobKey] = {}  # job -> its key in those lists
         self._pending: dict[str, list[Job]] | None = None  # leaf -> its pending jobs
         self._sorted: dict[str, list[tuple[JobKey, Job]]] = {}  # leaf -> them in job order
         self._requests: dict[str, Resources] = {}
@@ -229,7 +230,7 @@ class Solver:
             limited = self._limited[leaf] = [
                 queues[name] for name in chain if not all(map(math.isinf, queues[name].limit))
             ]
-        return all(queue.usage.allocated.fits_in(queue.limit) for queue in limited)
+        return not limited or all(queue.usage.allocated.fits_in(queue.limit) for queue in limited)
 
     def until_commit(self, key: Hashable, compute: Callable[[], T]) -> T:
         """``compute()``, kept until the next commit under ``key`` (it must depend on
@@ -246,7 +247,7 @@ class Solver:
         (the exhaustive search looks at every queue every time)."""
         if self._gives is None or self.exhaustive:
             self._gives = {
-                queue: self._has_victims(queue) for queue in self.session.state.running_jobs
+                queue: self._has_victims(queue) for queue in self.session.state.indexes.running
             }
             self._victim_queues = None
         if self._victim_queues is None:
@@ -255,7 +256,7 @@ class Solver:
 
     def _has_victims(self, queue: str) -> bool:
         state = self.session.state
-        buckets = state.running_jobs.get(queue, {})
+        buckets = state.indexes.running.get(queue, {})
         return (
             queue in self.session.queues
             and bool(state.queue_chain(queue))
@@ -279,25 +280,34 @@ class Solver:
         entries = self._victims.get(leaf)
         if entries is None or self.exhaustive:
             jobs = self.session.state.jobs
-            buckets = self.session.state.running_jobs.get(leaf, {})
+            buckets = self.session.state.indexes.running.get(leaf, {})
             running = [jobs[k] for keys in buckets.values() for k in keys]
             entries = [(victim_key(job), job) for job in running if job.preemptible]
             entries.sort(key=_first)
             self._victims[leaf] = entries
+            self._victim_keys_of.update((job.key, key) for key, job in entries)
         return entries
 
     def _reposition(self, job: Job) -> None:
         """A commit changed a job (it runs now, or more, or lost pods): its place in its
         leaf's victim list and among its leaf's pending jobs, and what it asks for, change."""
-        self._order_keys.pop(job.key, None)
-        self._sorted.pop(job.queue, None)
+        old = self._order_keys.pop(job.key, None)
         self._requests.pop(job.key, None)
+        ordered = self._sorted.get(job.queue)
+        if ordered is not None and self.exhaustive:
+            del self._sorted[job.queue]  # sorted afresh
+        elif ordered is not None and old is not None and _drop(ordered, old, job):
+            # a pending job of the leaf: moved to its new place
+            bisect.insort(ordered, (self._order_key(job), job), key=_first)
         entries = self._victims.get(job.queue)
         if entries is None:
             return
-        entries[:] = [entry for entry in entries if entry[1] is not job]
+        placed = self._victim_keys_of.pop(job.key, None)
+        if placed is not None:
+            _drop(entries, placed, job)
         if job.preemptible and job.running:
-            bisect.insort(entries, (victim_key(job), job), key=_first)
+            key = self._victim_keys_of[job.key] = victim_key(job)
+            bisect.insort(entries, (key, job), key=_first)
 
     def pending_request(self, job: Job) -> Resources:
         """What a pending job would ask for now (kept until something is committed)."""
@@ -308,8 +318,8 @@ class Solver:
 
     def pending_before(self, leaf: str, limit: JobKey) -> list[Job]:
         """Pending jobs of a leaf queue that come before ``limit`` in job order (no job turns
-        pending during an action, so the lists are built once, and sorted again for a queue
-        whose job was placed)."""
+        pending during an action, so the lists are built and sorted once, and a job a commit
+        changes is moved to its new place)."""
         if self._pending is None:
             self._pending = {}
             state = self.session.state
@@ -334,6 +344,16 @@ class Solver:
 
 def _first(pair: tuple[JobKey, Job]) -> JobKey:
     return pair[0]
+
+
+def _drop(entries: list[tuple[JobKey, Job]], key: JobKey, job: Job) -> bool:
+    """Take ``job``, listed under ``key``, out of a list in key order; whether it was there
+    (keys end with the job's UID: no two jobs share one)."""
+    at = bisect.bisect_left(entries, key, key=_first)
+    if at < len(entries) and entries[at][1] is job:
+        del entries[at]
+        return True
+    return False
 
 
 def _shape(job: Job, tasks: list[Task]) -> Shape:
@@ -420,11 +440,15 @@ class _Search:
         on_node: dict[str, list[VictimUnit]] = {}
         rooms: dict[str, Room] = {}  # node -> what its units give back, for the bound
         for unit in self._units(victims):
-            nodes = sorted({t.node for t in unit.tasks})
+            tasks = unit.tasks
+            nodes = [tasks[0].node] if len(tasks) == 1 else sorted({t.node for t in tasks})
             for node in nodes:
                 on_node.setdefault(node, []).append(unit)
                 if self.capacity is not None:
-                    rooms.setdefault(node, self.capacity.room()).add(unit.tasks)
+                    room = rooms.get(node)
+                    if room is None:
+                        room = rooms[node] = self.capacity.room()
+                    room.add(unit.tasks)
             for node in nodes:
                 if self.capacity is None or rooms[node].holds():
                     yield on_node[node], True

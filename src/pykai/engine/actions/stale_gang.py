@@ -12,15 +12,15 @@ def stale_gang_eviction(session: Session) -> None:
     backend to keep in the PodGroup annotation."""
     state = session.state
     grace = session.config.stale_gang_grace_period
-    for key in sorted(state.below_minimum | state.stale_marked):
+    for key in sorted(state.indexes.below_minimum | state.indexes.stale_marked):
         job = state.jobs[key]
         if not job.running_below_minimum():
             if job.stale_since is not None:
-                state.mark_stale(job, None)
+                state.indexes.mark_stale(job, None)
                 session.stale[key] = None
             continue
         if job.stale_since is None:
-            state.mark_stale(job, session.now)
+            state.indexes.mark_stale(job, session.now)
             session.stale[key] = session.now
         since = job.stale_since if job.stale_since is not None else session.now
         if grace < 0 or session.now - since < grace:
@@ -34,5 +34,5 @@ def stale_gang_eviction(session: Session) -> None:
             if task.status in EVICTABLE:
                 statement.evict(task, "StaleGang", message)
         statement.commit()
-        state.mark_stale(job, None)
+        state.indexes.mark_stale(job, None)
         session.stale[key] = None

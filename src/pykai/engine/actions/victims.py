@@ -119,12 +119,11 @@ class _Reversed:
 
 @dataclass(slots=True, eq=False)
 class _Item:
-    """One unit a leaf hands out: the offer it comes from (its job and what the offer held
-    when taken from), the unit's pods, whether min-runtime may protect it (the rest of a
-    gang), and all the leaf gave up to and with it (what its key is judged by)."""
+    """One unit a leaf hands out (its job and pods), what the offer it comes from held when
+    taken from, whether min-runtime may protect it (the rest of a gang), and all the leaf gave
+    up to and with it (what its key is judged by)."""
 
-    job: Job
-    tasks: tuple[Task, ...]
+    unit: VictimUnit
     amount: Resources
     whole: bool
     through: Resources
@@ -168,7 +167,7 @@ class _Stream:
         tasks, whole = offer.take()
         if offer.tasks:
             heapq.heappush(self._again, _Reversed(offer.key(), next(self._seq), offer))
-        self.items.append(_Item(offer.job, tasks, amount, whole, self._taken))
+        self.items.append(_Item(VictimUnit(offer.job, tasks), amount, whole, self._taken))
 
     def _head(self) -> _Offer | None:
         if self._jobs is None:
@@ -342,28 +341,32 @@ class VictimQueue:
             index = self._under[best[2]]
             item = self._items[index]
             assert item is not None
-            self._positions[index] += 1
-            self._items[index] = self._streams[index].item(self._positions[index])
+            position = self._positions[index] = self._positions[index] + 1
+            stream = self._streams[index]
+            worked_out = stream.items
+            self._items[index] = (
+                worked_out[position] if position < len(worked_out) else stream.item(position)
+            )
             queue = index
             while queue >= 0:
                 self._refresh(queue)
                 queue = parents[queue]
-            if not (item.whole and self._protected(item.job)):
-                return VictimUnit(item.job, item.tasks)
+            if not (item.whole and self._protected(item.unit.job)):
+                return item.unit
 
     def _refresh(self, index: int) -> None:
         """Work a queue's entry out again from its leaf's next unit, or from its children's
         entries (the child ranked last gives next), and tell its parent."""
         tree = self._tree
         if index < tree.leaves:
-            under = index if self._items[index] is not None else -1
+            item = self._items[index]
+            under = -1 if item is None else index
         else:
             best = max(filter(None, self._below[index]), default=None)
             under = -1 if best is None else self._under[best[2]]
+            item = None if best is None else self._items[under]
         entry: Entry = None
-        if under >= 0:
-            item = self._items[under]
-            assert item is not None
+        if item is not None:
             order = self._orders[index]
             keys = item.keys
             if keys is None:
