@@ -10,7 +10,18 @@ from __future__ import annotations
 import typer
 
 from pykai.cli.bench import app as bench_app
-from pykai.cli.commands import apply, clock, crds, create, demo, describe, get, serve, version
+from pykai.cli.commands import (
+    apply,
+    clock,
+    crds,
+    create,
+    dashboard,
+    demo,
+    describe,
+    get,
+    serve,
+    version,
+)
 from pykai.cli.completion import completion
 from pykai.cli.local_cluster import app as local_cluster_app
 from pykai.cli.options import root
@@ -35,6 +46,7 @@ for command in (
     crds.crds,
     serve.run,
     serve.webhook,
+    dashboard.dashboard,
 ):
     app.command()(command)
 app.add_typer(create.app, name="create")

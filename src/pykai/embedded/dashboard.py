@@ -1,0 +1,88 @@
+"""The dashboard of an embedded cluster file (``pykai dashboard``): every request brings the
+engine state up to the store (the change log replayed, as a writer does), reads the ``Evict``
+events and PodGroup reasons written since the last request, samples each queue's allocation,
+and builds the page. Opens the file for reading only: other commands keep writing it."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from pykai.dashboard.memory import Memory, from_event
+from pykai.dashboard.model import allocated_gpus, build_page
+from pykai.embedded.cluster import EmbeddedCluster
+from pykai.engine.config import SchedulerConfig, config_from_mapping
+from pykai.model.errors import ValidationError
+from pykai.model.meta import Obj, mapping
+
+
+class StorePages:
+    """Pages of one cluster file, built on request (one at a time)."""
+
+    def __init__(self, cluster: EmbeddedCluster) -> None:
+        self.cluster = cluster
+        self.memory = Memory()
+        self._reasons: dict[str, str] = {}
+        self._generation: int | None = None  # the store's generation last read
+        self._lock = threading.Lock()
+
+    def page(self) -> bytes:
+        """The page model's JSON, as of now."""
+        with self._lock, self.cluster.store.snapshot():
+            return json.dumps(self._build()).encode()
+
+    def _build(self) -> dict[str, Any]:
+        store = self.cluster.store
+        state = self.cluster.state
+        changed = None if self._generation is None else store.changes_since(self._generation)
+        if changed is None:  # first page, or too far behind the log: read them all
+            self._reasons = {}
+            events, groups = store.list("Event"), store.list("PodGroup")
+        else:
+            events = _stored(store.get, changed, "Event")
+            groups = _stored(store.get, changed, "PodGroup")
+        self._generation = store.generation
+        for event in events:
+            eviction = from_event(event)
+            if eviction is not None:
+                self.memory.evicted(eviction)
+        for group in groups:
+            meta = group["metadata"]
+            self._reasons[f"{meta['namespace']}/{meta['name']}"] = reason_of(group)
+        now = store.now()
+        self.memory.sample(now, allocated_gpus(state))
+        return build_page(
+            state,
+            self._config(),
+            now,
+            reasons=self._reasons,
+            evictions=self.memory.evictions(),
+            history=self.memory.history(),
+        )
+
+    def _config(self) -> SchedulerConfig:
+        """The stored SchedulingShard ``default``'s configuration; the defaults without one or
+        with one that cannot be read (the scheduler reports that: this file is read-only)."""
+        shard = self.cluster.store.get("SchedulingShard", "default")
+        try:
+            return config_from_mapping(shard) if shard is not None else SchedulerConfig()
+        except ValidationError:
+            return SchedulerConfig()
+
+
+def _stored(get: Any, changed: list[tuple[str, str, str]], kind: str) -> list[Obj]:
+    """The objects of ``kind`` among the changed keys that still exist."""
+    found = (get(kind, name, namespace) for k, namespace, name in changed if k == kind)
+    return [obj for obj in found if obj is not None]
+
+
+def reason_of(group: Obj) -> str:
+    """Why a PodGroup waits, as its scheduling condition says (empty: it does not say)."""
+    conditions = mapping(group.get("status")).get("schedulingConditions") or []
+    if not conditions or not isinstance(conditions[0], dict):
+        return ""
+    reasons = conditions[0].get("reasons") or []
+    return "; ".join(
+        f"{r.get('reason', '')}: {r.get('message', '')}" for r in reasons if isinstance(r, dict)
+    )
