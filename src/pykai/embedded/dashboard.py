@@ -1,12 +1,16 @@
 """The dashboard of an embedded cluster file (``pykai dashboard``): every request brings the
 engine state up to the store (the change log replayed, as a writer does), reads the ``Evict``
-events and PodGroup reasons written since the last request, samples each queue's allocation,
-and builds the page. Opens the file for reading only: other commands keep writing it."""
+events and PodGroup reasons written since the last request, samples each queue's allocation
+(on the wall clock: the cluster's own clock moves only when told to), and builds the page. Opens the file for reading only: other commands keep writing it. SQLite
+connections belong to the thread that made them, so one worker thread opens the file and
+builds every page; HTTP threads wait for it."""
 
 from __future__ import annotations
 
 import json
-import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 from pykai.dashboard.memory import Memory, from_event
@@ -18,18 +22,32 @@ from pykai.model.meta import Obj, mapping
 
 
 class StorePages:
-    """Pages of one cluster file, built on request (one at a time)."""
+    """Pages of one cluster file, built on request, one at a time, in one thread."""
 
-    def __init__(self, cluster: EmbeddedCluster) -> None:
-        self.cluster = cluster
+    def __init__(self, path: Path) -> None:
+        """Open the cluster file at ``path`` for reading (errors as ``EmbeddedCluster.open``
+        raises them)."""
         self.memory = Memory()
         self._reasons: dict[str, str] = {}
         self._generation: int | None = None  # the store's generation last read
-        self._lock = threading.Lock()
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dashboard-store")
+        try:
+            self.cluster = self._worker.submit(EmbeddedCluster.open, path, readonly=True).result()
+        except BaseException:
+            self._worker.shutdown()
+            raise
 
     def page(self) -> bytes:
         """The page model's JSON, as of now."""
-        with self._lock, self.cluster.store.snapshot():
+        return self._worker.submit(self._json).result()
+
+    def close(self) -> None:
+        """Close the file and end the worker."""
+        self._worker.submit(self.cluster.close).result()
+        self._worker.shutdown()
+
+    def _json(self) -> bytes:
+        with self.cluster.store.snapshot():
             return json.dumps(self._build()).encode()
 
     def _build(self) -> dict[str, Any]:
@@ -51,7 +69,7 @@ class StorePages:
             meta = group["metadata"]
             self._reasons[f"{meta['namespace']}/{meta['name']}"] = reason_of(group)
         now = store.now()
-        self.memory.sample(now, allocated_gpus(state))
+        self.memory.sample(time.time(), allocated_gpus(state))  # as the dashboard saw it
         return build_page(
             state,
             self._config(),

@@ -25,7 +25,6 @@ def dashboard(
     evictions, allocation over time) until interrupted; other commands keep working on the
     cluster meanwhile."""
     from pykai.dashboard.server import serve_dashboard
-    from pykai.embedded.cluster import EmbeddedCluster
     from pykai.embedded.dashboard import StorePages
     from pykai.embedded.store import explain
 
@@ -33,16 +32,16 @@ def dashboard(
     with reported():
         where = host_port("--address", address)
         try:
-            opened = EmbeddedCluster.open(target, readonly=True)
+            pages = StorePages(target)
         except sqlite3.Error as exc:
             raise explain(target, exc) from None
     stop = serving("info", "text")
     try:
         with reported():
-            server = serve_dashboard(where, StorePages(opened).page)
+            server = serve_dashboard(where, pages.page)
         port = server.server_address[1]
         typer.echo(f"dashboard of {target} on http://{where[0]}:{port}/ (Ctrl-C stops it)")
         stop.wait()
         server.shutdown()
     finally:
-        opened.close()
+        pages.close()

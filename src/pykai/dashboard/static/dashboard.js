@@ -86,39 +86,50 @@ function drawQueues() {
 
 // ---- GPU map (one canvas: 1,000 nodes of 8 devices are 8,000 cells, no DOM node each) ------
 
-const CELL = 10;
+// A small cluster is drawn one node a row with its name; a large one packs nodes in a grid.
+const FEW_NODES = 64;
 const GAP = 4;
+const LABEL = 150;
 let layout = [];
+let cellSize = 10;
 
 function drawGpus() {
   const gpus = model.gpus;
   const names = gpus.queues;
   const canvas = document.getElementById("gpu-canvas");
   const width = canvas.width;
-  let x = GAP, y = GAP;
+  const few = gpus.nodes.length <= FEW_NODES;
+  cellSize = few ? 18 : 10;
+  let x = few ? LABEL : GAP, y = GAP;
   layout = [];
   for (const [name, devices] of gpus.nodes) {
-    const w = Math.max(devices.length, 1) * CELL;
-    if (x + w > width) { x = GAP; y += CELL + GAP; }
+    const w = Math.max(devices.length, 1) * cellSize;
+    if (few && layout.length) { y += cellSize + GAP; } else if (x + w > width) { x = GAP; y += cellSize + GAP; }
     layout.push({ name, devices, x, y, w });
-    x += w + GAP;
+    if (!few) x += w + GAP;
   }
-  canvas.height = y + CELL + GAP;
+  canvas.height = y + cellSize + GAP;
   const ctx = canvas.getContext("2d");
   ctx.clearRect(0, 0, canvas.width, canvas.height);
+  ctx.font = "12px system-ui, sans-serif";
+  ctx.textBaseline = "middle";
   const held = new Array(names.length).fill(0);
   let total = 0, busy = 0;
   for (const node of layout) {
+    if (few) {
+      ctx.fillStyle = "#222";
+      ctx.fillText(node.name, GAP, node.y + cellSize / 2);
+    }
     node.devices.forEach((segments, d) => {
-      const dx = node.x + d * CELL;
+      const dx = node.x + d * cellSize;
       ctx.fillStyle = "#e5e7eb";
-      ctx.fillRect(dx, node.y, CELL - 1, CELL);
-      let top = node.y + CELL;
+      ctx.fillRect(dx, node.y, cellSize - 1, cellSize);
+      let top = node.y + cellSize;
       total += 1;
       for (const [q, portion] of segments) {
-        const h = CELL * Math.min(1, portion);
+        const h = cellSize * Math.min(1, portion);
         ctx.fillStyle = colour(q, names);
-        ctx.fillRect(dx, top - h, CELL - 1, h);
+        ctx.fillRect(dx, top - h, cellSize - 1, h);
         top -= h;
         held[q] += portion;
         busy += portion;
@@ -133,7 +144,7 @@ function drawGpus() {
     swatch.style.background = colour(i, names);
     item.append(swatch, `${n || "(no queue)"}: ${num(held[i])} GPUs`);
     return item;
-  }).filter((_, i) => held[i] > 0 || names[i] !== ""));
+  }).filter((_, i) => held[i] > 0));
   const shared = gpus.shared.map((s) => row([s.node, `GPU ${s.device}`,
     s.queues.map((h) => `${h.queue || "(no queue)"} ${num(h.portion)}`).join(", ")]));
   if (gpus.sharedTotal > gpus.shared.length) shared.push(row([`… and ${gpus.sharedTotal - gpus.shared.length} more`, "", ""]));
@@ -145,7 +156,7 @@ function gpuTip(event) {
   const canvas = event.target;
   const box = canvas.getBoundingClientRect();
   const x = event.clientX - box.left, y = event.clientY - box.top;
-  const node = layout.find((n) => x >= n.x && x < n.x + n.w && y >= n.y && y < n.y + CELL);
+  const node = layout.find((n) => x >= n.x && x < n.x + n.w && y >= n.y && y < n.y + cellSize);
   if (!node || !model) { tip.hidden = true; return; }
   const names = model.gpus.queues;
   const lines = node.devices.map((segments, d) => `GPU ${d}: ` + (segments.length
@@ -213,6 +224,13 @@ function drawHistory() {
     line.setAttribute("stroke", colour(Math.max(0, legendNames.indexOf(name)), legendNames));
     line.dataset.queue = name;
     parts.push(line);
+    if (samples.length) {
+      const [t, values] = samples[samples.length - 1];
+      const dot = document.createElementNS(ns, "circle");
+      dot.setAttribute("cx", sx(t)); dot.setAttribute("cy", sy(values[i])); dot.setAttribute("r", "3");
+      dot.setAttribute("fill", line.getAttribute("stroke"));
+      parts.push(dot);
+    }
   });
   svg.replaceChildren(...parts);
   document.getElementById("history-legend").replaceChildren(...queues.map((name, i) => {
