@@ -1,9 +1,11 @@
 """The dashboard of an embedded cluster file (``pykai dashboard``): every request brings the
 engine state up to the store (the change log replayed, as a writer does), reads the ``Evict``
 events and PodGroup reasons written since the last request, samples each queue's allocation
-(on the wall clock: the cluster's own clock moves only when told to), and builds the page. Opens the file for reading only: other commands keep writing it. SQLite
-connections belong to the thread that made them, so one worker thread opens the file and
-builds every page; HTTP threads wait for it."""
+(on the wall clock: the cluster's own clock moves only when told to), and builds the page.
+
+The file is opened for reading only: other commands keep writing it. SQLite connections
+belong to the thread that made them, so one worker thread opens the file and builds every
+page; HTTP threads wait for it."""
 
 from __future__ import annotations
 
