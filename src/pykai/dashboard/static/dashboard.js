@@ -251,8 +251,10 @@ function show() {
   const page = currentPage();
   for (const name of PAGES) document.getElementById(name).hidden = name !== page;
   for (const link of document.querySelectorAll("nav a")) link.classList.toggle("current", link.dataset.page === page);
+  const started = performance.now();
   if (model && !model.waiting) DRAW[page]();
   document.body.dataset.page = page;
+  if (location.search.includes("timing")) console.log(`pykai-draw ${page} ${(performance.now() - started).toFixed(1)} ms`);  // pykai bench dashboard
 }
 
 async function refresh() {
