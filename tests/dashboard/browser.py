@@ -29,7 +29,9 @@ def chromium() -> str:
 
 
 def _run(url: str, *flags: str) -> str:
-    with tempfile.TemporaryDirectory(prefix="pykai-chromium-") as profile:
+    with tempfile.TemporaryDirectory(
+        prefix="pykai-chromium-", ignore_cleanup_errors=True
+    ) as profile:
         out = subprocess.run(
             [
                 chromium(),

@@ -10,8 +10,10 @@ the console when its URL asks for ``?timing``. Chromium's own start-up is not co
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import signal
 import statistics
 import subprocess
 import tempfile
@@ -99,12 +101,15 @@ def _embedded(workload: Workload, runs: int) -> dict[str, float]:
 def _draw_ms(browser: str, url: str) -> float | None:
     """How long the page's script took to draw ``url`` in headless Chromium (None if it did
     not say so in time)."""
-    with tempfile.TemporaryDirectory(prefix="pykai-bench-chromium-") as profile:
+    with tempfile.TemporaryDirectory(
+        prefix="pykai-bench-chromium-", ignore_cleanup_errors=True
+    ) as profile:
         process = subprocess.Popen(
             [browser, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
              f"--user-data-dir={profile}", "--window-size=1400,1000", "--enable-logging=stderr",
              "--remote-debugging-port=0", url],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,  # its own process group: Chromium's helpers end with it
         )  # fmt: skip
         assert process.stderr is not None
         deadline = time.monotonic() + BROWSER_DEADLINE
@@ -118,5 +123,5 @@ def _draw_ms(browser: str, url: str) -> float | None:
                     return float(found.group(2))
             return None
         finally:
-            process.kill()
+            os.killpg(process.pid, signal.SIGKILL)
             process.wait()
