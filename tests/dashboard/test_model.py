@@ -3,10 +3,12 @@ the scheduler will try them, evictions as their events say."""
 
 from __future__ import annotations
 
-from pykai.controllers.status import reason_text
+from collections.abc import Mapping, Sequence
+
 from pykai.dashboard.memory import Memory, from_decision, from_event
 from pykai.dashboard.model import allocated_gpus, build_page
 from pykai.engine.config import SchedulerConfig
+from pykai.engine.decisions import Reason
 from pykai.model.builders import node, pod, podgroup, queue
 from pykai.model.meta import Obj
 from tests.engine.conftest import Engine
@@ -37,7 +39,7 @@ def job(
     ]
 
 
-def page(engine: Engine, reasons: dict[str, str] | None = None) -> dict:  # type: ignore[type-arg]
+def page(engine: Engine, reasons: Mapping[str, Sequence[Reason]] | None = None) -> dict:  # type: ignore[type-arg]
     return build_page(
         engine.state,
         SchedulerConfig(),
@@ -108,8 +110,7 @@ def test_pending_jobs_in_the_order_the_scheduler_tries_them() -> None:
     engine.add(job("b-one", "team-b", gpus=16, created="2024-01-01T00:00:09Z"))
     engine.add(job("lost", "no-such-queue", gpus=1))
     result = engine.cycle()
-    reasons = {key: reason_text(found) for key, found in result.unschedulable.items()}
-    pending = page(engine, reasons)["pending"]
+    pending = page(engine, result.unschedulable)["pending"]
 
     rows = [(j["job"], j["position"], j["queuePosition"]) for j in pending["jobs"]]
     assert rows == [

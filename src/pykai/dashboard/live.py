@@ -10,11 +10,10 @@ import logging
 import threading
 import time
 
-from pykai.controllers.status import reason_text
 from pykai.dashboard.memory import Memory, from_decision
 from pykai.dashboard.model import allocated_gpus, build_page
 from pykai.engine.config import SchedulerConfig
-from pykai.engine.decisions import CycleResult
+from pykai.engine.decisions import CycleResult, Reason
 from pykai.engine.state import ClusterState
 
 log = logging.getLogger("pykai.dashboard")
@@ -28,7 +27,7 @@ class CyclePages:
     def __init__(self, config: SchedulerConfig) -> None:
         self.config = config
         self.memory = Memory()
-        self._reasons: dict[str, str] = {}
+        self._reasons: dict[str, list[Reason]] = {}
         self._lock = threading.Lock()
         self._page = _WAITING
         self._asked = time.monotonic()  # the first cycle builds a page
@@ -38,14 +37,11 @@ class CyclePages:
         for evict in result.evictions:
             self.memory.evicted(from_decision(evict, now))
         self.memory.sample(now, allocated_gpus(state))
-        self._reasons = {
-            key: text
-            for key, text in self._reasons.items()
-            if key in state.pending_jobs and key not in result.unschedulable
+        self._reasons = {  # the last reasons of each job still pending
+            key: reasons
+            for key, reasons in {**self._reasons, **result.unschedulable}.items()
+            if key in state.pending_jobs
         }
-        self._reasons.update(
-            {key: reason_text(reasons) for key, reasons in result.unschedulable.items()}
-        )
         if time.monotonic() - self._asked > WATCHED_FOR:
             return
         try:

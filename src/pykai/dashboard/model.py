@@ -9,8 +9,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from pykai.controllers.status import reason_text
 from pykai.engine.actions.allocate import schedulable_jobs
 from pykai.engine.config import SchedulerConfig
+from pykai.engine.decisions import Reason
 from pykai.engine.jobs import HOLDS_NODE, Job, Task, TaskStatus
 from pykai.engine.ordering import JobQueue
 from pykai.engine.session import QueueInfo, Session
@@ -40,14 +42,14 @@ def build_page(
     config: SchedulerConfig,
     now: float,
     *,
-    reasons: Mapping[str, str],
+    reasons: Mapping[str, Sequence[Reason]],
     evictions: Sequence[Eviction],
     history: Mapping[str, Any],
 ) -> dict[str, Any]:
     """Everything the pages show, as JSON-ready data: ``queues`` (the tree, with quota, limit,
     fair share, allocated and requested per resource), ``gpus`` (every node and device, and
     what each queue holds of it), ``pending`` (in the order the scheduler will try them, with
-    positions and reasons; ``reasons`` maps a job key to why it waits), ``evictions`` (newest
+    positions and reasons; ``reasons`` maps a job key to why it waited last), ``evictions`` (newest
     first) and ``history`` (as the backend keeps it)."""
     session = Session.open(state, config, now)
     queue_names = sorted(state.queues)
@@ -180,7 +182,7 @@ def _queue_of(state: ClusterState, task: Task) -> str:
 # ---- pending jobs -----------------------------------------------------------------------------
 
 
-def _pending(session: Session, reasons: Mapping[str, str]) -> dict[str, Any]:
+def _pending(session: Session, reasons: Mapping[str, Sequence[Reason]]) -> dict[str, Any]:
     """Pending jobs in the order allocate would try them now (``position``, from 1) and their
     place in their own queue (``queuePosition``); then jobs that cannot be tried yet (no
     queue, too few pods), without positions."""
@@ -199,7 +201,10 @@ def _pending(session: Session, reasons: Mapping[str, str]) -> dict[str, Any]:
 
 
 def _pending_row(
-    job: Job, reasons: Mapping[str, str], position: int | None, queue_position: int | None
+    job: Job,
+    reasons: Mapping[str, Sequence[Reason]],
+    position: int | None,
+    queue_position: int | None,
 ) -> dict[str, Any]:
     return {
         "job": job.key,
@@ -209,5 +214,6 @@ def _pending_row(
         "pending": job.pending,
         "gpu": round(job.pending_request.gpu, 4),
         "priority": job.priority,
-        "reason": reasons.get(job.key, "") or "not judged yet: waiting for the next cycle",
+        "reason": reason_text(list(reasons.get(job.key, ())))
+        or "not judged yet: waiting for the next cycle",
     }

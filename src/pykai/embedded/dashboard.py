@@ -19,6 +19,7 @@ from pykai.dashboard.memory import Memory, from_event
 from pykai.dashboard.model import allocated_gpus, build_page
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.engine.config import SchedulerConfig, config_from_mapping
+from pykai.engine.decisions import Reason
 from pykai.model.errors import ValidationError
 from pykai.model.meta import Obj, mapping
 
@@ -30,7 +31,7 @@ class StorePages:
         """Open the cluster file at ``path`` for reading (errors as ``EmbeddedCluster.open``
         raises them)."""
         self.memory = Memory()
-        self._reasons: dict[str, str] = {}
+        self._reasons: dict[str, list[Reason]] = {}
         self._generation: int | None = None  # the store's generation last read
         self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="dashboard-store")
         try:
@@ -62,11 +63,13 @@ class StorePages:
         else:
             events = _stored(store.get, changed, "Event")
             groups = _stored(store.get, changed, "PodGroup")
+            for kind, namespace, name in changed:
+                if kind == "PodGroup":
+                    self._reasons.pop(f"{namespace}/{name}", None)  # deleted: forgotten
         self._generation = store.generation
-        for event in events:
-            eviction = from_event(event)
-            if eviction is not None:
-                self.memory.evicted(eviction)
+        evictions = (from_event(event) for event in events)
+        for eviction in sorted((e for e in evictions if e), key=lambda e: e.time):
+            self.memory.evicted(eviction)
         for group in groups:
             meta = group["metadata"]
             self._reasons[f"{meta['namespace']}/{meta['name']}"] = reason_of(group)
@@ -97,12 +100,14 @@ def _stored(get: Any, changed: list[tuple[str, str, str]], kind: str) -> list[Ob
     return [obj for obj in found if obj is not None]
 
 
-def reason_of(group: Obj) -> str:
-    """Why a PodGroup waits, as its scheduling condition says (empty: it does not say)."""
+def reason_of(group: Obj) -> list[Reason]:
+    """Why a PodGroup waited, as its scheduling condition says (empty: it does not say)."""
     conditions = mapping(group.get("status")).get("schedulingConditions") or []
     if not conditions or not isinstance(conditions[0], dict):
-        return ""
-    reasons = conditions[0].get("reasons") or []
-    return "; ".join(
-        f"{r.get('reason', '')}: {r.get('message', '')}" for r in reasons if isinstance(r, dict)
-    )
+        return []
+    entries = conditions[0].get("reasons") or []
+    return [
+        Reason(str(r.get("reason", "")), str(r.get("message", "")))
+        for r in entries
+        if isinstance(r, dict)
+    ]
