@@ -8,8 +8,12 @@ const PALETTE = ["#4f46e5", "#f59e0b", "#10b981", "#ef4444", "#8b5cf6", "#06b6d4
 const PAGES = ["queues", "gpus", "pending", "evictions", "history"];
 let model = null;
 
+// The palette first; past it, hues a golden angle apart (lightness varied), so that a
+// hundred queues still get distinct colours. Pods in no queue are grey.
 function colour(index, names) {
-  return names[index] === "" ? "#9ca3af" : PALETTE[index % PALETTE.length];
+  if (names[index] === "") return "#9ca3af";
+  if (index < PALETTE.length) return PALETTE[index];
+  return `hsl(${(index * 137.508) % 360}, 70%, ${[42, 58, 50][index % 3]}%)`;
 }
 
 function el(tag, text, attrs) {
