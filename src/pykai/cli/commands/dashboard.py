@@ -35,10 +35,11 @@ def dashboard(
             pages = StorePages(target)
         except sqlite3.Error as exc:
             raise explain(target, exc) from None
-    stop = serving("info", "text")
     try:
         with reported():
-            server = serve_dashboard(where, pages.page)
+            server = serve_dashboard(where, pages.page)  # a taken port fails before any work
+            stop = serving("info", "text")
+            pages.page()  # the engine state is loaded now, not on the first visit
         port = server.server_address[1]
         typer.echo(f"dashboard of {target} on http://{where[0]}:{port}/ (Ctrl-C stops it)")
         stop.wait()
