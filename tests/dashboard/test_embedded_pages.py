@@ -13,6 +13,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -83,9 +84,8 @@ def start_dashboard(path: Path) -> tuple[subprocess.Popen[str], str]:
     raise AssertionError("pykai dashboard did not start within 120 s")
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
-    path = tmp_path_factory.mktemp("dashboard") / "cluster.db"
+@contextmanager
+def dashboard_of_the_story(path: Path) -> Iterator[tuple[str, Path]]:
     tell_the_story(path)
     process, url = start_dashboard(path)
     try:
@@ -93,6 +93,13 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
     finally:
         process.terminate()
         process.wait(timeout=60)
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    """The story's dashboard, which the tests using it only read."""
+    with dashboard_of_the_story(tmp_path_factory.mktemp("dashboard") / "cluster.db") as found:
+        yield found
 
 
 def row_of(rows: list[list[str]], first: str) -> list[str]:
@@ -150,19 +157,19 @@ def test_recent_evictions_name_the_preemptor(served: tuple[str, Path], tmp_path:
     assert "Reclaimed by queue team-a" in why
 
 
-def test_allocation_over_time_and_live_changes(served: tuple[str, Path], tmp_path: Path) -> None:
+def test_allocation_over_time_and_live_changes(tmp_path: Path) -> None:
     """Another process changes the cluster while the dashboard runs: the next load shows it
-    (a new pending job; one more sample of each queue's allocation)."""
-    url, path = served
-    dom = load(url + "#history", tmp_path / "history.png")
-    assert "team-a: 8.5 GPUs now" in dom.text("history-legend")
-    for kind, name in (("pod", "a-train-0"), ("podgroup", "a-train")):
-        subprocess.run(
-            [sys.executable, "-m", "pykai", "delete", kind, name, "--cluster", str(path)],
-            check=True,
-            capture_output=True,
-        )
-    dom = load(url + "#history", tmp_path / "history-after.png")
-    assert "team-a: 0.5 GPUs now" in dom.text("history-legend")
-    dom = load(url + "#pending", tmp_path / "pending-after.png")
-    assert [r[2] for r in dom.rows["pending-rows"]] == ["default/a-huge"]
+    (team-a's 8-GPU job gone; one more sample of each queue's allocation)."""
+    with dashboard_of_the_story(tmp_path / "cluster.db") as (url, path):
+        dom = load(url + "#history", tmp_path / "history.png")
+        assert "team-a: 8.5 GPUs now" in dom.text("history-legend")
+        for kind, name in (("pod", "a-train-0"), ("podgroup", "a-train")):
+            subprocess.run(
+                [sys.executable, "-m", "pykai", "delete", kind, name, "--cluster", str(path)],
+                check=True,
+                capture_output=True,
+            )
+        dom = load(url + "#history", tmp_path / "history-after.png")
+        assert "team-a: 0.5 GPUs now" in dom.text("history-legend")
+        dom = load(url + "#pending", tmp_path / "pending-after.png")
+        assert [r[2] for r in dom.rows["pending-rows"]] == ["default/a-huge"]
