@@ -1,9 +1,10 @@
-"""``pykai dashboard``: the live, read-only dashboard of an embedded cluster file."""
+"""``pykai dashboard``: the live, read-only dashboard of an embedded cluster file; and the same
+pages for ``pykai run --dashboard-address``."""
 
 from __future__ import annotations
 
 import sqlite3
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated, NamedTuple
 
 import typer
 
@@ -11,6 +12,12 @@ from pykai.cli.clusterfile import cluster_path
 from pykai.cli.commands.serve import host_port, serving
 from pykai.cli.errors import reported
 from pykai.cli.options import ClusterOption
+
+if TYPE_CHECKING:
+    from http.server import ThreadingHTTPServer
+
+    from pykai.dashboard.live import CyclePages
+    from pykai.engine.config import SchedulerConfig
 
 DEFAULT_ADDRESS = "127.0.0.1:8090"
 AddressOption = Annotated[
@@ -46,3 +53,20 @@ def dashboard(
         server.shutdown()
     finally:
         pages.close()
+
+
+class LiveDashboard(NamedTuple):
+    """The dashboard of ``pykai run``: its pages (the run loop observes each cycle with
+    ``pages.observe``) and the server to shut down."""
+
+    pages: CyclePages
+    server: ThreadingHTTPServer
+
+
+def serve_cycle_pages(address: tuple[str, int], config: SchedulerConfig) -> LiveDashboard:
+    """Serve the pages of a run loop's cycles on ``address``."""
+    from pykai.dashboard.live import CyclePages
+    from pykai.dashboard.server import serve_dashboard
+
+    pages = CyclePages(config)
+    return LiveDashboard(pages, serve_dashboard(address, pages.page))

@@ -107,6 +107,7 @@ def run(
 ) -> None:
     """Run pykai's components against a real Kubernetes cluster (foreground; stops cleanly on
     SIGTERM)."""
+    from pykai.cli.commands.dashboard import serve_cycle_pages
     from pykai.cli.manifests import ManifestError, read_manifests
     from pykai.engine.config import SchedulerConfig, config_from_documents
     from pykai.kube.api import connect
@@ -153,18 +154,14 @@ def run(
     stop = serving(log_level, log_format)
     metrics = RunMetrics(chosen, stall_after=max(60.0, 30 * period))
     metrics.count_requests(api.http)
-    servers = []
-    observers = []
-    with reported():
-        if address is not None:
-            servers.append(serve_metrics(address, metrics))
-        if dashboard_at is not None:
-            from pykai.dashboard.live import CyclePages
-            from pykai.dashboard.server import serve_dashboard
-
-            pages = CyclePages(config or SchedulerConfig())
-            observers.append(pages.observe)
-            servers.append(serve_dashboard(dashboard_at, pages.page))
+    server = None
+    if address is not None:
+        with reported():
+            server = serve_metrics(address, metrics)
+    dashboard = None
+    if dashboard_at is not None:
+        with reported():
+            dashboard = serve_cycle_pages(dashboard_at, config or SchedulerConfig())
     try:
         with refused():
             runner = KubeRunner(
@@ -173,12 +170,14 @@ def run(
                 chosen,
                 scheduled_events=scheduled_events,
                 metrics=metrics,
-                observers=observers,
+                observers=(dashboard.pages.observe,) if dashboard else (),
             )
             runner.run(stop, period, elector)
     finally:
-        for server in servers:
+        if server is not None:
             server.shutdown()
+        if dashboard is not None:
+            dashboard.server.shutdown()
 
 
 def webhook(
