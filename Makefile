@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean kube-binaries helm-template prometheus image-builder
+.PHONY: setup demo test lint bench clean kube-binaries helm-template prometheus image-builder chromium
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,7 +35,10 @@ prometheus:  # Debian's Prometheus server, for the test that scrapes pykai run (
 image-builder:  # buildah and a local Debian base image, to build the Dockerfile in the tests
 	bash scripts/image-builder > /dev/null
 
-test: lint kube-binaries helm-template prometheus image-builder
+chromium:  # Debian's Chromium, headless, for the dashboard's browser tests (apt; idempotent)
+	bash scripts/chromium > /dev/null
+
+test: lint kube-binaries helm-template prometheus image-builder chromium
 	$(BIN)/pytest
 
 bench: $(STAMP)

@@ -15,6 +15,7 @@ from pykai.cli.commands import (
     clock,
     crds,
     create,
+    dashboard,
     demo,
     describe,
     explain,
@@ -49,6 +50,7 @@ for command in (
     crds.crds,
     serve.run,
     serve.webhook,
+    dashboard.dashboard,
 ):
     app.command()(command)
 app.add_typer(create.app, name="create")

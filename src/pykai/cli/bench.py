@@ -206,6 +206,23 @@ def fgd(
     typer.echo(table(["ARRIVAL %", *headers], rows))
 
 
+@app.command("dashboard")
+def dashboard(
+    nodes: Annotated[int, typer.Option(help="Nodes of 8 GPUs", min=1)] = 1000,
+    pods: Annotated[
+        int, typer.Option(help="Pods: 4 in 5 running, the rest pending", min=1)
+    ] = 10_000,
+    runs: Annotated[int, typer.Option(help="Page models built (medians reported)", min=1)] = 5,
+    output: OutputOption = "table",
+) -> None:
+    """The dashboard at scale: its page model built and encoded (wall and CPU time, JSON
+    size), and each page drawn by headless Chromium where it is installed."""
+    from pykai.bench.dashboard import run_dashboard_bench
+
+    _check_output(output)
+    _print(run_dashboard_bench(nodes, pods, runs), output)
+
+
 @app.command("cli")
 def cli(
     pods: Annotated[

@@ -16,7 +16,7 @@ import threading
 from dataclasses import dataclass
 from urllib.parse import parse_qs
 
-from pykai.engine.decisions import Reason
+from pykai.engine.decisions import CycleResult, Reason
 from pykai.engine.positions import Position, pending_positions, under_queue
 from pykai.engine.state import ClusterState
 from pykai.model.meta import format_time
@@ -48,6 +48,11 @@ class PendingBoard:
     def wanted(self) -> bool:
         """True when a request waits for positions (the loop then calls ``publish``)."""
         return self._wanted.is_set()
+
+    def observe(self, state: ClusterState, result: CycleResult, now: float) -> None:
+        """A run-loop observer: publish after a cycle when a request waits for positions."""
+        if self.wanted():
+            self.publish(state, now, result.unschedulable)
 
     def publish(self, state: ClusterState, now: float, reasons: dict[str, list[Reason]]) -> None:
         """Work the positions out from the loop's state (between cycles) and hand them over."""

@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 
 from pykai.controllers.round import COMPONENTS, Round
@@ -30,13 +31,13 @@ from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import CycleResult
 from pykai.engine.memory import settle
 from pykai.engine.scheduler import Scheduler
+from pykai.engine.state import ClusterState
 from pykai.kube.api import API_ERRORS, KINDS, KubeApi, RefusedAtStart
 from pykai.kube.binder import RESERVATION_NAMESPACE, groups_in_use
 from pykai.kube.host import KubeHost
 from pykai.kube.informer import Informer
 from pykai.kube.leader import LeaderElector
 from pykai.kube.metrics import RunMetrics
-from pykai.kube.pending import PendingBoard
 from pykai.model import constants as c
 from pykai.standins.workloads import KUBERAY
 
@@ -93,14 +94,13 @@ class KubeRunner:
         *,
         scheduled_events: bool = True,
         metrics: RunMetrics | None = None,
-        pending: PendingBoard | None = None,
+        observers: Sequence[Callable[[ClusterState, CycleResult, float], None]] = (),
     ) -> None:
         """``pool`` carries out the writes (default: 32 threads); ``scheduled_events`` off
-        leaves a bind one write (for benchmarks); ``pending`` gets the queue positions after a
-        cycle when a request waits for them."""
+        leaves a bind one write (for benchmarks); each observer is handed the state, the
+        result and the time after every cycle, in the loop's thread (the dashboard)."""
         self.api = api
         self.metrics = metrics or RunMetrics(components)
-        self.pending = pending
         self.components = components
         config = config or SchedulerConfig()
         if "scheduler" not in components:  # status only: fair share without actions
@@ -120,6 +120,7 @@ class KubeRunner:
         self.kinds = sorted({k for name in components for k in _NEEDS[name]})
         if "podgrouper" in components:
             self.kinds = sorted(set(self.kinds) | _OPTIONAL)
+        self.observers = tuple(observers)
         self.cycles = 0  # cycles run by this process
         self._next_full_status = 0.0  # when status is next checked for every object
 
@@ -152,10 +153,8 @@ class KubeRunner:
                     leading = ready and (elector is None or elector.leading())
                     self.metrics.loop(ready, leading)
                     if leading:
-                        result = self.cycle()
+                        self.cycle()
                         self._cycled()
-                        if self.pending is not None and self.pending.wanted():
-                            self.pending.publish(self.host.state, time.time(), result.unschedulable)
                 except API_ERRORS as exc:  # the apiserver may be restarting
                     log.warning("cycle failed: %s", exc)
                     self.metrics.cycle_failed("api")
@@ -209,6 +208,8 @@ class KubeRunner:
         (_, before), (_, decided), (_, done) = marks
         phases = {"group": before - started, "schedule": decided - before, "write": done - decided}
         self.metrics.cycle(result, phases, self.host.state)
+        for observe in self.observers:
+            observe(self.host.state, result, time.time())
         if result.binds or result.evictions:
             log.info(
                 "cycle: %d binds, %d evictions (group %.3fs, schedule %.3fs, write %.3fs)",

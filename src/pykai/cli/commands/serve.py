@@ -21,7 +21,7 @@ LogFormatOption = Annotated[
 ]
 
 
-def _serving(log_level: LogLevel, log_format: LogFormat) -> threading.Event:
+def serving(log_level: LogLevel, log_format: LogFormat) -> threading.Event:
     """Logging and signals for a long-running command (run, webhook): the event is set by
     SIGTERM or SIGINT."""
     from pykai.cli.logs import configure_logging
@@ -33,7 +33,7 @@ def _serving(log_level: LogLevel, log_format: LogFormat) -> threading.Event:
     return stop
 
 
-def _host_port(option: str, text: str) -> tuple[str, int]:
+def host_port(option: str, text: str) -> tuple[str, int]:
     """``HOST:PORT`` -> (host, port); a ManifestError naming ``option`` otherwise."""
     from pykai.cli.manifests import ManifestError
 
@@ -93,6 +93,13 @@ def run(
             "on (default: none)"
         ),
     ] = "",
+    dashboard_address: Annotated[
+        str,
+        typer.Option(
+            help="HOST:PORT to serve the read-only dashboard on, as `pykai dashboard` does "
+            "(default: none; 127.0.0.1:PORT keeps it on this machine)"
+        ),
+    ] = "",
     log_level: LogLevelOption = "info",
     log_format: LogFormatOption = "text",
     scheduled_events: Annotated[
@@ -101,8 +108,9 @@ def run(
 ) -> None:
     """Run pykai's components against a real Kubernetes cluster (foreground; stops cleanly on
     SIGTERM)."""
+    from pykai.cli.commands.dashboard import serve_cycle_pages
     from pykai.cli.manifests import ManifestError, read_manifests
-    from pykai.engine.config import config_from_documents
+    from pykai.engine.config import SchedulerConfig, config_from_documents
     from pykai.kube.api import connect
     from pykai.kube.leader import LeaderElector
     from pykai.kube.metrics import RunMetrics
@@ -112,7 +120,10 @@ def run(
 
     config = None
     with reported(), refused():
-        address = _host_port("--metrics-address", metrics_address) if metrics_address else None
+        address = host_port("--metrics-address", metrics_address) if metrics_address else None
+        dashboard_at = (
+            host_port("--dashboard-address", dashboard_address) if dashboard_address else None
+        )
         try:
             chosen = parse_components(components)
         except ValueError as exc:
@@ -142,7 +153,7 @@ def run(
                     f"--lease-duration, --renew-deadline, --retry-period: {exc}"
                 ) from exc
 
-    stop = _serving(log_level, log_format)
+    stop = serving(log_level, log_format)
     metrics = RunMetrics(chosen, stall_after=max(60.0, 30 * period))
     metrics.count_requests(api.http)
     server = None
@@ -150,6 +161,13 @@ def run(
     if address is not None:
         with reported():
             server = serve_metrics(address, metrics, pending)
+    dashboard = None
+    if dashboard_at is not None:
+        with reported():
+            dashboard = serve_cycle_pages(dashboard_at, config or SchedulerConfig())
+    observers = [pending.observe] if pending is not None else []
+    if dashboard is not None:
+        observers.append(dashboard.pages.observe)
     try:
         with refused():
             runner = KubeRunner(
@@ -158,12 +176,14 @@ def run(
                 chosen,
                 scheduled_events=scheduled_events,
                 metrics=metrics,
-                pending=pending,
+                observers=observers,
             )
             runner.run(stop, period, elector)
     finally:
         if server is not None:
             server.shutdown()
+        if dashboard is not None:
+            dashboard.server.shutdown()
 
 
 def webhook(
@@ -197,7 +217,7 @@ def webhook(
     from pykai.kube.api import KINDS, connect
 
     with reported(), refused():
-        host, port = _host_port("--address", address)
+        host, port = host_port("--address", address)
         api = connect(kubeconfig, context)
         api.list(KINDS["Queue"])  # every review of a queue reads them: refused now, refused then
         if tls_cert_file and tls_key_file:
@@ -207,7 +227,7 @@ def webhook(
             tls = hook.tls_from_secret(api, tls_secret)
         else:
             tls = hook.generate_tls(sorted({host, "127.0.0.1", "localhost"} - {"0.0.0.0"}))
-    stop = _serving(log_level, log_format)
+    stop = serving(log_level, log_format)
     server = hook.serve((host, port), tls, hook.api_lister(api), gpu_sharing)
     if register:
         url_host = "127.0.0.1" if host == "0.0.0.0" else host
