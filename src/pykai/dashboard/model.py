@@ -10,11 +10,10 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pykai.controllers.status import reason_text
-from pykai.engine.actions.allocate import schedulable_jobs
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import Reason
 from pykai.engine.jobs import HOLDS_NODE, Job, Task, TaskStatus
-from pykai.engine.ordering import JobQueue
+from pykai.engine.positions import Position, pending_positions
 from pykai.engine.session import QueueInfo, Session
 from pykai.engine.state import ClusterState
 from pykai.model.resources import Resources
@@ -58,7 +57,7 @@ def build_page(
         "resources": list(RESOURCES),
         "queues": _queue_tree(session, state),
         "gpus": _gpu_map(state, queue_names),
-        "pending": _pending(session, reasons),
+        "pending": _pending(state, now, reasons),
         "evictions": [asdict(e) for e in sorted(evictions, key=lambda e: -e.time)],
         "history": dict(history),
     }
@@ -182,38 +181,26 @@ def _queue_of(state: ClusterState, task: Task) -> str:
 # ---- pending jobs -----------------------------------------------------------------------------
 
 
-def _pending(session: Session, reasons: Mapping[str, Sequence[Reason]]) -> dict[str, Any]:
-    """Pending jobs in the order allocate would try them now (``position``, from 1) and their
-    place in their own queue (``queuePosition``); then jobs that cannot be tried yet (no
-    queue, too few pods), without positions."""
-    state = session.state
-    ready = schedulable_jobs(session, note=False)
-    order = JobQueue(session, ready, lambda job: job.pending_request)
-    rows: list[dict[str, Any]] = []
-    in_queue: dict[str, int] = {}
-    while (job := order.pop()) is not None:
-        in_queue[job.queue] = in_queue.get(job.queue, 0) + 1
-        rows.append(_pending_row(job, reasons, len(rows) + 1, in_queue[job.queue]))
-    tried = {job.key for job in ready}
-    for key in sorted(state.pending_jobs - tried):
-        rows.append(_pending_row(state.jobs[key], reasons, None, None))
+def _pending(
+    state: ClusterState, now: float, reasons: Mapping[str, Sequence[Reason]]
+) -> dict[str, Any]:
+    """Pending jobs in the order allocate would try them now (``position``, from 1) with
+    their place in their own queue (``queuePosition``, from 1) and why they waited
+    (engine/positions.py); then jobs allocate will not try (no queue, too few pods), without
+    positions."""
+    rows = [_pending_row(state.jobs[p.job], p) for p in pending_positions(state, now, reasons)]
     return {"total": len(rows), "jobs": rows[:PENDING_SHOWN]}
 
 
-def _pending_row(
-    job: Job,
-    reasons: Mapping[str, Sequence[Reason]],
-    position: int | None,
-    queue_position: int | None,
-) -> dict[str, Any]:
+def _pending_row(job: Job, position: Position) -> dict[str, Any]:
     return {
         "job": job.key,
         "queue": job.queue,
-        "position": position,
-        "queuePosition": queue_position,
+        "position": None if position.in_cycle is None else position.in_cycle + 1,
+        "queuePosition": None if position.in_queue is None else position.in_queue + 1,
         "pending": job.pending,
         "gpu": round(job.pending_request.gpu, 4),
         "priority": job.priority,
-        "reason": reason_text(list(reasons.get(job.key, ())))
+        "reason": reason_text(list(position.reasons))
         or "not judged yet: waiting for the next cycle",
     }

@@ -20,8 +20,9 @@ from pykai.dashboard.model import allocated_gpus, build_page
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.engine.config import SchedulerConfig, config_from_mapping
 from pykai.engine.decisions import Reason
+from pykai.engine.positions import recorded_reasons
 from pykai.model.errors import ValidationError
-from pykai.model.meta import Obj, mapping
+from pykai.model.meta import Obj
 
 
 class StorePages:
@@ -72,7 +73,7 @@ class StorePages:
             self.memory.evicted(eviction)
         for group in groups:
             meta = group["metadata"]
-            self._reasons[f"{meta['namespace']}/{meta['name']}"] = reason_of(group)
+            self._reasons[f"{meta['namespace']}/{meta['name']}"] = recorded_reasons(group)
         now = store.now()
         self.memory.sample(time.time(), allocated_gpus(state))  # as the dashboard saw it
         return build_page(
@@ -98,16 +99,3 @@ def _stored(get: Any, changed: list[tuple[str, str, str]], kind: str) -> list[Ob
     """The objects of ``kind`` among the changed keys that still exist."""
     found = (get(kind, name, namespace) for k, namespace, name in changed if k == kind)
     return [obj for obj in found if obj is not None]
-
-
-def reason_of(group: Obj) -> list[Reason]:
-    """Why a PodGroup waited, as its scheduling condition says (empty: it does not say)."""
-    conditions = mapping(group.get("status")).get("schedulingConditions") or []
-    if not conditions or not isinstance(conditions[0], dict):
-        return []
-    entries = conditions[0].get("reasons") or []
-    return [
-        Reason(str(r.get("reason", "")), str(r.get("message", "")))
-        for r in entries
-        if isinstance(r, dict)
-    ]
