@@ -1,4 +1,6 @@
-"""The mutating review: defaults written into objects as they are created."""
+"""The mutating review: defaults written into objects as they are created: a GPU-sharing pod
+gets the ConfigMap its GPU env comes from, and a Kueue-managed job starts suspended (Kueue's
+defaulting webhook: its controllers unsuspend it once its Workload is admitted)."""
 
 from __future__ import annotations
 
@@ -9,27 +11,40 @@ from typing import Any
 
 from pykai.kube.gpu_env import env_patch
 from pykai.kube.webhook.answer import answer
-from pykai.model.meta import Obj
+from pykai.model.kueue_jobs import MANAGED_KINDS, suspended_on_create
+from pykai.model.meta import Obj, mapping
 
 log = logging.getLogger("pykai.webhook")
 
 
 def mutate(body: Any) -> Obj:
     """The AdmissionReview answering a mutating review: a GPU-sharing pod gets the ConfigMap
-    its GPU env will come from (kube/gpu_env.py); everything else passes unchanged. Never
-    raises: a pod it cannot read is refused with the reason."""
+    its GPU env will come from (kube/gpu_env.py), a Kueue-managed job ``spec.suspend: true``;
+    everything else passes unchanged. Never raises: an object it cannot read is refused with
+    the reason."""
     request = body.get("request") if isinstance(body, dict) else None
     if not isinstance(request, dict) or not isinstance(request.get("uid"), str):
         return answer(body, "", False, 400, "not an AdmissionReview with a request")
     reply = answer(body, request["uid"], True, 200, "")
-    pod = request.get("object")
-    if request.get("operation") == "CREATE" and isinstance(pod, dict) and "metadata" in pod:
+    obj = request.get("object")
+    if request.get("operation") == "CREATE" and isinstance(obj, dict) and "metadata" in obj:
+        kind = str(mapping(request.get("kind")).get("kind") or obj.get("kind") or "")
         try:
-            ops = env_patch(pod)
+            ops = _suspend_patch({**obj, "kind": kind}) if kind in MANAGED_KINDS else env_patch(obj)
         except Exception as exc:  # a refusal with a message, never a crash
             log.exception("mutation %s failed", request["uid"])
-            return answer(body, request["uid"], False, 400, f"cannot read the pod: {exc!r}")
+            return answer(body, request["uid"], False, 400, f"cannot read the {kind}: {exc!r}")
         if ops:
             reply["response"]["patchType"] = "JSONPatch"
             reply["response"]["patch"] = base64.b64encode(json.dumps(ops).encode()).decode()
     return reply
+
+
+def _suspend_patch(job: Obj) -> list[Obj]:
+    """The JSON patch that creates a Kueue-managed job suspended (none for other jobs, or a
+    job a managed job made: its owner's Workload governs it)."""
+    if suspended_on_create(job) is job or mapping(job.get("spec")).get("suspend") is True:
+        return []
+    if not isinstance(job.get("spec"), dict):
+        return [{"op": "add", "path": "/spec", "value": {"suspend": True}}]
+    return [{"op": "add", "path": "/spec/suspend", "value": True}]

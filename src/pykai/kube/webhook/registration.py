@@ -8,6 +8,8 @@ import base64
 from pykai.kube.api import KINDS, KubeApi
 from pykai.kube.webhook.server import MUTATE_PATH, PATH
 from pykai.model.kueue import KINDS as KUEUE_KINDS
+from pykai.model.kueue import QUEUE_NAME_LABEL
+from pykai.model.kueue_jobs import MANAGED_KINDS
 from pykai.model.meta import Obj
 from pykai.model.workloads import CHECKS as WORKLOAD_KINDS
 
@@ -64,13 +66,20 @@ def configuration(client_config: Obj) -> Obj:
 
 def mutation(client_config: Obj) -> Obj:
     """The MutatingWebhookConfiguration: pods on CREATE (GPU-sharing ones get their env's
-    ConfigMap); fails open."""
+    ConfigMap; fails open), and jobs labelled with a Kueue queue on CREATE (made suspended;
+    fails closed as Kueue's webhook does, for those jobs only: a job that started unsuspended
+    would run before its Workload is admitted)."""
     gpu_env = _webhook("gpu-env", client_config, ("Pod",), ["CREATE"], "Ignore")
+    jobs = _webhook("kueue-jobs", client_config, MANAGED_KINDS, ["CREATE"], "Fail")
+    labelled = {"matchExpressions": [{"key": QUEUE_NAME_LABEL, "operator": "Exists"}]}
     return {
         "apiVersion": "admissionregistration.k8s.io/v1",
         "kind": "MutatingWebhookConfiguration",
         "metadata": {"name": MUTATION_NAME},
-        "webhooks": [{**gpu_env, "reinvocationPolicy": "Never"}],
+        "webhooks": [
+            {**gpu_env, "reinvocationPolicy": "Never"},
+            {**jobs, "objectSelector": labelled, "reinvocationPolicy": "Never"},
+        ],
     }
 
 
