@@ -5,19 +5,28 @@ whether it leads is said in the body and by ``pykai_leader``."""
 
 from __future__ import annotations
 
+import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import generate_latest
 
 from pykai.kube.metrics import RunMetrics
+from pykai.model.meta import Obj
+
+Route = Callable[[str], tuple[int, Obj] | None]
+"""More JSON endpoints: (status, body) for a request path it serves, else None."""
 
 # the classic text format, which every Prometheus reads (and what generate_latest writes)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
-def serve_metrics(address: tuple[str, int], metrics: RunMetrics) -> ThreadingHTTPServer:
-    """Start serving in a daemon thread; ``shutdown()`` stops it."""
+def serve_metrics(
+    address: tuple[str, int], metrics: RunMetrics, routes: tuple[Route, ...] = ()
+) -> ThreadingHTTPServer:
+    """Start serving in a daemon thread (and ``routes``, e.g. Kueue's visibility API);
+    ``shutdown()`` stops it."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
@@ -33,6 +42,9 @@ def serve_metrics(address: tuple[str, int], metrics: RunMetrics) -> ThreadingHTT
                     self._text(200, f"ok ({leader})")
                 else:
                     self._text(503, "informers have not listed every kind yet")
+            elif found := next(filter(None, (route(self.path) for route in routes)), None):
+                code, body = found
+                self._send(code, json.dumps(body).encode(), "application/json")
             else:
                 self._text(404, "not found: /metrics, /healthz or /readyz")
 

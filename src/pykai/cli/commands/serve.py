@@ -107,6 +107,7 @@ def run(
     from pykai.kube.metrics import RunMetrics
     from pykai.kube.metrics_server import serve_metrics
     from pykai.kube.runner import KubeRunner, parse_components
+    from pykai.kube.visibility import Visibility
 
     config = None
     with reported(), refused():
@@ -143,14 +144,20 @@ def run(
     stop = _serving(log_level, log_format)
     metrics = RunMetrics(chosen, stall_after=max(60.0, 30 * period))
     metrics.count_requests(api.http)
+    visibility = Visibility()  # Kueue's pendingworkloads, beside the metrics
     server = None
     if address is not None:
         with reported():
-            server = serve_metrics(address, metrics)
+            server = serve_metrics(address, metrics, (visibility.answer,))
     try:
         with refused():
             runner = KubeRunner(
-                api, config, chosen, scheduled_events=scheduled_events, metrics=metrics
+                api,
+                config,
+                chosen,
+                scheduled_events=scheduled_events,
+                metrics=metrics,
+                visibility=visibility,
             )
             runner.run(stop, period, elector)
     finally:
