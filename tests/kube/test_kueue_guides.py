@@ -8,13 +8,15 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
+import httpx
 import pytest
 import yaml
 
 from pykai.kube.api import connect
-from pykai.kube.localcluster import LocalCluster
+from pykai.kube.localcluster import LocalCluster, free_port
 from pykai.kube.nodes import create_ready_nodes
 from pykai.model import builders
 from pykai.model.meta import Obj
@@ -30,20 +32,28 @@ from tests.kube.conftest import (
 
 KUEUE = ROOT / "examples/kueue"
 PYTORCH = KUEUE / "kuberay-samples/ray-job.pytorch-distributed-training.yaml"
+VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta1"
+
+
+@contextmanager
+def guide_cluster(directory: Path, nodes: list[Obj]) -> Iterator[tuple[LocalCluster, str]]:
+    """A guide's cluster: ``nodes``, KubeRay (the emulator), Kueue (pykai run and its
+    webhook); with the base URL of pykai run's metrics and visibility server."""
+    with fresh_cluster(directory) as local:
+        create_ready_nodes(connect(local.kubeconfig), nodes, time.time())
+        address = f"127.0.0.1:{free_port()}"
+        with webhook_running(local), pykai_running(local, f"--metrics-address={address}"):
+            yield local, f"http://{address}"
 
 
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
-    """The guide's cluster: one GPU node, KubeRay (the emulator), Kueue (pykai run and its
-    webhook)."""
-    with fresh_cluster(tmp_path_factory.mktemp("kueue-guides")) as local:
-        create_ready_nodes(
-            connect(local.kubeconfig),
-            [builders.node("gpu-node-1", gpus=1, cpu="16", memory="64Gi")],
-            time.time(),
-        )
-        with webhook_running(local), pykai_running(local):
-            yield local
+def priority_cluster(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[tuple[LocalCluster, str]]:
+    """The priority guide's cluster: one GPU node."""
+    gpu_node = builders.node("gpu-node-1", gpus=1, cpu="16", memory="64Gi")
+    with guide_cluster(tmp_path_factory.mktemp("kueue-priority"), [gpu_node]) as found:
+        yield found
 
 
 def rayjob_manifest(tmp_path: Path, metadata: Path) -> Path:
@@ -66,7 +76,8 @@ def rayjob(cluster: LocalCluster, name: str) -> Obj:
 
 
 def workload_of(cluster: LocalCluster, job: str) -> Obj | None:
-    for found in get_json(cluster, "workloads")["items"]:
+    items: list[Obj] = get_json(cluster, "workloads")["items"]
+    for found in items:
         if any(ref["name"] == job for ref in found["metadata"].get("ownerReferences") or []):
             return found
     return None
@@ -92,7 +103,8 @@ def running(cluster: LocalCluster, job: str) -> bool:
     return unsuspended and bool(found) and all(p["spec"].get("nodeName") for p in found)
 
 
-def test_priority_guide(cluster: LocalCluster, tmp_path: Path) -> None:
+def test_priority_guide(priority_cluster: tuple[LocalCluster, str], tmp_path: Path) -> None:
+    cluster, server = priority_cluster
     # Step 3: the guide's Kueue resources
     out = kubectl(cluster, "apply", "-f", str(KUEUE / "ray-priority/kueue-resources.yaml"))
     assert "clusterqueue.kueue.x-k8s.io/cluster-queue created" in out
@@ -138,6 +150,20 @@ def test_priority_guide(cluster: LocalCluster, tmp_path: Path) -> None:
     assert lines[1].split() == ["cluster-queue", "2"]  # NAME, COHORT (none), PENDING WORKLOADS
     winner = next(name for name in devs if running(cluster, name))
 
+    # Kueue's visibility API: the two waiting, in creation order (same priority)
+    waiting = [workload_of(cluster, name) for name in devs if name != winner]
+    path = f"{VISIBILITY}/clusterqueues/cluster-queue/pendingworkloads"
+    body = httpx.get(server + path).json()
+    assert body["kind"] == "PendingWorkloadsSummary"
+    assert [(i["metadata"]["name"], i["positionInClusterQueue"]) for i in body["items"]] == [
+        (w["metadata"]["name"], n) for n, w in enumerate(waiting) if w is not None
+    ]
+    path = f"{VISIBILITY}/namespaces/default/localqueues/user-queue/pendingworkloads?offset=1"
+    body = httpx.get(server + path).json()
+    assert [(i["localQueueName"], i["positionInLocalQueue"]) for i in body["items"]] == [
+        ("user-queue", 1)
+    ]
+
     # Step 6: a prod RayJob preempts the running dev one (suspended, its pods deleted)
     chosen = create(cluster, prod)
     assert wait_for(lambda: running(cluster, chosen), 180), rayjob(cluster, chosen)
@@ -151,3 +177,35 @@ def test_priority_guide(cluster: LocalCluster, tmp_path: Path) -> None:
         return str((rayjob(cluster, winner).get("status") or {}).get("jobDeploymentStatus"))
 
     assert wait_for(lambda: deployment() == "Suspended", 120), deployment()
+
+
+def test_gang_guide_without_the_provisioning_check(tmp_path: Path) -> None:
+    """The gang guide on a cluster whose GPU node pool is empty. pykai has no
+    ProvisioningRequest yet, so the ClusterQueue's admission check is not evaluated; pykai's
+    own gang check stands where the check-capacity answer would: the RayJob stays suspended
+    until its whole gang fits on the nodes, then runs once a GPU node joins."""
+    cpu_node = builders.node("cpu-node", gpus=0, cpu="4", memory="16Gi")
+    with guide_cluster(tmp_path / "cluster", [cpu_node]) as (cluster, _):
+        out = kubectl(cluster, "apply", "-f", str(KUEUE / "ray-gang/kueue-resources.yaml"))
+        assert "admissioncheck.kueue.x-k8s.io/rayjob-gpu created" in out
+        assert "provisioningrequestconfig.kueue.x-k8s.io/rayjob-gpu-config created" in out
+        manifest = rayjob_manifest(tmp_path, KUEUE / "ray-gang/rayjob-metadata.fragment.yaml")
+        name = create(cluster, manifest)
+
+        # "the RayJob status is immediately suspended despite the ClusterQueue having GPU
+        # quotas available"
+        def deployment() -> str:
+            return str((rayjob(cluster, name).get("status") or {}).get("jobDeploymentStatus"))
+
+        assert wait_for(lambda: deployment() == "Suspended", 60), deployment()
+        assert wait_for(lambda: condition(workload_of(cluster, name), "QuotaReserved"), 60)
+        reserved = condition(workload_of(cluster, name), "QuotaReserved")
+        assert (reserved["status"], reserved["reason"]) == ("False", "WaitingForNodes")
+        assert rayjob(cluster, name)["spec"]["suspend"] is True and not heads(cluster, name)
+
+        # a GPU node joins (the autoscaler's part in the guide): the gang fits, and runs there
+        gpu_node = builders.node("gpu-node", gpus=1, cpu="4", memory="16Gi")
+        create_ready_nodes(connect(cluster.kubeconfig), [gpu_node], time.time())
+        assert wait_for(lambda: running(cluster, name), 120), rayjob(cluster, name)
+        assert heads(cluster, name)[0]["spec"]["nodeName"] == "gpu-node"
+        assert condition(workload_of(cluster, name), "Admitted")["status"] == "True"
