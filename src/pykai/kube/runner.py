@@ -59,6 +59,7 @@ _KUEUE_KINDS = (
     "Cohort",
     "ResourceFlavor",
     "WorkloadPriorityClass",
+    "Namespace",  # their labels, for a ClusterQueue's namespaceSelector
 )
 _NEEDS: dict[str, tuple[str, ...]] = {
     "scheduler": (*_ENGINE_KINDS, *_KUEUE_KINDS, *MANAGED_KINDS),
@@ -81,7 +82,7 @@ _OWNER_KINDS = (
     "RayService",
     "PyTorchJob",
 )
-_OPTIONAL = frozenset(_OWNER_KINDS) | frozenset(_KUEUE_KINDS)
+_OPTIONAL = frozenset(_OWNER_KINDS) | frozenset(_KUEUE_KINDS)  # not waited for (CRDs may lack)
 
 
 def parse_components(text: str) -> frozenset[str]:
@@ -139,7 +140,7 @@ class KubeRunner:
         )
         self.kinds = sorted({k for name in components for k in _NEEDS[name]})
         if "podgrouper" in components:
-            self.kinds = sorted(set(self.kinds) | _OPTIONAL)
+            self.kinds = sorted(set(self.kinds) | set(_OWNER_KINDS))
         self.cycles = 0  # cycles run by this process
         self._next_full_status = 0.0  # when status is next checked for every object
 
