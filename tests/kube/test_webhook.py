@@ -119,7 +119,7 @@ def test_mutation_gives_shared_gpu_pods_their_env_config_map() -> None:
 
 def test_mutation_creates_kueue_managed_jobs_suspended() -> None:
     """Kueue's defaulting webhook: a job naming a LocalQueue starts suspended; one without the
-    label, or made by another job (owner), is left as it is."""
+    label, or controlled by a job of a managed kind, is left as it is."""
     labels = {"kueue.x-k8s.io/queue-name": "user-queue"}
     job: Obj = {"apiVersion": "ray.io/v1", "kind": "RayJob",
                 "metadata": {"name": "j", "namespace": "default", "labels": labels},
@@ -132,10 +132,20 @@ def test_mutation_creates_kueue_managed_jobs_suspended() -> None:
     ops = json.loads(base64.b64decode(mutate(admission(bare))["response"]["patch"]))
     assert ops == [{"op": "add", "path": "/spec", "value": {"suspend": True}}]
     unlabelled = {**job, "metadata": {"name": "j", "namespace": "default"}}
-    owned = {**job, "metadata": {**job["metadata"], "ownerReferences": [{"kind": "RayJob"}]}}
+    owner = {"kind": "RayJob", "name": "o", "controller": True}
+    owned = {
+        **job,
+        "kind": "RayCluster",
+        "metadata": {**job["metadata"], "ownerReferences": [owner]},
+    }
     already = {**job, "spec": {"suspend": True}}
     for untouched in (unlabelled, owned, already):
         assert "patch" not in mutate(admission(untouched))["response"]
+    served = {
+        **owned,
+        "metadata": {**owned["metadata"], "ownerReferences": [{**owner, "kind": "RayService"}]},
+    }
+    assert "patch" in mutate(admission(served))["response"]  # Kueue manages it, not its owner
 
 
 def test_review_refuses_deleting_a_queue_in_use() -> None:

@@ -11,8 +11,8 @@ from typing import Any
 
 from pykai.kube.gpu_env import env_patch
 from pykai.kube.webhook.answer import answer
-from pykai.model.kueue_jobs import MANAGED_KINDS, suspended_on_create
-from pykai.model.meta import Obj, mapping
+from pykai.model.kueue_jobs import MANAGED_KINDS, is_managed
+from pykai.model.meta import Obj, mapping, objects
 
 log = logging.getLogger("pykai.webhook")
 
@@ -41,9 +41,13 @@ def mutate(body: Any) -> Obj:
 
 
 def _suspend_patch(job: Obj) -> list[Obj]:
-    """The JSON patch that creates a Kueue-managed job suspended (none for other jobs, or a
-    job a managed job made: its owner's Workload governs it)."""
-    if suspended_on_create(job) is job or mapping(job.get("spec")).get("suspend") is True:
+    """The JSON patch that creates a Kueue-managed job suspended: none for other jobs, nor for
+    one a job of a managed kind controls (a RayJob's RayCluster: its owner's Workload governs
+    it); a RayService's RayCluster is suspended (Kueue manages it for the RayService)."""
+    owners = objects(mapping(job.get("metadata")).get("ownerReferences"))
+    if not is_managed(job) or mapping(job.get("spec")).get("suspend") is True:
+        return []
+    if any(ref.get("controller") and ref.get("kind") in MANAGED_KINDS for ref in owners):
         return []
     if not isinstance(job.get("spec"), dict):
         return [{"op": "add", "path": "/spec", "value": {"suspend": True}}]
