@@ -236,9 +236,11 @@ class KubeRunner:
         return result
 
     def kueue_ready(self) -> bool:
-        """True once every kind Kueue's controllers read has been listed (never where Kueue's
-        CRDs are not installed): before that, a job's Workload may exist unseen."""
-        return all(kind in self.host.synced for kind in _KUEUE_KINDS)
+        """True once every kind Kueue's controllers read has been listed, and batch Jobs
+        (never where Kueue's CRDs are not installed): before that, a job's Workload, or a
+        Workload's job, may exist unseen. RayJobs and RayClusters are not waited for: their
+        CRDs may be missing."""
+        return all(kind in self.host.synced for kind in (*_KUEUE_KINDS, "Job"))
 
     def _run_kueue(self, host: Host) -> None:
         """Kueue's scheduler and status writers (controllers/kueue_admission.py)."""
