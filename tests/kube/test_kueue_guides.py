@@ -150,13 +150,16 @@ def test_priority_guide(priority_cluster: tuple[LocalCluster, str], tmp_path: Pa
     assert lines[1].split() == ["cluster-queue", "2"]  # NAME, COHORT (none), PENDING WORKLOADS
     winner = next(name for name in devs if running(cluster, name))
 
-    # Kueue's visibility API: the two waiting, in creation order (same priority)
-    waiting = [workload_of(cluster, name) for name in devs if name != winner]
+    # Kueue's visibility API: the two waiting, in Kueue's order for one priority: creation
+    # (to the second), then UID
+    waiting = [w["metadata"] for w in get_json(cluster, "workloads")["items"]]
+    waiting = [m for m in waiting if m["ownerReferences"][0]["name"] in set(devs) - {winner}]
+    waiting.sort(key=lambda meta: (meta["creationTimestamp"], meta["uid"]))
     path = f"{VISIBILITY}/clusterqueues/cluster-queue/pendingworkloads"
     body = httpx.get(server + path).json()
     assert body["kind"] == "PendingWorkloadsSummary"
     assert [(i["metadata"]["name"], i["positionInClusterQueue"]) for i in body["items"]] == [
-        (w["metadata"]["name"], n) for n, w in enumerate(waiting) if w is not None
+        (meta["name"], n) for n, meta in enumerate(waiting)
     ]
     path = f"{VISIBILITY}/namespaces/default/localqueues/user-queue/pendingworkloads?offset=1"
     body = httpx.get(server + path).json()
