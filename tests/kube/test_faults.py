@@ -189,6 +189,7 @@ def restricted_kubeconfig(cluster: LocalCluster, path: Path) -> Path:
                         "batch",
                         "ray.io",
                         "kubeflow.org",
+                        "kueue.x-k8s.io",
                     )
                 ],
                 {

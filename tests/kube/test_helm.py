@@ -22,7 +22,7 @@ import yaml
 
 from pykai.engine.config import SchedulerConfig, config_from_documents
 from pykai.kube.api import KINDS, connect
-from pykai.kube.localcluster import LocalCluster, free_port
+from pykai.kube.localcluster import KUEUE_CRDS, LocalCluster, free_port
 from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.webhook import configuration, mutation
 from pykai.model import builders
@@ -110,7 +110,12 @@ def test_renders_every_part(rendered: list[Obj]) -> None:
         args = deployments[f"pykai-{name}"]["spec"]["template"]["spec"]["containers"][0]["args"]
         assert args[:2] == ["run", f"--components={components}"]
         assert "--leader-elect" in args and f"--lease-namespace={NAMESPACE}" in args
-    assert set(of_kind(rendered, "CustomResourceDefinition")) == {r.name for r in CUSTOM_RESOURCES}
+    kueue = {yaml.safe_load(p.read_text())["metadata"]["name"] for p in KUEUE_CRDS}
+    assert len(kueue) == 8  # Kueue's kinds, stand-ins for clusters without Kueue
+    assert set(of_kind(rendered, "CustomResourceDefinition")) == {
+        *(r.name for r in CUSTOM_RESOURCES),
+        *kueue,
+    }
     assert set(of_kind(rendered, "ServiceAccount")) == {
         f"pykai-{name}" for name in [*COMPONENTS, "webhook"]
     }

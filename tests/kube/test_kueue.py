@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import yaml
+
 from pykai.kube.localcluster import LocalCluster
 from tests.kube.conftest import ROOT, kubectl, webhook_running
 
@@ -63,3 +65,24 @@ def test_the_webhook_refuses_what_kueue_refuses(
         out = kubectl(local_cluster, "apply", "-f", str(queue), check=False)
         assert "spec.clusterQueue: field is immutable" in out
     kubectl(local_cluster, "delete", "lq", "moving")
+
+
+def test_the_webhook_creates_kueue_managed_jobs_suspended(
+    local_cluster: LocalCluster, tmp_path: Path
+) -> None:
+    """Kueue's defaulting webhook, with no pykai run to suspend anything after the fact: a
+    RayJob naming a LocalQueue is stored suspended, one without the label as written."""
+    job = yaml.safe_load((GUIDES / "kueue-docs/ray-job-sample.yaml").read_text())
+    assert job["kind"] == "RayJob" and "suspend" not in job["spec"]
+    managed = tmp_path / "managed.yaml"
+    managed.write_text(yaml.safe_dump(job))
+    plain = tmp_path / "plain.yaml"
+    job["metadata"] = {"name": "rayjob-plain"}
+    plain.write_text(yaml.safe_dump(job))
+    with webhook_running(local_cluster):
+        kubectl(local_cluster, "apply", "-f", str(managed), "-f", str(plain))
+    suspended = kubectl(
+        local_cluster, "get", "rayjobs", "-o", "custom-columns=N:.metadata.name,S:.spec.suspend"
+    )
+    assert _rows(suspended)[1:] == [["rayjob-plain", "<none>"], ["rayjob-sample", "true"]]
+    kubectl(local_cluster, "delete", "rayjob", "rayjob-plain", "rayjob-sample")

@@ -117,6 +117,37 @@ def test_mutation_gives_shared_gpu_pods_their_env_config_map() -> None:
     assert plain["allowed"] and "patch" not in plain
 
 
+def test_mutation_creates_kueue_managed_jobs_suspended() -> None:
+    """Kueue's defaulting webhook: a job naming a LocalQueue starts suspended; one without the
+    label, or controlled by a job of a managed kind, is left as it is."""
+    labels = {"kueue.x-k8s.io/queue-name": "user-queue"}
+    job: Obj = {"apiVersion": "ray.io/v1", "kind": "RayJob",
+                "metadata": {"name": "j", "namespace": "default", "labels": labels},
+                "spec": {"entrypoint": "python x.py", "suspend": False}}  # fmt: skip
+    response = mutate(admission(job))["response"]
+    assert json.loads(base64.b64decode(response["patch"])) == [
+        {"op": "add", "path": "/spec/suspend", "value": True}
+    ]
+    bare = {key: value for key, value in job.items() if key != "spec"} | {"kind": "Job"}
+    ops = json.loads(base64.b64decode(mutate(admission(bare))["response"]["patch"]))
+    assert ops == [{"op": "add", "path": "/spec", "value": {"suspend": True}}]
+    unlabelled = {**job, "metadata": {"name": "j", "namespace": "default"}}
+    owner = {"kind": "RayJob", "name": "o", "controller": True}
+    owned = {
+        **job,
+        "kind": "RayCluster",
+        "metadata": {**job["metadata"], "ownerReferences": [owner]},
+    }
+    already = {**job, "spec": {"suspend": True}}
+    for untouched in (unlabelled, owned, already):
+        assert "patch" not in mutate(admission(untouched))["response"]
+    served = {
+        **owned,
+        "metadata": {**owned["metadata"], "ownerReferences": [{**owner, "kind": "RayService"}]},
+    }
+    assert "patch" in mutate(admission(served))["response"]  # Kueue manages it, not its owner
+
+
 def test_review_refuses_deleting_a_queue_in_use() -> None:
     used = {"Queue": [builders.queue("dept"), builders.queue("team", parent="dept")]}
     answer = review(admission(builders.queue("dept"), "DELETE"), stored(used))

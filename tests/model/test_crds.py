@@ -149,9 +149,8 @@ def definition_name(kind: str) -> str:
 
 
 def test_chart_crds_are_what_the_code_generates(tmp_path: Path) -> None:
-    assert sorted(p.name for p in CHART_CRDS.glob("*.yaml")) == sorted(
-        r.file_name for r in CUSTOM_RESOURCES
-    )
+    kais = [p.name for p in CHART_CRDS.glob("*.yaml") if not p.name.startswith("kueue.x-k8s.io_")]
+    assert sorted(kais) == sorted(r.file_name for r in CUSTOM_RESOURCES)  # Kueue's: stand-ins
     for resource in CUSTOM_RESOURCES:
         shipped = (CHART_CRDS / resource.file_name).read_text()
         assert shipped == render(resource), (

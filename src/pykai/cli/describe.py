@@ -286,6 +286,33 @@ def _workload(reader: Reader, workload: Obj) -> Lines:
     return lines + _table("Pod events", ["Pod", *_EVENT_HEADERS], rows)
 
 
+def _kueue_queue(reader: Reader, queue: Obj) -> Lines:
+    """A ClusterQueue or LocalQueue: spec, status, and its pending Workloads in Kueue's order
+    with their positions (engine/kueue_positions.py, what Kueue's visibility API serves)."""
+    from pykai.engine.kueue_positions import in_local_queue, pending_workloads
+
+    meta = queue["metadata"]
+    pending = pending_workloads(
+        reader.list("Workload"), reader.list("LocalQueue"), reader.list("ClusterQueue")
+    )
+    if queue["kind"] == "ClusterQueue":
+        found = pending.get(meta["name"], [])
+    else:
+        found = in_local_queue(pending, meta.get("namespace") or "default", meta["name"])
+    rows = [
+        [
+            str(w.position_in_cluster_queue),
+            str(w.position_in_local_queue),
+            f"{w.namespace}/{w.obj['metadata']['name']}",
+            str(w.priority),
+            w.local_queue,
+        ]
+        for w in found
+    ]
+    headers = ["Position", "In LocalQueue", "Workload", "Priority", "LocalQueue"]
+    return _other(reader, queue) + _table("Pending Workloads", headers, rows)
+
+
 def _status_block(obj: Obj) -> Lines:
     status = obj.get("status")
     return _indented("Status", _yaml(status, sort_keys=True)) if status else []
@@ -318,5 +345,7 @@ _SECTIONS: dict[str, Callable[[Reader, Obj], Lines]] = {
     "PodGroup": _podgroup,
     "Queue": _queue,
     "Node": _node,
+    "ClusterQueue": _kueue_queue,
+    "LocalQueue": _kueue_queue,
     **dict.fromkeys(_WORKLOADS, _workload),
 }

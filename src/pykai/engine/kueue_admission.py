@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pykai.engine.actions.gang import place_gang
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.jobs import ON_NODE, Task
+from pykai.engine.kueue_positions import queue_order
 from pykai.engine.kueue_quota import (
     Assignment,
     ClusterQueueView,
@@ -250,7 +251,7 @@ def admit(objs: Objects, state: ClusterState, config: SchedulerConfig, now: floa
         else:
             decisions.queued.setdefault(cq_name, []).append(w)
     for queue in decisions.queued.values():
-        queue.sort(key=lambda w: (-w.priority, w.creation, w.uid))
+        queue.sort(key=lambda w: queue_order(w.priority, w.creation, w.uid))
     fit = NodeFit(state, config, now, flavors)
     try:
         for w in reserving:

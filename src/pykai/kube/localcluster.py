@@ -36,6 +36,7 @@ from pykai.model.queue import default_queues
 DEFAULT_BIN = Path.home() / ".cache/pykai/kubernetes-v1.20.2/bin"
 REPO = Path(__file__).resolve().parents[3]
 PYKAI_CRDS = REPO / "deploy/helm/pykai/crds"  # KAI's kinds, as pykai defines them
+KUEUE_CRDS = sorted(PYKAI_CRDS.glob("kueue.x-k8s.io_*.yaml"))  # stand-ins the chart ships too
 KUBERAY_CRDS = REPO / "deploy/local/crds"  # the KubeRay kinds the stand-in emulates
 KCM_CONTROLLERS = (
     "garbagecollector,namespace,serviceaccount-token,deployment,replicaset,job,cronjob"
@@ -407,14 +408,11 @@ class LocalCluster:
 
 
 def install_basics(api: KubeApi, timeout: float = 60.0, crds: Path = PYKAI_CRDS) -> None:
-    """Create the CRDs of KAI's kinds (from ``crds``) and KubeRay's, KAI's priority classes and
-    default queues if missing, and wait until the CRDs serve."""
+    """Create the CRDs of KAI's kinds (from ``crds``), Kueue's and KubeRay's, KAI's priority
+    classes and default queues if missing, and wait until the CRDs serve."""
+    files = {*crds.glob("*.yaml"), *KUEUE_CRDS, *KUBERAY_CRDS.glob("*.yaml")}
     definitions = [
-        doc
-        for directory in (crds, KUBERAY_CRDS)
-        for path in sorted(directory.glob("*.yaml"))
-        for doc in yaml.safe_load_all(path.read_text())
-        if doc
+        doc for path in sorted(files) for doc in yaml.safe_load_all(path.read_text()) if doc
     ]
     if not definitions:
         raise LocalClusterError(f"no CRDs under {crds}: run from a checkout of pykai")

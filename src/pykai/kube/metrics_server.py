@@ -1,37 +1,39 @@
 """The HTTP endpoints of ``pykai run --metrics-address``: ``/metrics`` (Prometheus text format),
 ``/healthz`` (liveness: the run loop still turns) and ``/readyz`` (readiness: every informer
 has listed its kind). A standby replica is ready: its caches are warm for a failover, and
-whether it leads is said in the body and by ``pykai_leader``. Given a ``PendingBoard``, it also
-answers the queues' pending PodGroups (kube/pending.py)."""
+whether it leads is said in the body and by ``pykai_leader``. Given routes, it also answers
+their JSON endpoints: the queues' pending PodGroups (kube/pending.py) and Kueue's pending
+Workloads (kube/visibility.py)."""
 
 from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from prometheus_client import generate_latest
 
 from pykai.kube.metrics import RunMetrics
-from pykai.kube.pending import PendingBoard, route
+from pykai.model.meta import Obj
+
+Route = Callable[[str], tuple[int, Obj] | None]
+"""More JSON endpoints: (status, body) for a request path it serves, else None."""
 
 # the classic text format, which every Prometheus reads (and what generate_latest writes)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 def serve_metrics(
-    address: tuple[str, int], metrics: RunMetrics, pending: PendingBoard | None = None
+    address: tuple[str, int], metrics: RunMetrics, routes: tuple[Route, ...] = ()
 ) -> ThreadingHTTPServer:
-    """Start serving in a daemon thread; ``shutdown()`` stops it."""
+    """Start serving in a daemon thread (and ``routes``, e.g. Kueue's visibility API);
+    ``shutdown()`` stops it."""
 
     class Handler(BaseHTTPRequestHandler):
         def do_GET(self) -> None:
-            path, _, query = self.path.partition("?")
-            answer = route(pending, path, query) if pending is not None else None
-            if answer is not None:
-                code, body = answer
-                self._send(code, json.dumps(body).encode(), "application/json")
-            elif path == "/metrics":
+            path = self.path.partition("?")[0]
+            if path == "/metrics":
                 self._send(200, generate_latest(metrics.registry), CONTENT_TYPE)
             elif path == "/healthz":
                 alive = metrics.alive()
@@ -42,6 +44,9 @@ def serve_metrics(
                     self._text(200, f"ok ({leader})")
                 else:
                     self._text(503, "informers have not listed every kind yet")
+            elif found := next(filter(None, (route(self.path) for route in routes)), None):
+                code, body = found
+                self._send(code, json.dumps(body).encode(), "application/json")
             else:
                 self._text(404, "not found: /metrics, /healthz or /readyz")
 

@@ -54,6 +54,12 @@ class PendingBoard:
         if self.wanted():
             self.publish(state, now, result.unschedulable)
 
+    def answer(self, target: str) -> tuple[int, dict[str, object]] | None:
+        """A metrics-server route: the answer to a request for ``target`` (path and query;
+        None: not this route's)."""
+        path, _, query = target.partition("?")
+        return route(self, path, query)
+
     def publish(self, state: ClusterState, now: float, reasons: dict[str, list[Reason]]) -> None:
         """Work the positions out from the loop's state (between cycles) and hand them over."""
         self._wanted.clear()

@@ -4,7 +4,9 @@ One process runs any subset of the components (all five by default):
 
 - ``podgrouper``: a PodGroup for every kai-scheduler pod without one (by its top owner);
 - ``scheduler``: the cycle, its binds (kube/binder.py) and evictions, the PodGroup's scheduling
-  conditions and its last-start / stale-since annotations, why pods wait;
+  conditions and its last-start / stale-since annotations, why pods wait; and, where Kueue's
+  CRDs are installed, Kueue's controllers (docs/kueue.md): jobs become Workloads, admission,
+  suspension, Workload / ClusterQueue / LocalQueue status;
 - ``binder``: carries out BindRequests (shared-GPU pods) and frees unused GPU reservations;
 - ``queuecontroller`` / ``podgroupcontroller``: queue status and PodGroup status;
 - ``kubelet`` and ``kuberay``: stand-ins for a local cluster (standins/).
@@ -23,6 +25,9 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 
+from pykai.controllers.host import Host
+from pykai.controllers.kueue_admission import run_kueue
+from pykai.controllers.kueue_jobs import KUEUE_JOBS
 from pykai.controllers.round import COMPONENTS, Round
 
 __all__ = ["COMPONENTS", "DEFAULT_COMPONENTS", "KubeRunner", "parse_components"]
@@ -38,22 +43,35 @@ from pykai.kube.host import KubeHost
 from pykai.kube.informer import Informer
 from pykai.kube.leader import LeaderElector
 from pykai.kube.metrics import RunMetrics
+from pykai.kube.visibility import Visibility
 from pykai.model import constants as c
-from pykai.standins.workloads import KUBERAY
+from pykai.model.kueue_jobs import MANAGED_KINDS
+from pykai.model.meta import Obj
+from pykai.standins.workloads import KUBERAY, Controller
 
 log = logging.getLogger("pykai.run")
 
 DEFAULT_COMPONENTS = frozenset(COMPONENTS[:5])
 STATUS_RESYNC_SECONDS = 60.0  # every object's status is checked this often (else: what changed)
 _ENGINE_KINDS = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod", "BindRequest")
+# what Kueue's controllers read, where Kueue's CRDs are installed (they run once all have listed)
+_KUEUE_KINDS = (
+    "ClusterQueue",
+    "LocalQueue",
+    "Workload",
+    "Cohort",
+    "ResourceFlavor",
+    "WorkloadPriorityClass",
+    "Namespace",  # their labels, for a ClusterQueue's namespaceSelector
+)
 _NEEDS: dict[str, tuple[str, ...]] = {
-    "scheduler": _ENGINE_KINDS,
+    "scheduler": (*_ENGINE_KINDS, *_KUEUE_KINDS, *MANAGED_KINDS),
     "binder": ("Pod", "BindRequest"),
     "podgrouper": ("Pod", "PodGroup", "PriorityClass"),
     "queuecontroller": _ENGINE_KINDS,
     "podgroupcontroller": _ENGINE_KINDS,
     "kubelet": ("Pod", "Node"),
-    "kuberay": ("Pod", "RayCluster", "RayJob", "RayService"),
+    "kuberay": ("Pod", "RayCluster", "RayJob", "RayService", "Job"),  # Job: a RayJob's submitter
 }
 # owners the pod-grouper reads when they exist (a missing CRD only means no such owners)
 _OWNER_KINDS = (
@@ -67,7 +85,7 @@ _OWNER_KINDS = (
     "RayService",
     "PyTorchJob",
 )
-_OPTIONAL = frozenset(_OWNER_KINDS)
+_OPTIONAL = frozenset(_OWNER_KINDS) | frozenset(_KUEUE_KINDS)  # not waited for (CRDs may lack)
 
 
 def parse_components(text: str) -> frozenset[str]:
@@ -95,12 +113,16 @@ class KubeRunner:
         scheduled_events: bool = True,
         metrics: RunMetrics | None = None,
         observers: Sequence[Callable[[ClusterState, CycleResult, float], None]] = (),
+        visibility: Visibility | None = None,
     ) -> None:
         """``pool`` carries out the writes (default: 32 threads); ``scheduled_events`` off
         leaves a bind one write (for benchmarks); each observer is handed the state, the
-        result and the time after every cycle, in the loop's thread (the dashboard)."""
+        result and the time after every cycle, in the loop's thread (the dashboard, the
+        pending-positions board); ``visibility`` is told the pending Workloads' positions
+        after each Kueue pass."""
         self.api = api
         self.metrics = metrics or RunMetrics(components)
+        self.visibility = visibility
         self.components = components
         config = config or SchedulerConfig()
         if "scheduler" not in components:  # status only: fair share without actions
@@ -110,16 +132,21 @@ class KubeRunner:
         self.host = KubeHost(
             api, self.pool, report_binds="scheduler" in components, bound=self.metrics.bound
         )
+        kueue = "scheduler" in components
         self.round = Round(
             components,
-            workloads=KUBERAY if "kuberay" in components else (),
+            workloads=(
+                *(((kind, self._kueue_only(job)) for kind, job in KUEUE_JOBS) if kueue else ()),
+                *(KUBERAY if "kuberay" in components else ()),
+            ),
             check=StoredCheck(),  # the KubeRay emulator stands in for KubeRay: apply's rules
             scheduled_events=scheduled_events,
             after_binds=(self._run_binder,) if "binder" in components else (),
+            admission=(self._run_kueue,) if kueue else (),
         )
         self.kinds = sorted({k for name in components for k in _NEEDS[name]})
         if "podgrouper" in components:
-            self.kinds = sorted(set(self.kinds) | _OPTIONAL)
+            self.kinds = sorted(set(self.kinds) | set(_OWNER_KINDS))
         self.observers = tuple(observers)
         self.cycles = 0  # cycles run by this process
         self._next_full_status = 0.0  # when status is next checked for every object
@@ -220,6 +247,31 @@ class KubeRunner:
                 done - decided,
             )
         return result
+
+    def kueue_ready(self) -> bool:
+        """True once every kind Kueue's controllers read has been listed, and batch Jobs
+        (never where Kueue's CRDs are not installed): before that, a job's Workload, or a
+        Workload's job, may exist unseen. RayJobs and RayClusters are not waited for: their
+        CRDs may be missing."""
+        return all(kind in self.host.synced for kind in (*_KUEUE_KINDS, "Job"))
+
+    def _run_kueue(self, host: Host) -> None:
+        """Kueue's scheduler and status writers (controllers/kueue_admission.py)."""
+        if self.kueue_ready():
+            run_kueue(host, self.scheduler.config)
+            if self.visibility is not None:
+                self.visibility.update(
+                    host.list("Workload"), host.list("LocalQueue"), host.list("ClusterQueue")
+                )
+
+    def _kueue_only(self, reconcile: Controller) -> Controller:
+        """Kueue's job reconciler, run once Kueue's kinds are listed."""
+
+        def run(host: Host, job: Obj) -> None:
+            if self.kueue_ready():
+                reconcile(host, job)
+
+        return run
 
     def _run_binder(self) -> None:
         """The binder component: BindRequests carried out, unused GPU reservations freed."""

@@ -117,6 +117,7 @@ def run(
     from pykai.kube.metrics_server import serve_metrics
     from pykai.kube.pending import PendingBoard
     from pykai.kube.runner import KubeRunner, parse_components
+    from pykai.kube.visibility import Visibility
 
     config = None
     with reported(), refused():
@@ -156,11 +157,13 @@ def run(
     stop = serving(log_level, log_format)
     metrics = RunMetrics(chosen, stall_after=max(60.0, 30 * period))
     metrics.count_requests(api.http)
+    visibility = Visibility()  # Kueue's pendingworkloads, beside the metrics
     server = None
     pending = PendingBoard() if "scheduler" in chosen else None
+    routes = (visibility.answer, *((pending.answer,) if pending is not None else ()))
     if address is not None:
         with reported():
-            server = serve_metrics(address, metrics, pending)
+            server = serve_metrics(address, metrics, routes)
     dashboard = None
     if dashboard_at is not None:
         with reported():
@@ -177,6 +180,7 @@ def run(
                 scheduled_events=scheduled_events,
                 metrics=metrics,
                 observers=observers,
+                visibility=visibility,
             )
             runner.run(stop, period, elector)
     finally:
