@@ -74,10 +74,12 @@ class EmbeddedCluster(ClusterReader):
         scheduler: CycleRunner | None = None,
         *,
         statuses: bool = True,
+        scheduled_events: bool = True,
     ) -> None:
         """Use ``store``. ``scheduler`` replaces the engine's Scheduler, for tests that want
-        fixed decisions; ``statuses=False`` leaves PodGroup and queue statuses unwritten (trace
-        replays, pykai/sim/)."""
+        fixed decisions; ``statuses=False`` leaves PodGroup and queue statuses unwritten and
+        ``scheduled_events=False`` binds without a Scheduled event (trace replays,
+        pykai/sim/)."""
         super().__init__(store)
         self._config = config
         self._scheduler = scheduler
@@ -90,6 +92,7 @@ class EmbeddedCluster(ClusterReader):
             owner_check=self.stored_check,
             admission=(lambda host: run_kueue(host, self.config),),
             statuses=statuses,
+            scheduled_events=scheduled_events,
         )
         self.writes = 0  # writes made through this object (a round that makes none settles)
         self.host = ClusterHost(self)
@@ -105,11 +108,15 @@ class EmbeddedCluster(ClusterReader):
         scheduler: CycleRunner | None = None,
         readonly: bool = False,
         statuses: bool = True,
+        scheduled_events: bool = True,
     ) -> EmbeddedCluster:
         """Open a cluster at ``path`` (made, with KAI installed, if missing; None keeps it in
-        memory); ``readonly`` opens an existing one for reading only; ``statuses`` as for
-        the constructor."""
-        return cls(Store(path, readonly=readonly, seed=_seed), config, scheduler, statuses=statuses)
+        memory); ``readonly`` opens an existing one for reading only; ``statuses`` and
+        ``scheduled_events`` as for the constructor."""
+        store = Store(path, readonly=readonly, seed=_seed)
+        return cls(
+            store, config, scheduler, statuses=statuses, scheduled_events=scheduled_events
+        )
 
     @property
     def state(self) -> ClusterState:
