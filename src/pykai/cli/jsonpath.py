@@ -14,6 +14,8 @@ import json
 import re
 from typing import Any
 
+from pykai.model.errors import PykaiError
+
 _KEY = r"\.((?:\\\.|[^.\[])+)"
 _INDEX = r"\[(\*|-?\d+)\]"
 _FILTER = r"""\[\?\(@((?:\.[\w./-]+)+)\s*(==|!=)\s*(?:"([^"]*)"|'([^']*)'|(-?[\d.]+))\s*\)\]"""
@@ -21,7 +23,7 @@ _STEP = re.compile(f"{_KEY}|{_INDEX}|{_FILTER}")
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "'": "'", "\\": "\\"}
 
 
-class JsonPathError(ValueError):
+class JsonPathError(PykaiError, ValueError):
     """A path or template kubectl's JSONPath would not parse."""
 
 

@@ -33,6 +33,7 @@ from pykai.engine.config import SchedulerConfig, config_from_mapping
 from pykai.engine.decisions import CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import KINDS, ClusterState
+from pykai.model.errors import PykaiError
 from pykai.model.kueue import as_stored
 from pykai.model.kueue_jobs import is_managed, suspended_on_create
 from pykai.model.meta import Obj
@@ -114,9 +115,7 @@ class EmbeddedCluster(ClusterReader):
         memory); ``readonly`` opens an existing one for reading only; ``statuses`` and
         ``scheduled_events`` as for the constructor."""
         store = Store(path, readonly=readonly, seed=_seed)
-        return cls(
-            store, config, scheduler, statuses=statuses, scheduled_events=scheduled_events
-        )
+        return cls(store, config, scheduler, statuses=statuses, scheduled_events=scheduled_events)
 
     @property
     def state(self) -> ClusterState:
@@ -352,7 +351,7 @@ class EmbeddedCluster(ClusterReader):
                 self.create(new_namespace(name))
 
 
-class NamespaceNotFound(ValueError):
+class NamespaceNotFound(PykaiError, ValueError):
     """Objects name namespaces that do not exist; one kubectl-style line for each."""
 
     def __init__(self, names: builtins.list[str]) -> None:
@@ -362,7 +361,7 @@ class NamespaceNotFound(ValueError):
         )
 
 
-class Forbidden(ValueError):
+class Forbidden(PykaiError, ValueError):
     """A delete Kubernetes refuses; the message is kubectl's line."""
 
 

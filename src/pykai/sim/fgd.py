@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from pykai.model.errors import PykaiError
 from pykai.sim.openb import read_nodes, read_pods
 from pykai.sim.replay import MAX_ARRIVAL, POLICIES, Curve, median, replay
 
@@ -37,7 +38,7 @@ PUBLISHED_NAMES = {
 }
 
 
-class DataNotFoundError(FileNotFoundError):
+class DataNotFoundError(PykaiError, FileNotFoundError):
     """The data folder (openb trace, published results) cannot be found."""
 
 
