@@ -9,7 +9,6 @@ from typing import ClassVar
 from pykai.model.quantity import exact, format_quantity
 
 RESOURCE_NAMES: tuple[str, str, str] = ("cpu", "memory", "gpu")
-UNLIMITED = -1.0
 MB = 1_000_000.0  # queue memory is in MB (10^6 bytes), as in KAI
 
 
@@ -70,7 +69,6 @@ class Resources:
 
 
 Resources.ZERO = Resources()
-INFINITE = Resources(math.inf, math.inf, math.inf)
 
 
 def format_cpu(millis: float) -> str:
