@@ -23,6 +23,7 @@ from pykai.engine.config import SchedulerConfig, TypicalShape
 from pykai.engine.fragmentation import FragIndex
 from pykai.engine.policies import shape_from
 from pykai.engine.typical import NONZERO_CPU, PodShape, TypicalPods
+from pykai.model.errors import InvalidRequest
 from pykai.sim.objects import node_object, pod_object
 from pykai.sim.openb import MILLI, TraceNode, TracePod
 
@@ -152,7 +153,7 @@ def replay(
     the simulator, and the scheduler does not try it again every cycle). Fragmentation is
     measured once per batch."""
     if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+        raise InvalidRequest(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
     started = time.perf_counter()
     ranks = tie_ranks(nodes, seed)
     shapes = typical_shapes(pods)
