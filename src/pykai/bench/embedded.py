@@ -10,6 +10,7 @@ import time
 
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.model.builders import node, pod, podgroup, queue
+from pykai.model.errors import InvalidRequest
 from pykai.model.meta import Obj
 
 
@@ -22,7 +23,7 @@ def run_embedded_bench(nodes: int = 1213, jobs: int = 2000, applies: int = 30) -
     already run ``jobs`` one-GPU jobs (1,213 nodes: the openb trace's cluster). Every timed pod
     must be bound by its apply (else the figure would not be a scheduling one)."""
     if jobs + applies > nodes * 8:
-        raise ValueError(
+        raise InvalidRequest(
             f"{jobs} jobs and {applies} applies need more GPUs than {nodes} nodes have"
         )
     cluster = EmbeddedCluster.open(None)

@@ -34,6 +34,7 @@ from pykai.kube.localcluster import DEFAULT_BIN, LocalCluster
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 from pykai.model import builders
 from pykai.model import constants as c
+from pykai.model.errors import InvalidRequest
 from pykai.model.meta import Obj
 
 ROWS = ("ceiling", "kube-scheduler", "pykai", "pykai+grouper")
@@ -222,9 +223,9 @@ def run_kube_bench(
     """Every row ``repeat`` times; medians, and ratios to kube-scheduler and to the ceiling
     (``progress`` is told each run as it starts)."""
     if pods > nodes * 8:
-        raise ValueError(f"{pods} pods of 1 GPU do not fit on {nodes} nodes of 8 GPUs")
+        raise InvalidRequest(f"{pods} pods of 1 GPU do not fit on {nodes} nodes of 8 GPUs")
     if pods % gang:
-        raise ValueError(f"--pods {pods} is not a multiple of --gang {gang}")
+        raise InvalidRequest(f"--pods {pods} is not a multiple of --gang {gang}")
     runs = []
     with _terminated_as_exit():
         for run in range(1, repeat + 1):

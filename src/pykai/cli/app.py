@@ -25,6 +25,7 @@ from pykai.cli.commands import (
     version,
 )
 from pykai.cli.completion import completion
+from pykai.cli.errors import internal_error
 from pykai.cli.local_cluster import app as local_cluster_app
 from pykai.cli.options import root
 
@@ -59,5 +60,9 @@ app.add_typer(local_cluster_app, name="local-cluster")
 
 
 def main() -> None:
-    """Console entry point of ``pykai`` and ``python -m pykai``."""
-    app(prog_name="pykai")
+    """Console entry point of ``pykai`` and ``python -m pykai``: a command's own errors are
+    reported by the command (cli/errors.py); anything else here, as a bug."""
+    try:
+        app(prog_name="pykai")
+    except Exception as exc:  # the last resort: every other error is a PykaiError, reported
+        internal_error(exc)

@@ -12,6 +12,7 @@ import typer
 
 from pykai.cli.errors import fail
 from pykai.cli.tables import table
+from pykai.model.errors import PykaiError
 
 app = typer.Typer(help="Benchmarks; they print figures (JSON with -o json).", no_args_is_help=True)
 OutputOption = Annotated[str, typer.Option("--output", "-o", help="json|table")]
@@ -38,7 +39,7 @@ def embedded(
 
     try:
         figures = run_embedded_bench(nodes=nodes, jobs=jobs, applies=applies)
-    except ValueError as exc:
+    except PykaiError as exc:
         fail(str(exc))
     _print(figures, output)
 
@@ -120,7 +121,7 @@ def kube(
     try:
         with steps("bench kube") as step:
             figures = run_kube_bench(nodes, pods, gang, chosen, repeat, step)
-    except ValueError as exc:
+    except PykaiError as exc:
         fail(str(exc))
     if output == "json":
         _print(figures, output)
@@ -192,7 +193,7 @@ def fgd(
                     count(before * len(seed_list) + done, name)
 
                 results.append(run_fgd(nodes, pods, name, seed_list, tune, max_pods, seeded))
-    except (ValueError, OSError) as exc:
+    except (PykaiError, OSError) as exc:
         fail(str(exc))
     if plot_file is not None:
         title = f"openb trace, tune {tune:g}, seeds {seeds}: {', '.join(policies)}"

@@ -15,6 +15,7 @@ from pykai.cli.printers import render
 from pykai.cli.selectors import select
 from pykai.embedded.cluster import EmbeddedCluster, new_namespace
 from pykai.model import builders
+from pykai.model.errors import PykaiError
 from pykai.model.meta import Obj
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
@@ -33,7 +34,7 @@ def example(name: str) -> list[Obj]:
     """The objects of one of the guides' manifests in examples/."""
     path = EXAMPLES / name
     if not path.exists():
-        raise FileNotFoundError(f"{path} is missing: run the demo from a checkout of pykai")
+        raise PykaiError(f"{path} is missing: run the demo from a checkout of pykai")
     return read_manifests([str(path)])
 
 

@@ -19,6 +19,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from pykai.model.errors import PykaiError
+
 _DESCENT = r"\.\.((?:\\\.|[^.\[])+)"
 _KEY = r"\.((?:\\\.|[^.\[])+)"
 _INDEX = r"\[\s*(\*|-?\d*\s*:\s*-?\d*(?:\s*:\s*-?\d+)?|-?\d+(?:\s*,\s*-?\d+)*)\s*\]"
@@ -38,7 +40,7 @@ _COMPARE: dict[str, Callable[[Any, Any], Any]] = {
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "'": "'", "\\": "\\"}
 
 
-class JsonPathError(ValueError):
+class JsonPathError(PykaiError, ValueError):
     """A path or template kubectl's JSONPath would not parse."""
 
 

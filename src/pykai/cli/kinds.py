@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pykai.model.kinds import KINDS, KindSpec
+from pykai.model.errors import PykaiError
+from pykai.model.kinds import KINDS, KindSpec, known
 
 KindInfo = KindSpec  # the CLI's view of a kind: the table of model/kinds.py
 
@@ -11,7 +12,7 @@ _BY_NAME = {
 }
 
 
-class UnknownKindError(ValueError):
+class UnknownKindError(PykaiError, ValueError):
     """A kind name pykai does not know."""
 
 
@@ -34,9 +35,9 @@ def resolve_target(kind: str, name: str | None) -> tuple[KindInfo, str | None]:
 def info_for(kind: str, api_version: str = "") -> KindInfo:
     """The KindInfo of a canonical kind; for a kind pykai does not list, one made from the
     object's apiVersion (``example.com/v1`` gives group ``example.com``)."""
-    for info in KINDS:
-        if info.kind == kind:
-            return info
+    info = known(kind)
+    if info is not None:
+        return info
     group, _, version = api_version.rpartition("/")
     return KindInfo(kind, group, (version or "v1",), kind.lower() + "s", True)
 

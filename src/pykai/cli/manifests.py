@@ -14,6 +14,7 @@ from pathlib import Path
 
 import yaml
 
+from pykai.model.errors import PykaiError
 from pykai.model.meta import Obj
 
 SUFFIXES = (".yaml", ".yml", ".json")
@@ -25,7 +26,7 @@ MAX_NODES = 1_000_000  # per document, aliases expanded: more than a 1.5 MiB obj
 MAX_DEPTH = 100  # nesting: a pod template inside a RayJob is about 15 levels deep
 
 
-class ManifestError(ValueError):
+class ManifestError(PykaiError, ValueError):
     """A manifest that cannot be read, with the file and line."""
 
 

@@ -9,6 +9,7 @@ from typing import Annotated, Literal
 import typer
 
 from pykai.cli.completion import complete_kind, complete_name
+from pykai.cli.errors import show_tracebacks
 
 DEFAULT_CLUSTER = Path(".pykai/cluster.db")
 _CLUSTER_HELP = "Cluster file (default ./.pykai/cluster.db)"
@@ -63,6 +64,14 @@ def root(
         Path | None,
         typer.Option("--cluster", envvar="PYKAI_CLUSTER", help=_CLUSTER_HELP, show_default=False),
     ] = None,
+    debug: Annotated[
+        bool,
+        typer.Option(
+            "--debug", envvar="PYKAI_DEBUG", help="On an internal error, print its traceback"
+        ),
+    ] = False,
 ) -> None:
-    """Keep the cluster path given before the command (or in PYKAI_CLUSTER) for it."""
+    """Keep the cluster path given before the command (or in PYKAI_CLUSTER) for it; with
+    ``--debug``, an internal error shows its traceback."""
     ctx.obj = cluster
+    show_tracebacks(debug)

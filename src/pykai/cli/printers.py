@@ -9,12 +9,13 @@ from pykai.cli.columns import NONE, Context, render_table
 from pykai.cli.jsonpath import select, template
 from pykai.cli.kinds import display_name
 from pykai.cli.tables import table
+from pykai.model.errors import PykaiError
 from pykai.model.meta import Obj
 
 FORMATS = "custom-columns,json,jsonpath,name,wide,yaml"
 
 
-class OutputError(ValueError):
+class OutputError(PykaiError, ValueError):
     """An output format pykai cannot print."""
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Mapping
 
+from pykai.model.errors import PykaiError
 from pykai.model.meta import Obj
 
 Requirement = Callable[[Mapping[str, str]], bool]
@@ -19,7 +20,7 @@ _REQUIREMENT = re.compile(
 )
 
 
-class SelectorError(ValueError):
+class SelectorError(PykaiError, ValueError):
     """A label selector that cannot be parsed."""
 
 

@@ -25,6 +25,7 @@ from pykai.controllers.events import NORMAL, WARNING
 from pykai.controllers.host import Host
 from pykai.engine.decisions import Bind, CycleResult, Evict
 from pykai.model import constants as c
+from pykai.model.errors import PykaiError
 from pykai.model.meta import Obj, format_time, mapping
 
 log = logging.getLogger("pykai.outcome")
@@ -37,7 +38,7 @@ ACTIONS = {
 }
 
 
-class BindFailed(RuntimeError):
+class BindFailed(PykaiError, RuntimeError):
     """A bind the backend could not make (the message says why)."""
 
 

@@ -34,6 +34,7 @@ from pykai.engine.decisions import CycleResult
 from pykai.engine.memory import settle
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import KINDS, ClusterState
+from pykai.model.errors import PykaiError
 from pykai.model.kueue import as_stored
 from pykai.model.kueue_jobs import is_managed, suspended_on_create
 from pykai.model.meta import Obj
@@ -76,10 +77,12 @@ class EmbeddedCluster(ClusterReader):
         scheduler: CycleRunner | None = None,
         *,
         statuses: bool = True,
+        scheduled_events: bool = True,
     ) -> None:
         """Use ``store``. ``scheduler`` replaces the engine's Scheduler, for tests that want
-        fixed decisions; ``statuses=False`` leaves PodGroup and queue statuses unwritten (trace
-        replays, pykai/sim/)."""
+        fixed decisions; ``statuses=False`` leaves PodGroup and queue statuses unwritten and
+        ``scheduled_events=False`` binds without a Scheduled event (trace replays,
+        pykai/sim/)."""
         super().__init__(store)
         self._config = config
         self._scheduler = scheduler
@@ -92,6 +95,7 @@ class EmbeddedCluster(ClusterReader):
             owner_check=self.stored_check,
             admission=(lambda host: run_kueue(host, self.config), answer_provisioning_requests),
             statuses=statuses,
+            scheduled_events=scheduled_events,
         )
         self.writes = 0  # writes made through this object (a round that makes none settles)
         self.host = ClusterHost(self)
@@ -107,11 +111,13 @@ class EmbeddedCluster(ClusterReader):
         scheduler: CycleRunner | None = None,
         readonly: bool = False,
         statuses: bool = True,
+        scheduled_events: bool = True,
     ) -> EmbeddedCluster:
         """Open a cluster at ``path`` (made, with KAI installed, if missing; None keeps it in
-        memory); ``readonly`` opens an existing one for reading only; ``statuses`` as for
-        the constructor."""
-        return cls(Store(path, readonly=readonly, seed=_seed), config, scheduler, statuses=statuses)
+        memory); ``readonly`` opens an existing one for reading only; ``statuses`` and
+        ``scheduled_events`` as for the constructor."""
+        store = Store(path, readonly=readonly, seed=_seed)
+        return cls(store, config, scheduler, statuses=statuses, scheduled_events=scheduled_events)
 
     @property
     def state(self) -> ClusterState:
@@ -348,7 +354,7 @@ class EmbeddedCluster(ClusterReader):
                 self.create(new_namespace(name))
 
 
-class NamespaceNotFound(ValueError):
+class NamespaceNotFound(PykaiError, ValueError):
     """Objects name namespaces that do not exist; one kubectl-style line for each."""
 
     def __init__(self, names: builtins.list[str]) -> None:
@@ -358,7 +364,7 @@ class NamespaceNotFound(ValueError):
         )
 
 
-class Forbidden(ValueError):
+class Forbidden(PykaiError, ValueError):
     """A delete Kubernetes refuses; the message is kubectl's line."""
 
 

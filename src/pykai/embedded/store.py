@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Literal
 
 from pykai.embedded.merge import three_way_merge, user_fields
-from pykai.model.errors import AlreadyExists
+from pykai.model.errors import AlreadyExists, InvalidRequest, PykaiError
 from pykai.model.kinds import CLUSTER_SCOPED
 from pykai.model.meta import Obj, format_time
 
@@ -66,7 +66,7 @@ CHANGE_LOG_GENERATIONS = 256
 _RECOVERY = "move it aside (pykai then makes a new cluster there) or name another with --cluster"
 
 
-class ClusterFileError(ValueError):
+class ClusterFileError(PykaiError, ValueError):
     """A cluster file that cannot be used; the message names it and says what to do."""
 
 
@@ -238,7 +238,7 @@ class Store:
     def advance(self, seconds: float) -> None:
         """Move the virtual clock forward by ``seconds`` (never backward)."""
         if seconds < 0:
-            raise ValueError(f"the clock only moves forward: cannot advance by {seconds}s")
+            raise InvalidRequest(f"the clock only moves forward: cannot advance by {seconds}s")
         with self.transaction():
             self._set_meta(_CLOCK, str(self.now() + seconds))
 

@@ -23,7 +23,6 @@ Strategy = Literal["binpack", "spread"]
 GpuStrategy = Literal[
     "binpack", "spread", "random", "dotprod", "clustering", "packing", "bestfit", "fgd", "pykai"
 ]
-FRAGMENTATION_AWARE = ("fgd", "pykai")
 
 
 class TypicalShape(BaseModel):

@@ -18,13 +18,14 @@ from pykai.grouping.podgrouper import (
     priority_of,
     register,
 )
+from pykai.model.errors import PykaiError
 from pykai.model.meta import Obj
 
 HEAD_GROUP = "headgroup"
 RAY_PRIORITY_LABEL = "ray.io/priority-class-name"
 
 
-class RayGroupingError(ValueError):
+class RayGroupingError(PykaiError, ValueError):
     """A RayCluster whose worker groups cannot form a gang (e.g. minReplicas > replicas)."""
 
 

@@ -16,6 +16,7 @@ import httpx
 
 from pykai.kube.auth import CredentialsUnavailable
 from pykai.kube.kubeconfig import SERVICE_ACCOUNT_DIR, resolve
+from pykai.model.errors import PykaiError
 from pykai.model.kinds import BY_KIND, KindSpec
 from pykai.model.meta import Obj
 
@@ -26,7 +27,7 @@ Kind = KindSpec
 KINDS = BY_KIND
 
 
-class ApiError(RuntimeError):
+class ApiError(PykaiError, RuntimeError):
     """A request the apiserver refused; ``status`` is the HTTP status."""
 
     def __init__(self, status: int, message: str) -> None:
@@ -55,7 +56,7 @@ class AuthError(ApiError):
         )
 
 
-class RefusedAtStart(RuntimeError):
+class RefusedAtStart(PykaiError, RuntimeError):
     """An AuthError while a process starts (the first list of a kind, the first lease
     request): with these credentials it cannot work, so it ends."""
 
@@ -81,7 +82,7 @@ def transient(exc: Exception) -> bool:
     return isinstance(exc, httpx.HTTPError)
 
 
-class ApiUnreachable(OSError):
+class ApiUnreachable(PykaiError, OSError):
     """The apiserver did not answer the first request (wrong server, untrusted certificate,
     credentials that could not be had)."""
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import httpx
 
+from pykai.model.errors import PykaiError
 from pykai.model.meta import parse_time
 
 log = logging.getLogger("pykai.api")
@@ -32,7 +33,7 @@ EXEC_API_VERSIONS = tuple(
 EXEC_TIMEOUT = 60.0  # seconds a plugin may take (cloud CLIs may ask a remote service)
 
 
-class CredentialsUnavailable(httpx.RequestError):
+class CredentialsUnavailable(PykaiError, httpx.RequestError):
     """Credentials could not be had for a request (an exec plugin failed, a token file is
     missing): logged at ERROR, and tried again like a request the apiserver did not answer."""
 

@@ -36,6 +36,7 @@ from pykai.kube.api import API_ERRORS, KINDS, ApiError, KubeApi
 from pykai.kube.events import WARNING, EventRecorder
 from pykai.kube.gpu_env import CONFIG_ANNOTATION, WRITTEN_ANNOTATION, config_map, written
 from pykai.model import constants as c
+from pykai.model.errors import PykaiError
 from pykai.model.meta import Obj, mapping
 from pykai.model.pod import gpu_group_labels
 
@@ -196,7 +197,7 @@ def groups_in_use(pods: Iterable[Obj], requests: Iterable[Obj]) -> set[str]:
     return used
 
 
-class ConfigMapTaken(Exception):
+class ConfigMapTaken(PykaiError):
     """The pod's GPU env ConfigMap exists and does not hold what this bind needs."""
 
 

@@ -33,6 +33,7 @@ from pykai.kube.auth import (
     TokenFile,
     token_identity,
 )
+from pykai.model.errors import PykaiError
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 
@@ -53,7 +54,7 @@ _SECTIONS = {
 }
 
 
-class KubeconfigError(ValueError):
+class KubeconfigError(PykaiError, ValueError):
     """A configuration pykai cannot use; the message names the file and the entry."""
 
 

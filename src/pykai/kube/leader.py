@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 import httpx
 
 from pykai.kube.api import API_ERRORS, KINDS, ApiError, AuthError, KubeApi, RefusedAtStart
+from pykai.model.errors import PykaiError
 from pykai.model.meta import format_time, parse_time
 
 LEASE = KINDS["Lease"]
 log = logging.getLogger("pykai.leader")
 
 
-class NotLeading(httpx.TransportError):
+class NotLeading(PykaiError, httpx.TransportError):
     """A write refused before it was sent: this replica does not hold the lease (to the
     writer it is like an apiserver that did not answer: tried again, never reported)."""
 

@@ -30,6 +30,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 
 from pykai.kube.api import KINDS, KubeApi, connect
 from pykai.kube.certs import Authority
+from pykai.model.errors import PykaiError
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.queue import default_queues
 
@@ -43,7 +44,7 @@ KCM_CONTROLLERS = (
 )
 
 
-class LocalClusterError(RuntimeError):
+class LocalClusterError(PykaiError, RuntimeError):
     """The control plane could not start (the message says which part and where its log is)."""
 
 

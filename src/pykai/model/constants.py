@@ -7,7 +7,6 @@ SCHEDULER_NAME: Final = "kai-scheduler"
 # API versions of the kinds pykai understands.
 QUEUE_API: Final = "scheduling.run.ai/v2"
 PODGROUP_API: Final = "scheduling.run.ai/v2alpha2"
-BINDREQUEST_API: Final = "scheduling.run.ai/v1alpha2"
 PRIORITYCLASS_API: Final = "scheduling.k8s.io/v1"
 
 # Resource names.

@@ -1,4 +1,9 @@
-"""Validation errors that name the object, the field and the fix."""
+"""pykai's errors: one root (:class:`PykaiError`), and validation errors that name the object,
+the field and the fix.
+
+Every exception pykai defines derives from ``PykaiError`` (each also keeps the built-in base
+its callers catch, such as ValueError), so the command line reports exactly these as a user's
+error and everything else as a bug (cli/errors.py)."""
 
 from __future__ import annotations
 
@@ -23,12 +28,16 @@ class FieldProblem:
         return f"{text} ({self.fix})" if self.fix else text
 
 
+class PykaiError(Exception):
+    """The root of every error pykai raises on purpose: its message is meant for the user."""
+
+
 def shown(text: str, limit: int = 100) -> str:
     """``text``, cut to ``limit`` characters (a huge name stays readable in a message)."""
     return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
 
 
-class ValidationError(ValueError):
+class ValidationError(PykaiError, ValueError):
     """Raised when an object is invalid; carries every problem found."""
 
     def __init__(self, problems: list[FieldProblem]) -> None:
@@ -43,9 +52,17 @@ class ValidationError(ValueError):
         return cls([FieldProblem(kind, name, field, message, fix)])
 
 
-class QuantityError(ValueError):
+class QuantityError(PykaiError, ValueError):
     """A Kubernetes quantity string that cannot be parsed."""
 
 
-class AlreadyExists(ValueError):
+class DurationError(PykaiError, ValueError):
+    """A duration string (Go's form, such as 1h30m) that cannot be parsed."""
+
+
+class InvalidRequest(PykaiError, ValueError):
+    """A request refused as asked (the message says why), such as moving the clock back."""
+
+
+class AlreadyExists(PykaiError, ValueError):
     """An object of that kind, namespace and name exists already (HTTP 409 on a real cluster)."""

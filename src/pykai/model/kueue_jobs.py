@@ -8,6 +8,7 @@ import copy
 import hashlib
 from dataclasses import dataclass
 
+from pykai.model.errors import PykaiError
 from pykai.model.kinds import BY_KIND
 from pykai.model.kueue import GROUP, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, V1BETA2
 from pykai.model.meta import Obj, mapping, objects
@@ -212,7 +213,7 @@ class Priority:
     ref: Obj | None = None
 
 
-class MissingPriorityClass(LookupError):
+class MissingPriorityClass(PykaiError, LookupError):
     """The class a job names does not exist: Kueue makes no Workload (no fallback)."""
 
     def __init__(self, kind: str, name: str) -> None:

@@ -9,7 +9,6 @@ from typing import ClassVar
 from pykai.model.quantity import exact, format_quantity
 
 RESOURCE_NAMES: tuple[str, str, str] = ("cpu", "memory", "gpu")
-UNLIMITED = -1.0
 MB = 1_000_000.0  # queue memory is in MB (10^6 bytes), as in KAI
 
 
@@ -41,10 +40,6 @@ class Resources:
             and self.gpu <= other.gpu + eps
         )
 
-    def exceeds_in(self, other: Resources, eps: float = 1e-9) -> list[str]:
-        """Names of the resources where this is more than ``other``."""
-        return [n for n, a, b in zip(RESOURCE_NAMES, self, other, strict=True) if a > b + eps]
-
     def minimum(self, other: Resources) -> Resources:
         """The element-wise minimum."""
         return Resources(
@@ -62,23 +57,10 @@ class Resources:
         value: float = getattr(self, name)
         return value
 
-    def is_zero(self) -> bool:
-        """True if nothing is requested."""
-        return self.cpu == 0 and self.memory == 0 and self.gpu == 0
-
     def __iter__(self):  # type: ignore[no-untyped-def]
         yield self.cpu
         yield self.memory
         yield self.gpu
-
-    @staticmethod
-    def from_map(values: dict[str, float]) -> Resources:
-        """Build from a mapping of resource name to amount."""
-        return Resources(values.get("cpu", 0.0), values.get("memory", 0.0), values.get("gpu", 0.0))
-
-    def as_map(self) -> dict[str, float]:
-        """A mapping of resource name to amount."""
-        return {"cpu": self.cpu, "memory": self.memory, "gpu": self.gpu}
 
     def describe(self) -> str:
         """Human form: ``cpu 1500m, memory 2.0Gi, gpu 1``."""
@@ -87,7 +69,6 @@ class Resources:
 
 
 Resources.ZERO = Resources()
-INFINITE = Resources(math.inf, math.inf, math.inf)
 
 
 def format_cpu(millis: float) -> str:

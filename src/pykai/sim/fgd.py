@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from pykai.model.errors import InvalidRequest, PykaiError
 from pykai.sim.openb import read_nodes, read_pods
 from pykai.sim.replay import MAX_ARRIVAL, POLICIES, Curve, median, replay
 
@@ -37,7 +38,7 @@ PUBLISHED_NAMES = {
 }
 
 
-class DataNotFoundError(FileNotFoundError):
+class DataNotFoundError(PykaiError, FileNotFoundError):
     """The data folder (openb trace, published results) cannot be found."""
 
 
@@ -86,7 +87,7 @@ def run_fgd(
     "seconds"}], "median_unallocated_gpu_pct"}``; curves have 131 entries (arrival 0..130 %),
     None where no event reached that arrival. ``progress(done, total)`` is called per seed."""
     if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+        raise InvalidRequest(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
     nodes, pods = read_nodes(nodes_csv), read_pods(pods_csv)
     runs: list[dict[str, Any]] = []
     for done, seed in enumerate(seeds, start=1):
@@ -110,7 +111,7 @@ def run_fgd(
 
 def _published(path: Path, policy: str, unallocated: bool) -> Curve:
     if policy not in PUBLISHED_NAMES:
-        raise ValueError(
+        raise InvalidRequest(
             f"no published figures for {policy!r}; known: {', '.join(PUBLISHED_NAMES)}"
         )
     with path.open(newline="") as handle:
@@ -183,4 +184,4 @@ def parse_seeds(text: str) -> list[int]:
             return list(range(int(low), int(high) + 1))
         return [int(s) for s in text.split(",") if s.strip()]
     except ValueError as exc:
-        raise ValueError(f"seeds must look like 42-51 or 42,43; got {text!r}") from exc
+        raise InvalidRequest(f"seeds must look like 42-51 or 42,43; got {text!r}") from exc

@@ -11,12 +11,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from pykai.model.errors import PykaiError
+
 MILLI = 1000
 NODE_COLUMNS = ("sn", "cpu_milli", "memory_mib", "gpu", "model")
 POD_COLUMNS = ("name", "cpu_milli", "memory_mib", "num_gpu", "gpu_milli")
 
 
-class TraceError(ValueError):
+class TraceError(PykaiError, ValueError):
     """A trace file that cannot be read; the message names file, line and column."""
 
 

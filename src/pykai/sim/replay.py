@@ -23,6 +23,7 @@ from pykai.engine.config import SchedulerConfig, TypicalShape
 from pykai.engine.fragmentation import FragIndex
 from pykai.engine.policies import shape_from
 from pykai.engine.typical import NONZERO_CPU, PodShape, TypicalPods
+from pykai.model.errors import InvalidRequest
 from pykai.sim.objects import node_object, pod_object
 from pykai.sim.openb import MILLI, TraceNode, TracePod
 
@@ -123,12 +124,13 @@ def typical_shapes(pods: list[TracePod]) -> list[TypicalShape]:
 
 def replay_cluster(policy: str, shapes: list[TypicalShape]) -> EmbeddedCluster:
     """An in-memory cluster whose scheduler only allocates (the paper has no preemption),
-    with ``policy`` and the trace's typical pods, and no status writers (nothing reads them)."""
+    with ``policy`` and the trace's typical pods, and neither status writers nor Scheduled
+    events (nothing reads them)."""
     placement = {"gpu": policy, "typicalPods": {"shapes": [s.model_dump() for s in shapes]}}
     config = SchedulerConfig.model_validate(
         {"actions": ["allocate"], "placementStrategy": placement}
     )
-    return EmbeddedCluster.open(None, config=config, statuses=False)
+    return EmbeddedCluster.open(None, config=config, statuses=False, scheduled_events=False)
 
 
 def replay(
@@ -147,9 +149,11 @@ def replay(
     time (each batch is created, then the cluster settles: pod-grouper, scheduler, binder,
     kubelet); the scheduler takes them in arrival order (creation, then UID) and a pod that
     does not fit never fits later (nodes only fill), so allocation per arrival is the same as
-    one pod at a time. Fragmentation is measured once per batch."""
+    one pod at a time; such a pod is deleted once its batch settled (it fails for good, as in
+    the simulator, and the scheduler does not try it again every cycle). Fragmentation is
+    measured once per batch."""
     if policy not in POLICIES:
-        raise ValueError(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
+        raise InvalidRequest(f"unknown policy {policy!r}; known: {', '.join(POLICIES)}")
     started = time.perf_counter()
     ranks = tie_ranks(nodes, seed)
     shapes = typical_shapes(pods)
@@ -172,13 +176,18 @@ def replay(
         cluster.settle()
         state = cluster.state
         frag = FragIndex.of(state.nodes, measure).total_milli() / total * 100
+        unplaced = []
         for pod, uid in zip(chunk, uids, strict=True):
             arrived += pod.gpu_request_milli
             if state.tasks[uid].node:
                 used += pod.gpu_request_milli
             else:
-                failed += 1
+                unplaced.append(state.tasks[uid].name)
             buckets.add(arrived / total * 100, used / total * 100, frag)
+        failed += len(unplaced)
+        with cluster.store.transaction():
+            for name in unplaced:
+                cluster.remove("Pod", name, "default")
     cluster.close()
     unallocated, fragmentation = buckets.curves()
     return Run(seed, unallocated, fragmentation, time.perf_counter() - started, failed)

@@ -2,8 +2,9 @@
 paper's published medians, and FGD against pykai on variants of the trace.
 
 Usage: ``python -m pykai.sim.report [--seeds 42-51] [--jobs N] [--out bench/results]
-[--data DIR]``. Each finished replay is kept in ``fgd-runs.jsonl`` under ``--out``; run again
-to resume after a stop.
+[--data DIR] [--logged-only]``. Each finished replay is kept in ``fgd-runs.jsonl`` under
+``--out``; run again to resume after a stop, or with ``--logged-only`` to write the tables from
+the seeds replayed so far (each row says how many).
 (``--data``: the repository's ``data/`` folder, found by itself in a source checkout).
 """
 
@@ -62,7 +63,10 @@ def _seconds(result: dict[str, Any]) -> float:
 def default_table(results: list[dict[str, Any]], data: Path | None = None) -> list[str]:
     """Markdown rows: unallocated GPU % per policy, ours and published (from ``data``)."""
     head = " | ".join(str(k) for k in ARRIVALS)
+    counts = ", ".join(f"{r['policy']} {len(r['runs'])}" for r in results)
     lines = [
+        f"Seeds replayed: {counts}.",
+        "",
         f"| policy | source | {head} | IQR at 100 | Δ at 100 | s / seed |",
         "|---|---|" + "---|" * (len(ARRIVALS) + 3),
     ]
@@ -99,13 +103,15 @@ def frag_table(results: list[dict[str, Any]], data: Path | None = None) -> list[
 
 def variant_rows(name: str, fgd: dict[str, Any], pykai: dict[str, Any]) -> str:
     """One markdown row comparing FGD and pykai at arrival 100 on one trace."""
-    ours = [r["unallocated_gpu_pct"][100] for r in pykai["runs"]]
-    theirs = [r["unallocated_gpu_pct"][100] for r in fgd["runs"]]
+    both = {r["seed"] for r in pykai["runs"]} & {r["seed"] for r in fgd["runs"]}
+    ours = [r["unallocated_gpu_pct"][100] for r in pykai["runs"] if r["seed"] in both]
+    theirs = [r["unallocated_gpu_pct"][100] for r in fgd["runs"] if r["seed"] in both]
     wins = sum(o < t for o, t in zip(ours, theirs, strict=True))
     ties = sum(o == t for o, t in zip(ours, theirs, strict=True))
     f, p = fgd["median_unallocated_gpu_pct"][100], pykai["median_unallocated_gpu_pct"][100]
     return (
-        f"| {name} | {_fmt(f)} | {_fmt(p)} | {_fmt(None if f is None or p is None else p - f)} "
+        f"| {name} ({len(ours)} seeds) | {_fmt(f)} | {_fmt(p)} "
+        f"| {_fmt(None if f is None or p is None else p - f)} "
         f"| {wins} / {ties} / {len(ours) - wins - ties} |"
     )
 
@@ -120,13 +126,20 @@ def _run(job: tuple[Path, Path, str, int]) -> dict[str, Any]:
 
 
 def run_all(
-    seeds: list[int], nodes_csv: Path, pods_csv: Path, jobs: int = 1, log: Path | None = None
+    seeds: list[int],
+    nodes_csv: Path,
+    pods_csv: Path,
+    jobs: int = 1,
+    log: Path | None = None,
+    *,
+    replay: bool = True,
 ) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
     """Every policy on the default trace, and FGD and pykai on each variant (made with seed 7),
     one seed per job in ``jobs`` processes. Returns the default results (in :data:`POLICIES`
     order, shaped as :func:`run_fgd`'s) and, per trace (default first), FGD's and pykai's.
     Each seed's run is appended to ``log`` (JSON lines) as it comes, and runs already there
-    are reused, so a stopped report resumes."""
+    are reused, so a stopped report resumes. Without ``replay`` only the logged runs count;
+    a trace and policy with none of ``seeds`` logged is left out."""
     nodes, pods = read_nodes(nodes_csv), read_pods(pods_csv)
     done = _logged(log)
     with tempfile.TemporaryDirectory() as folder:
@@ -137,7 +150,7 @@ def run_all(
         order = [("default", p) for p in ("fgd", "pykai")]  # parity and the comparison first
         order += [("default", p) for p in POLICIES if p not in ("fgd", "pykai")]
         order += [(t, p) for t in VARIANTS for p in ("fgd", "pykai")]
-        work = [(t, p, s) for t, p in order for s in seeds if (t, p, s) not in done]
+        work = [(t, p, s) for t, p in order for s in seeds if replay and (t, p, s) not in done]
         with multiprocessing.get_context("spawn").Pool(jobs) as pool:
             runs = pool.imap(_run, [(nodes_csv, traces[t], p, s) for t, p, s in work])
             for (trace, policy, seed), run in zip(work, runs, strict=True):
@@ -147,13 +160,18 @@ def run_all(
                         handle.write(json.dumps({"trace": trace, "policy": policy, **run}) + "\n")
                 print(f"  {trace} {policy} seed {seed}: {run['seconds']:.1f} s", flush=True)
 
-    def result(trace: str, policy: str) -> dict[str, Any]:
-        runs = [done[trace, policy, s] for s in seeds]
+    def result(trace: str, policy: str) -> dict[str, Any] | None:
+        runs = [run for s in seeds if (run := done.get((trace, policy, s)))]
         curves = [r["unallocated_gpu_pct"] for r in runs]
-        return {"policy": policy, "runs": runs, "median_unallocated_gpu_pct": median(curves)}
+        found = {"policy": policy, "runs": runs, "median_unallocated_gpu_pct": median(curves)}
+        return found if runs else None
 
-    default = [result("default", p) for p in POLICIES]
-    variants = {t: {p: result(t, p) for p in ("fgd", "pykai")} for t in traces}
+    default = [r for p in POLICIES if (r := result("default", p))]
+    variants = {}
+    for trace in traces:
+        fgd, pykai = result(trace, "fgd"), result(trace, "pykai")
+        if fgd and pykai:
+            variants[trace] = {"fgd": fgd, "pykai": pykai}
     return default, variants
 
 
@@ -177,6 +195,11 @@ def main(argv: list[str] | None = None) -> None:
         "--data", type=Path, default=None, help="the repository's data/ folder (default: found)"
     )
     parser.add_argument("--jobs", type=int, default=1, help="replays run in parallel")
+    parser.add_argument(
+        "--logged-only",
+        action="store_true",
+        help="replay nothing: the tables from the runs in fgd-runs.jsonl",
+    )
     args = parser.parse_args(argv)
     try:
         seeds = parse_seeds(args.seeds)
@@ -187,7 +210,9 @@ def main(argv: list[str] | None = None) -> None:
         parser.error(str(exc))
     args.out.mkdir(parents=True, exist_ok=True)
     log = args.out / "fgd-runs.jsonl"
-    results, variants = run_all(seeds, nodes_csv, pods_csv, max(args.jobs, 1), log)
+    results, variants = run_all(
+        seeds, nodes_csv, pods_csv, max(args.jobs, 1), log, replay=not args.logged_only
+    )
     (args.out / "fgd-default.json").write_text(json.dumps(results))
     plot(results, args.out / "fgd-default.png", args.data)
     (args.out / "fgd-variants.json").write_text(json.dumps(variants))

@@ -18,6 +18,7 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import replace
 
+from pykai.model.errors import InvalidRequest
 from pykai.sim.openb import TraceNode, TracePod
 
 VARIANTS = ("sharing", "multigpu", "gpuspec", "cpu")
@@ -59,7 +60,7 @@ def make_variant(
 ) -> list[TracePod]:
     """A variant of ``pods`` (see the module docstring), reproducible from ``seed``."""
     if kind not in VARIANTS:
-        raise ValueError(f"unknown variant {kind!r}; known: {', '.join(VARIANTS)}")
+        raise InvalidRequest(f"unknown variant {kind!r}; known: {', '.join(VARIANTS)}")
     rng = random.Random(f"{kind}/{seed}")
     ordered = sorted(pods, key=lambda p: p.name)
     gpu_pods = [p for p in ordered if p.num_gpu]
