@@ -216,7 +216,7 @@ class Binder:
             if decision.gpu_groups:
                 self._request(decision)
             else:
-                self.api.bind(decision.namespace, decision.name, decision.node)
+                self.api.bind(decision.namespace, decision.name, decision.node, decision.uid)
         except API_ERRORS as exc:
             return str(exc)
         return ""

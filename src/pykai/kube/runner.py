@@ -91,9 +91,11 @@ class KubeRunner:
         *,
         scheduled_events: bool = True,
         metrics: RunMetrics | None = None,
+        bind_pool: Executor | None = None,
     ) -> None:
-        """``pool`` carries out the writes (default: 32 threads); ``scheduled_events`` off
-        leaves a bind one write (for benchmarks)."""
+        """``pool`` carries out the writes (default: 32 threads), ``bind_pool`` the binds
+        started while a cycle decides (default: 32 more); ``scheduled_events`` off leaves a
+        bind one write (for benchmarks)."""
         self.api = api
         self.metrics = metrics or RunMetrics(components)
         self.components = components
@@ -103,7 +105,11 @@ class KubeRunner:
         self.scheduler = Scheduler(config)
         self.pool = pool or ThreadPoolExecutor(max_workers=32, thread_name_prefix="pykai-write")
         self.host = KubeHost(
-            api, self.pool, report_binds="scheduler" in components, bound=self.metrics.bound
+            api,
+            self.pool,
+            report_binds="scheduler" in components,
+            bound=self.metrics.bound,
+            bind_pool=bind_pool,
         )
         self.round = Round(
             components,
@@ -164,6 +170,7 @@ class KubeRunner:
         finally:
             stop.set()  # ends the informers too
             self.pool.shutdown(wait=True)
+            self.host.bind_pool.shutdown(wait=True)
 
     def _cycled(self) -> None:
         """Count a finished cycle: the first says the process is ready; each is logged at
@@ -184,16 +191,21 @@ class KubeRunner:
         self.host.release_expired_holds()
         marks: list[tuple[str, float]] = []
 
+        early = self.host.bind_early if "scheduler" in self.components else None
+
         def decide() -> CycleResult:
             marks.append(("before", time.perf_counter()))
-            result = self.scheduler.run_cycle(self.host.state, time.time())
+            result = self.scheduler.run_cycle(self.host.state, time.time(), early)
             marks.append(("schedule", time.perf_counter()))
             return result
 
         full = time.monotonic() >= self._next_full_status
         if full:  # a resync: what a lost background write left behind is repaired
             self._next_full_status = time.monotonic() + STATUS_RESYNC_SECONDS
-        result = self.round.run(self.host, decide, full_status=full)
+        try:
+            result = self.round.run(self.host, decide, full_status=full)
+        finally:
+            self.host.end_cycle()
         marks.append(("after", time.perf_counter()))
         (_, before), (_, decided), (_, done) = marks
         phases = {"group": before - started, "schedule": decided - before, "write": done - decided}
