@@ -1,7 +1,7 @@
 """Binding while deciding (kube/host.py ``bind_early``): each allocation is bound as soon as
 its statement commits, never one the cycle drops (a gang that does not fit), never twice, and
 a refused one is rolled back and held as a bind made after the cycle. On the real apiserver a
-pod on whole GPUs costs one write, and a Binding that names another pod's uid is refused."""
+pod on whole GPUs costs one write."""
 
 from __future__ import annotations
 
@@ -153,15 +153,3 @@ def test_a_whole_gpu_bind_is_one_write(api: KubeApi) -> None:
         ("POST", f"/api/v1/namespaces/early/pods/{name}/binding") for name in names
     )
 
-
-def test_a_binding_naming_another_pods_uid_is_refused(api: KubeApi) -> None:
-    """What makes an early bind safe if its pod was replaced meanwhile: the Binding carries
-    the uid the engine decided about, and the apiserver checks it (as for kube-scheduler)."""
-    pod = in_namespace([builders.pod("replaced", gpus=1)])[0]
-    api.create(KINDS["Pod"], pod)
-    with pytest.raises(ApiError):
-        api.bind("early", "replaced", "early-node", uid="uid-of-an-earlier-pod")
-    stored = api.get(KINDS["Pod"], "replaced", "early") or {}
-    assert not stored["spec"].get("nodeName")
-    api.bind("early", "replaced", "early-node", uid=stored["metadata"]["uid"])
-    assert (api.get(KINDS["Pod"], "replaced", "early") or {})["spec"]["nodeName"] == "early-node"

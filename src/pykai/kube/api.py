@@ -271,8 +271,8 @@ class KubeApi:
             self._check(response, "delete")
 
     def bind(self, namespace: str, name: str, node: str, uid: str = "") -> None:
-        """POST pods/{name}/binding: one write binds a pod to a node. With ``uid`` (as
-        kube-scheduler sends it) the apiserver refuses to bind another pod of that name."""
+        """POST pods/{name}/binding: one write binds a pod to a node; ``uid`` names the pod
+        decided about, as kube-scheduler's Binding does."""
         metadata = {"name": name, "namespace": namespace} | ({"uid": uid} if uid else {})
         body = {
             "apiVersion": "v1",

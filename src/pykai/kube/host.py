@@ -311,8 +311,8 @@ class KubeHost:
         self._early[_bind_key(decision)] = self.bind_pool.submit(self._bind_now, decision)
 
     def end_cycle(self) -> None:
-        """Forget early binds the cycle did not carry out (their pod changed meanwhile: the
-        apiserver refused them, see KubeApi.bind)."""
+        """Forget early binds the cycle did not take an answer from (none, unless a pod
+        changed in the cache between the decision and the carry-out)."""
         self._early.clear()
 
     def _bind_now(self, decision: Bind) -> str:
