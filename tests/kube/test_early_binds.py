@@ -152,4 +152,3 @@ def test_a_whole_gpu_bind_is_one_write(api: KubeApi) -> None:
     assert sorted(pod_writes) == sorted(
         ("POST", f"/api/v1/namespaces/early/pods/{name}/binding") for name in names
     )
-
