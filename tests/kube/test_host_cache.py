@@ -4,6 +4,8 @@ newer version (a phantom pod would hold its node's GPUs for good)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import cast
 
 from pykai.kube.api import KubeApi
@@ -48,3 +50,16 @@ def test_a_late_answer_never_replaces_a_newer_version() -> None:
     assert host.get("Pod", "p", "default") == newer
     host.apply(Change("Pod", WRITTEN, version(pod, 10)))  # a newer answer is taken
     assert host.get("Pod", "p", "default") == version(pod, 10)
+
+
+def test_waiting_for_a_change_ends_when_one_comes() -> None:
+    """Before the first cycle the loop waits for the informers' lists, not for its period."""
+    host = KubeHost(cast(KubeApi, None), InlineExecutor())
+    listed = Change("Node", "SYNC", None, (builders.node("n1"),))
+    timer = threading.Timer(0.05, host.changes.put, (listed,))
+    timer.start()
+    started = time.monotonic()
+    host.wait_for_change(120)
+    assert "Node" in host.synced
+    assert time.monotonic() - started < 60  # woken by the change, not by the timeout
+    host.wait_for_change(0.01)  # nothing queued: returns after the timeout

@@ -113,6 +113,15 @@ class KubeHost:
                 return
             self.apply(change)
 
+    def wait_for_change(self, timeout: float) -> None:
+        """Until the informers or the writers queue a change (it is applied), at most
+        ``timeout`` seconds."""
+        try:
+            change = self.changes.get(timeout=timeout)
+        except queue.Empty:
+            return
+        self.apply(change)
+
     def apply(self, change: Change) -> None:
         """One change into the cache and the engine's state (an object that cannot be taken
         in is reported and skipped)."""

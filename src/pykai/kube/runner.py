@@ -137,7 +137,7 @@ class KubeRunner:
         ]
         for informer in informers:
             informer.start()
-        electing = False
+        electing = ready = False
         try:
             while not stop.is_set():
                 self.host.drain()
@@ -160,7 +160,10 @@ class KubeRunner:
                     log.exception("cycle failed; the state is rebuilt from the cache")
                     self.metrics.cycle_failed("bug")
                     self.host.rebuild_state()
-                stop.wait(period)
+                if ready:
+                    stop.wait(period)
+                else:  # the first cycle starts as soon as the last first list is in
+                    self.host.wait_for_change(period)
         except RefusedAtStart:
             stop.set()  # the other first lists end too, so their log lines come before ours
             deadline = time.monotonic() + 5.0
