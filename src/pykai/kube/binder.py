@@ -5,8 +5,9 @@
   ConfigMap its GPU env comes from (kube/gpu_env.py), the pod's GPU-group labels, the bind),
   so the scheduler writes a BindRequest (KAI's scheduling.run.ai/v1alpha2 contract, named
   after the pod) and the binder carries it out,
-  retrying with backoff up to ``spec.backoffLimit``. While a BindRequest is pending, the
-  scheduler counts its pod as bound to the selected node, so a restart never places it twice.
+  retrying with backoff up to ``spec.backoffLimit``. Until the binder gives a BindRequest up,
+  the scheduler counts its pod as bound to the selected node (also once it succeeded, before
+  the pod's own watch tells the bind), so a restart never places it twice.
 - A bind that fails puts the pod's job on hold (exponential backoff, see ``BindBackoff``), so a
   pod that keeps failing cannot take the same resources every cycle (KAI issue #2074).
 
@@ -156,6 +157,11 @@ def _count(fields: Obj, path: str, key: str, default: int) -> int:
 def pending_request(request: Obj) -> bool:
     """True while a BindRequest is neither done nor given up."""
     return (request.get("status") or {}).get("phase") not in (SUCCEEDED, FAILED)
+
+
+def given_up(request: Obj) -> bool:
+    """True once the binder gave a BindRequest up (its pod was not bound)."""
+    return (request.get("status") or {}).get("phase") == FAILED
 
 
 def requested_for(request: Obj, pod: Obj) -> bool:

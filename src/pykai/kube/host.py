@@ -41,8 +41,8 @@ from pykai.kube.binder import (
     BindBackoff,
     Binder,
     bound_view,
+    given_up,
     held_view,
-    pending_request,
     read_bind_request,
     requested_for,
 )
@@ -220,7 +220,9 @@ class KubeHost:
             self.backoff.forget(meta.get("uid", ""))
             return pod
         request = self.get("BindRequest", meta["name"], meta.get("namespace", ""))
-        if request is not None and pending_request(request) and requested_for(request, pod):
+        if request is not None and not given_up(request) and requested_for(request, pod):
+            # pending, or succeeded before the pod's own watch told its bind (two streams):
+            # either way the pod holds the selected node and GPU groups
             try:
                 return bound_view(pod, read_bind_request(request))
             except ValueError:
