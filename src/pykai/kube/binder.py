@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
@@ -185,21 +185,33 @@ def held_view(pod: Obj) -> Obj:
     return {**pod, "spec": {**pod.get("spec", {}), "schedulingGates": gates}}
 
 
-def groups_in_use(pods: Iterable[Obj], requests: Iterable[Obj]) -> set[str]:
-    """GPU groups held by bound, live pods or asked for by pending BindRequests."""
+def groups_in_use(pods: Mapping[tuple[str, str], Obj], requests: Iterable[Obj]) -> set[str]:
+    """GPU groups held by bound, live pods, or asked for by BindRequests that are pending or
+    succeeded for a live pod (whose own watch may not have told its bind yet). ``pods`` maps
+    (namespace, name) to pods."""
     used = {
         value
-        for pod in pods
+        for pod in pods.values()
         if (pod.get("spec") or {}).get("nodeName")
-        and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        and _live(pod)
         and pod["metadata"].get("namespace") != RESERVATION_NAMESPACE
         for key, value in (pod["metadata"].get("labels") or {}).items()
         if key == c.GPU_GROUP_LABEL or key.startswith(f"{c.GPU_GROUP_LABEL}/")
     }
     for request in requests:
-        if pending_request(request):
-            used.update((request.get("spec") or {}).get("selectedGPUGroups") or [])
+        spec = request.get("spec") or {}
+        meta = request["metadata"]
+        pod = pods.get((meta.get("namespace", ""), str(spec.get("podName", meta["name"]))))
+        succeeded = (request.get("status") or {}).get("phase") == SUCCEEDED
+        if pending_request(request) or (
+            succeeded and pod is not None and requested_for(request, pod) and _live(pod)
+        ):
+            used.update(spec.get("selectedGPUGroups") or [])
     return used
+
+
+def _live(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
 
 class ConfigMapTaken(Exception):

@@ -236,4 +236,4 @@ class KubeRunner:
             if not p["metadata"].get("deletionTimestamp")
         }
         host.binder.reconcile(requests, pods, reserved, host.isolation("the binder"))
-        host.binder.release(reservation_pods, groups_in_use(pods.values(), requests))
+        host.binder.release(reservation_pods, groups_in_use(pods, requests))
