@@ -99,6 +99,23 @@ def test_a_refused_early_bind_is_rolled_back_and_held() -> None:
     assert len(api.binds) == 2
 
 
+def test_a_cycle_that_fails_after_its_binds_started_leaves_them_in_the_cache() -> None:
+    """The cycle fails before its carry-out (a bug): the state is rebuilt from the cache, in
+    which the pods bound early are bound (the refused one is not), so the next cycle cannot
+    place them again before their watch events come."""
+    api = RecordingApi(refuse=frozenset({"alone-b-0"}))
+    host = host_with(api, cluster_of_eight_gpus(gang("alone-a", 1, 4), gang("alone-b", 1, 4)))
+    Scheduler().run_cycle(host.state, time.time(), host.bind_early)
+    host.end_cycle()  # as the runner does when a round fails
+    host.rebuild_state()
+    host.drain()
+    assert (host.get("Pod", "alone-a-0", "default") or {})["spec"]["nodeName"] == "n1"
+    assert not (host.get("Pod", "alone-b-0", "default") or {})["spec"].get("nodeName")
+    kept, refused = (host.state.task_by_key("default", f"alone-{x}-0") for x in "ab")
+    assert kept is not None and kept.status in HOLDS_NODE and kept.node == "n1"
+    assert refused is not None and refused.status not in HOLDS_NODE
+
+
 @pytest.fixture
 def api(local_cluster: LocalCluster) -> Iterator[KubeApi]:
     admin = connect(local_cluster.kubeconfig)

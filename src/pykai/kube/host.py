@@ -98,9 +98,10 @@ class KubeHost:
         self._in_flight: set[tuple[str, str, str]] = set()  # status patches under way
         self._serials = itertools.count(secrets.randbelow(1 << 30))  # fresh names per process
         self._gone: set[str] = set()  # uids the informers reported deleted
-        # binds under way since their statement committed: (namespace, name, uid) -> error
+        # binds under way since their statement committed: (namespace, name, uid) -> the
+        # decision and its answer (an error, or "")
         self.bind_pool = bind_pool or ThreadPoolExecutor(32, thread_name_prefix="pykai-bind")
-        self._early: dict[tuple[str, str, str], Future[str]] = {}
+        self._early: dict[tuple[str, str, str], tuple[Bind, Future[str]]] = {}
 
     # ---- the cache ---------------------------------------------------------------------------
 
@@ -310,7 +311,7 @@ class KubeHost:
         """One write: pods/binding, or a BindRequest for a shared-GPU pod (kube/binder.py);
         a bind already started by ``bind_early`` is waited for, not made again."""
         early = self._early.pop(_bind_key(decision), None)
-        error = early.result() if early is not None else self._bind_now(decision)
+        error = early[1].result() if early is not None else self._bind_now(decision)
         if error:
             raise BindFailed(error)
 
@@ -319,12 +320,26 @@ class KubeHost:
         ``on_bind``); ``bind`` takes its answer when the cycle's binds are carried out. On
         the bind pool, which runs nothing that waits: ``bind`` may wait on it from the write
         pool."""
-        self._early[_bind_key(decision)] = self.bind_pool.submit(self._bind_now, decision)
+        future = self.bind_pool.submit(self._bind_now, decision)
+        self._early[_bind_key(decision)] = (decision, future)
 
     def end_cycle(self) -> None:
-        """Forget early binds the cycle did not take an answer from (none, unless a pod
-        changed in the cache between the decision and the carry-out)."""
-        self._early.clear()
+        """After a cycle, the early binds it did not take the answer of (it failed half-way,
+        or a pod changed in the cache meanwhile) are waited for; a pod one of them bound is
+        cached as bound, so a state rebuilt from the cache before the pod's watch tells the
+        bind does not place it again."""
+        early, self._early = self._early, {}
+        for decision, future in early.values():
+            try:
+                error = future.result()
+            except Exception:  # a bug in that bind: what it did is unknown, the watch tells
+                continue
+            pod = self.get("Pod", decision.name, decision.namespace)
+            if error or decision.gpu_groups or pod is None:
+                continue  # a shared-GPU pod is shown bound by its BindRequest
+            if pod["metadata"].get("uid") == decision.uid:
+                spec = {**(pod.get("spec") or {}), "nodeName": decision.node}
+                self.changes.put(Change("Pod", WRITTEN, {**pod, "spec": spec}))
 
     def _bind_now(self, decision: Bind) -> str:
         started = time.perf_counter()
