@@ -1,13 +1,14 @@
 """Binding while deciding (kube/host.py ``bind_early``): each allocation is bound as soon as
 its statement commits, never one the cycle drops (a gang that does not fit), never twice, and
 a refused one is rolled back and held as a bind made after the cycle. On the real apiserver a
-pod on whole GPUs costs one write."""
+pod on whole GPUs costs one write. A stopping process drops its queued writes."""
 
 from __future__ import annotations
 
 import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import cast
 
 import httpx
@@ -169,3 +170,27 @@ def test_a_whole_gpu_bind_is_one_write(api: KubeApi) -> None:
     assert sorted(pod_writes) == sorted(
         ("POST", f"/api/v1/namespaces/early/pods/{name}/binding") for name in names
     )
+
+
+def test_stopping_drops_queued_writes_and_finishes_those_under_way() -> None:
+    """SIGTERM after a big cycle: thousands of queued status writes (each waiting out a
+    timeout if the apiserver is gone) must not hold the process; a write under way ends."""
+    pool = ThreadPoolExecutor(1)
+    started, release = threading.Event(), threading.Event()
+    done: list[str] = []
+
+    def under_way() -> None:
+        started.set()
+        release.wait(60)
+        done.append("under way")
+
+    pool.submit(under_way)
+    queued = [pool.submit(done.append, "queued") for _ in range(100)]
+    assert started.wait(60)
+    runner = KubeRunner(cast(KubeApi, None), components=frozenset({"scheduler"}), pool=pool)
+    stop = threading.Event()
+    stop.set()
+    threading.Timer(0.2, release.set).start()
+    runner.run(stop)  # returns once the write under way has ended
+    assert done == ["under way"]
+    assert all(future.cancelled() for future in queued)

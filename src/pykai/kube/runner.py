@@ -172,8 +172,11 @@ class KubeRunner:
             raise
         finally:
             stop.set()  # ends the informers too
-            self.pool.shutdown(wait=True)
-            self.host.bind_pool.shutdown(wait=True)
+            # writes under way finish; queued ones (thousands of status patches after a big
+            # cycle, each waiting out a timeout if the apiserver is gone) are dropped: the
+            # next process derives them again
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.host.bind_pool.shutdown(wait=True, cancel_futures=True)
 
     def _cycled(self) -> None:
         """Count a finished cycle: the first says the process is ready; each is logged at
