@@ -13,7 +13,7 @@ import yaml
 from typer.testing import CliRunner
 
 from pykai.cli.app import app
-from pykai.model.builders import node, pod, podgroup
+from pykai.model.builders import node, pod, podgroup, queue
 from pykai.model.meta import Obj
 from tests.cli.conftest import EXAMPLES, QUEUES, Cli, write
 
@@ -297,6 +297,37 @@ def test_describe_without_a_name_or_with_a_prefix(cli: Cli, tmp_path: Path) -> N
     ]
     assert described == ["Name:           web-1", "Name:           web-2"]
     assert cli("describe", "pods").out.count("Name:") == 3
+
+
+def test_describe_several_names_kinds_and_a_selector_as_kubectl(cli: Cli, tmp_path: Path) -> None:
+    """kubectl describe takes several names, KIND/NAME pairs, several kinds, -l and -A; a
+    name is exact before it is a prefix; a missing name is reported after what was found."""
+    objects = [
+        pod("web-1", labels={"app": "web"}),
+        pod("web-2", labels={"app": "web"}),
+        pod("db"),
+        pod("web-3", namespace="other", labels={"app": "web"}),
+        queue("team-1"),
+        queue("team-10"),
+    ]
+    other = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "other"}}
+    cli("apply", "-f", write(tmp_path, "x.yaml", [other, *objects]))
+
+    def names(result_out: str) -> list[str]:
+        return [line.split()[1] for line in result_out.splitlines() if line.startswith("Name:")]
+
+    assert names(cli("describe", "pod", "db", "web-2").out) == ["db", "web-2"]
+    assert names(cli("describe", "pod/db", "queue/team-1").out) == ["db", "team-1"]
+    assert names(cli("describe", "queues", "team-1").out) == ["team-1"]  # not team-10
+    assert names(cli("describe", "pods", "-l", "app=web").out) == ["web-1", "web-2"]
+    assert names(cli("describe", "pods", "-A", "-l", "app=web").out) == ["web-1", "web-2", "web-3"]
+    both = cli("describe", "pods,queues", "-l", "app=web").out
+    assert names(both) == ["web-1", "web-2"]
+    partly = cli("describe", "pod", "db", "ghost")
+    assert partly.code == 1 and names(partly.out) == ["db"]
+    assert 'pods "ghost" not found' in partly.err
+    refused = cli("describe", "pod", "db", "-l", "app=web")
+    assert refused.code != 0 and "selector" in refused.err
 
 
 def test_delete_by_name_kind_slash_name_and_file(cli: Cli, tmp_path: Path) -> None:

@@ -230,6 +230,53 @@ def test_jsonpath_filters_negative_indexes_and_the_root() -> None:
     assert select(obj["items"], "$", root=obj) == [obj]
 
 
+def test_jsonpath_slices_unions_wildcards_descent_and_comparisons_as_kubernetes_docs() -> None:
+    """The examples of Kubernetes' JSONPath support page (kubectl reference), on its sample."""
+    doc = {
+        "kind": "List",
+        "items": [
+            {
+                "kind": "None",
+                "metadata": {
+                    "name": "127.0.0.1",
+                    "labels": {"kubernetes.io/hostname": "127.0.0.1"},
+                },
+                "status": {
+                    "capacity": {"cpu": "4"},
+                    "addresses": [{"type": "LegacyHostIP", "address": "127.0.0.1"}],
+                },
+            },
+            {
+                "kind": "None",
+                "metadata": {"name": "127.0.0.2"},
+                "status": {
+                    "capacity": {"cpu": "8"},
+                    "addresses": [
+                        {"type": "LegacyHostIP", "address": "127.0.0.2"},
+                        {"type": "another", "address": "127.0.0.3"},
+                    ],
+                },
+            },
+        ],
+        "users": [{"name": "myself", "user": {}}, {"name": "e2e", "user": {"username": "admin"}}],
+    }
+    assert select(doc, "{.kind}") == ["List"]
+    assert select(doc, "{..name}") == ["127.0.0.1", "127.0.0.2", "myself", "e2e"]
+    assert select(doc, "{.items[*].metadata.name}") == ["127.0.0.1", "127.0.0.2"]
+    assert select(doc, "{.users[0].name}") == ["myself"]
+    assert select(doc, "{.items[0].status.capacity.*}") == ["4"]
+    assert select(doc, "{.items[-1:].metadata.name}") == ["127.0.0.2"]
+    assert select(doc, "{.items[0:1].metadata.name}") == ["127.0.0.1"]
+    assert select(doc, "{.users[0,1].name}") == ["myself", "e2e"]
+    assert select(doc, '{.users[?(@.name=="e2e")].user.username}') == ["admin"]
+    assert select(doc, "{.users[?(@.user.username)].name}") == ["e2e"]
+    assert select(doc, ".items[::-1].metadata.name") == ["127.0.0.2", "127.0.0.1"]
+    assert select({"xs": [{"n": 1}, {"n": 5}, {"n": 9}]}, ".xs[?(@.n>=5)].n") == [5, 9]
+    assert select({"xs": [{"n": 1}, {"n": 5}, {"n": "a"}]}, ".xs[?(@.n<5)].n") == [1]
+    with pytest.raises(JsonPathError, match="step cannot be 0"):
+        select(doc, ".items[::0]")
+
+
 def test_jsonpath_templates_nest_ranges_and_print_non_strings_as_kubectl() -> None:
     doc = {"items": [{"n": "a", "xs": [1, 2]}, {"n": "b", "xs": [], "on": True}]}
     assert template(doc, "{range .items[*]}[{.n}:{range .xs[*]}<{@}>{end}]{end}") == (

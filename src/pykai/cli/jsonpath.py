@@ -1,23 +1,40 @@
 """kubectl's JSONPath: paths (``custom-columns``, ``--sort-by``) and templates (``-o jsonpath=``).
 
-A path is a chain of steps: ``.key`` (a dot inside a key written ``\\.``), ``[2]``, ``[*]`` and
-filters ``[?(@.type=="Ready")]`` (``==`` or ``!=`` against a quoted string or a number); ``$``
-is the root, ``@`` the current object, and ``{...}`` may wrap it. A template is text with
-``{PATH}`` fields, ``{range PATH}...{end}`` loops and ``{"\\n"}`` literals; a field printing
-several values separates them with spaces, and a missing field prints nothing (kubectl's
-default ``--allow-missing-template-keys``).
+A path is a chain of steps: ``.key`` (a dot inside a key written ``\\.``), ``.*`` (every value
+of a map or item of a list), ``..key`` (recursive descent), ``[2]``, ``[-1]``, ``[*]``, unions
+``[0,2]``, slices ``[1:3]`` / ``[::2]``, and filters ``[?(@.type=="Ready")]`` (``==``, ``!=``,
+``<``, ``<=``, ``>``, ``>=`` against a quoted string or a number) or ``[?(@.key)]`` (the key
+exists); ``$`` is the root, ``@`` the current object, and ``{...}`` may wrap it.
+
+A template is text with ``{PATH}`` fields, ``{range PATH}...{end}`` loops and ``{"\\n"}``
+literals; a field printing several values separates them with spaces, and a missing field
+prints nothing (kubectl's default ``--allow-missing-template-keys``).
 """
 
 from __future__ import annotations
 
 import json
+import operator
 import re
+from collections.abc import Callable
 from typing import Any
 
+_DESCENT = r"\.\.((?:\\\.|[^.\[])+)"
 _KEY = r"\.((?:\\\.|[^.\[])+)"
-_INDEX = r"\[(\*|-?\d+)\]"
-_FILTER = r"""\[\?\(@((?:\.[\w./-]+)+)\s*(==|!=)\s*(?:"([^"]*)"|'([^']*)'|(-?[\d.]+))\s*\)\]"""
-_STEP = re.compile(f"{_KEY}|{_INDEX}|{_FILTER}")
+_INDEX = r"\[\s*(\*|-?\d*\s*:\s*-?\d*(?:\s*:\s*-?\d+)?|-?\d+(?:\s*,\s*-?\d+)*)\s*\]"
+_FILTER = (
+    r"""\[\?\(@((?:\.[\w./-]+)+)\s*"""
+    r"""(?:(==|!=|<=|>=|<|>)\s*(?:"([^"]*)"|'([^']*)'|(-?[\d.]+)))?\s*\)\]"""
+)
+_STEP = re.compile(f"{_DESCENT}|{_KEY}|{_INDEX}|{_FILTER}")
+_COMPARE: dict[str, Callable[[Any, Any], Any]] = {
+    "==": operator.eq,
+    "!=": operator.ne,
+    "<": operator.lt,
+    "<=": operator.le,
+    ">": operator.gt,
+    ">=": operator.ge,
+}
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "'": "'", "\\": "\\"}
 
 
@@ -53,30 +70,64 @@ def select(obj: Any, path: str, root: Any = None) -> list[Any]:
 
 
 def _step(values: list[Any], match: re.Match[str]) -> list[Any]:
-    key, index, field, operator, quoted, single, number = match.groups()
+    descent, key, index, field, comparison, quoted, single, number = match.groups()
+    if descent is not None:
+        return _field([x for v in values for x in _descendants(v)], descent)
     if key is not None:
-        key = key.replace("\\.", ".")
-        return [v[key] for v in values if isinstance(v, dict) and key in v]
-    items = [x for v in values if isinstance(v, list) for x in v]
+        return _field(values, key)
+    lists = [v for v in values if isinstance(v, list)]
     if index == "*":
-        return items
+        return [x for v in lists for x in v]
+    if index is not None and ":" in index:
+        bounds = [int(b) if b.strip() else None for b in index.split(":")]
+        if bounds[2:] == [0]:
+            raise JsonPathError(f"a slice's step cannot be 0: [{index}]")
+        return [x for v in lists for x in v[slice(*bounds)]]
     if index is not None:
-        i = int(index)
-        return [v[i] for v in values if isinstance(v, list) and -len(v) <= i < len(v)]
+        picked = [int(i) for i in index.split(",")]
+        return [v[i] for v in lists for i in picked if -len(v) <= i < len(v)]
+    items = [x for v in lists for x in v]
+    if comparison is None:
+        return [x for x in items if select(x, field)]
     literal: Any = quoted if quoted is not None else single
     if literal is None:
         literal = float(number)
-    matched = [x for x in items if _equal(select(x, field), literal)]
-    return matched if operator == "==" else [x for x in items if x not in matched]
+    return [x for x in items if _holds(select(x, field), _COMPARE[comparison], literal)]
 
 
-def _equal(found: list[Any], literal: Any) -> bool:
+def _field(values: list[Any], key: str) -> list[Any]:
+    """``.key`` of each value (``.*``: every child)."""
+    key = key.replace("\\.", ".")
+    if key == "*":
+        return [x for v in values for x in _children(v)]
+    return [v[key] for v in values if isinstance(v, dict) and key in v]
+
+
+def _children(value: Any) -> list[Any]:
+    """The values of a map or the items of a list."""
+    if isinstance(value, dict):
+        return list(value.values())
+    return list(value) if isinstance(value, list) else []
+
+
+def _descendants(value: Any) -> list[Any]:
+    """``value`` and everything inside it, depth first (what ``..`` searches)."""
+    found = [value]
+    for child in _children(value):
+        found += _descendants(child)
+    return found
+
+
+def _holds(found: list[Any], compare: Callable[[Any, Any], Any], literal: Any) -> bool:
+    """Whether the first value found compares as asked with a literal of the same type (a
+    number with a number, a string with a string; anything else never matches, even ``!=``)."""
     if not found:
         return False
     value = found[0]
     if isinstance(literal, float):
-        return isinstance(value, int | float) and not isinstance(value, bool) and value == literal
-    return isinstance(value, str) and value == literal
+        is_number = isinstance(value, int | float) and not isinstance(value, bool)
+        return is_number and bool(compare(value, literal))
+    return isinstance(value, str) and bool(compare(value, literal))
 
 
 def template(obj: Any, text: str) -> str:

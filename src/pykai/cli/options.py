@@ -17,11 +17,24 @@ ClusterOption = Annotated[
     Path | None, typer.Option("--cluster", help=_CLUSTER_HELP, show_default=False)
 ]
 NamespaceOption = Annotated[str, typer.Option("--namespace", "-n", help="Namespace")]
-KindArgument = Annotated[
+KindsArgument = Annotated[
     str,
     typer.Argument(
-        help="Kind (pods, po, queues, pg, ...) or KIND/NAME", autocompletion=complete_kind
+        help="Kinds (pods, po, queues, pg, ...; several: pods,podgroups) or KIND/NAME",
+        autocompletion=complete_kind,
     ),
+]
+NamesArgument = Annotated[
+    list[str] | None,
+    typer.Argument(
+        help="Names, or more KIND/NAME", show_default=False, autocompletion=complete_name
+    ),
+]
+AllNamespacesOption = Annotated[
+    bool, typer.Option("--all-namespaces", "-A", help="Every namespace")
+]
+SelectorOption = Annotated[
+    str, typer.Option("--selector", "-l", help="Labels: key=value, key!=value, key, ...")
 ]
 NameArgument = Annotated[
     str | None, typer.Argument(help="Name", show_default=False, autocompletion=complete_name)

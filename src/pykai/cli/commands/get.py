@@ -10,9 +10,15 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pykai.cli.clusterfile import reading
-from pykai.cli.completion import complete_kind, complete_name
 from pykai.cli.errors import fail, not_found, reported
-from pykai.cli.options import ClusterOption, NamespaceOption
+from pykai.cli.options import (
+    AllNamespacesOption,
+    ClusterOption,
+    KindsArgument,
+    NamesArgument,
+    NamespaceOption,
+    SelectorOption,
+)
 
 if TYPE_CHECKING:
     from pykai.cli.kinds import KindInfo
@@ -24,23 +30,10 @@ Found = list[tuple["KindInfo", list["Obj"]]]
 
 def get(
     ctx: typer.Context,
-    kind: Annotated[
-        str,
-        typer.Argument(
-            help="Kinds (pods, po, queues, pg, ...; several: pods,podgroups) or KIND/NAME",
-            autocompletion=complete_kind,
-        ),
-    ],
-    names: Annotated[
-        list[str] | None,
-        typer.Argument(
-            help="Names, or more KIND/NAME", show_default=False, autocompletion=complete_name
-        ),
-    ] = None,
+    kind: KindsArgument,
+    names: NamesArgument = None,
     namespace: NamespaceOption = "default",
-    all_namespaces: Annotated[
-        bool, typer.Option("--all-namespaces", "-A", help="Every namespace")
-    ] = False,
+    all_namespaces: AllNamespacesOption = False,
     output: Annotated[
         str,
         typer.Option(
@@ -49,9 +42,7 @@ def get(
             help="wide|json|yaml|name|jsonpath=TEMPLATE|custom-columns=HEADER:PATH,...",
         ),
     ] = "",
-    selector: Annotated[
-        str, typer.Option("--selector", "-l", help="Labels: key=value, key!=value, key, ...")
-    ] = "",
+    selector: SelectorOption = "",
     sort_by: Annotated[
         str, typer.Option("--sort-by", help="JSONPath to sort by, e.g. .metadata.name")
     ] = "",
