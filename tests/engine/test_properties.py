@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pykai.engine.config import SchedulerConfig
+from pykai.engine.decisions import Bind
 from pykai.engine.jobs import EVICTABLE, HOLDS_NODE, TaskStatus
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.session import Session
@@ -101,7 +102,11 @@ def test_invariants_hold_after_cycles(objs: list[Obj]) -> None:
     evicted: set[str] = set()
     for cycle in range(3):
         placed_before = {t.uid for t in state.tasks.values() if t.status in EVICTABLE}
-        result = scheduler.run_cycle(state, 1000.0 + cycle)
+        told: list[Bind] = []
+        result = scheduler.run_cycle(state, 1000.0 + cycle, told.append)
+        # each bind was told once, as its statement committed, and no other (a backend binds
+        # them while the cycle goes on)
+        assert sorted(told, key=lambda b: (b.namespace, b.name)) == result.binds
         # only pods placed before this cycle are evicted, never one allocated in it
         assert {e.uid for e in result.evictions} <= placed_before
         binds.update({b.uid: b.node for b in result.binds})

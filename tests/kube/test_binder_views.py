@@ -67,7 +67,24 @@ def test_a_held_pod_is_gated_and_groups_in_use_count_only_bound_pods() -> None:
     labelled_but_pending = pod_with_uid("q", "w")
     labelled_but_pending["metadata"]["labels"]["runai-gpu-group"] = "g9"
     asked = bind_request(Bind("default", "r", "x", "n2", ("g2",), 0.5))
-    assert groups_in_use([bound, labelled_but_pending], [asked]) == {"g1", "g2"}
+    pods = {("default", p["metadata"]["name"]): p for p in (bound, labelled_but_pending)}
+    assert groups_in_use(pods, [asked]) == {"g1", "g2"}
+
+
+def test_a_succeeded_request_holds_its_groups_while_its_pod_lives() -> None:
+    """The pod's bind may not have reached the cache yet: its reservation must stay."""
+    pod = pod_with_uid("s", "uid-s")  # no nodeName in the cache yet
+    done = bind_request(Bind("default", "s", "uid-s", "n1", ("g3",), 0.5))
+    done["status"] = {"phase": "Succeeded"}
+    pods = {("default", "s"): pod}
+    assert groups_in_use(pods, [done]) == {"g3"}
+    pod["status"] = {"phase": "Succeeded"}  # it ran to completion
+    assert groups_in_use(pods, [done]) == set()
+    assert groups_in_use({}, [done]) == set()  # gone
+    replaced = {("default", "s"): pod_with_uid("s", "uid-newer")}
+    assert groups_in_use(replaced, [done]) == set()
+    done["status"] = {"phase": "Failed"}
+    assert groups_in_use({("default", "s"): pod_with_uid("s", "uid-s")}, [done]) == set()
 
 
 @pytest.mark.parametrize(

@@ -94,8 +94,8 @@ class CrashingApi(KubeApi):
         self._wrote()
         return patched
 
-    def bind(self, namespace: str, name: str, node: str) -> None:
-        super().bind(namespace, name, node)
+    def bind(self, namespace: str, name: str, node: str, uid: str = "") -> None:
+        super().bind(namespace, name, node, uid)
         self._wrote()
 
 

@@ -4,9 +4,16 @@ newer version (a phantom pod would hold its node's GPUs for good)."""
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import cast
 
+import pytest
+
+from pykai.engine.decisions import Bind
+from pykai.engine.jobs import HOLDS_NODE
 from pykai.kube.api import KubeApi
+from pykai.kube.binder import bind_request
 from pykai.kube.host import WRITTEN, KubeHost
 from pykai.kube.informer import Change
 from pykai.model import builders
@@ -48,3 +55,39 @@ def test_a_late_answer_never_replaces_a_newer_version() -> None:
     assert host.get("Pod", "p", "default") == newer
     host.apply(Change("Pod", WRITTEN, version(pod, 10)))  # a newer answer is taken
     assert host.get("Pod", "p", "default") == version(pod, 10)
+
+
+def test_waiting_for_a_change_ends_when_one_comes() -> None:
+    """Before the first cycle the loop waits for the informers' lists, not for its period."""
+    host = KubeHost(cast(KubeApi, None), InlineExecutor())
+    listed = Change("Node", "SYNC", None, (builders.node("n1"),))
+    timer = threading.Timer(0.05, host.changes.put, (listed,))
+    timer.start()
+    started = time.monotonic()
+    host.wait_for_change(120)
+    assert "Node" in host.synced
+    assert time.monotonic() - started < 60  # woken by the change, not by the timeout
+    host.wait_for_change(0.01)  # nothing queued: returns after the timeout
+
+
+@pytest.mark.parametrize(
+    ("phase", "holds_node"), [("", True), ("Succeeded", True), ("Failed", False)]
+)
+def test_a_pod_counts_as_bound_until_its_bind_request_is_given_up(
+    phase: str, holds_node: bool
+) -> None:
+    """The binder marks a BindRequest Succeeded after the pod's bind, but the two arrive on
+    separate watches: until the pod's own event says it is bound, its Succeeded request still
+    shows it on the selected node and GPU group (else the engine places it, and its group,
+    twice)."""
+    pod = builders.pod("half", uid="uid-half", annotations={"gpu-fraction": "0.5"})
+    host = host_with(version(pod, 3))
+    request = bind_request(Bind("default", "half", "uid-half", "n1", ("g1",), 0.5))
+    request["metadata"]["uid"] = "uid-request"
+    if phase:
+        request["status"] = {"phase": phase}
+    host.apply(Change("BindRequest", "SYNC", None, (request,)))
+    task = host.state.task_by_key("default", "half")
+    assert task is not None
+    assert (task.status in HOLDS_NODE) is holds_node
+    assert (task.node == "n1") is holds_node

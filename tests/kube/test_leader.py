@@ -7,13 +7,13 @@ from __future__ import annotations
 import signal
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
-from pykai.engine.decisions import CycleResult
+from pykai.engine.decisions import Bind, CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import ClusterState
 from pykai.kube.api import KINDS, KubeApi, connect
@@ -124,10 +124,12 @@ class BlockingScheduler(Scheduler):
         super().__init__()
         self.entered, self.release = threading.Event(), threading.Event()
 
-    def run_cycle(self, state: ClusterState, now: float) -> CycleResult:
+    def run_cycle(
+        self, state: ClusterState, now: float, on_bind: Callable[[Bind], None] | None = None
+    ) -> CycleResult:
         self.entered.set()
         self.release.wait(300)
-        return super().run_cycle(state, now)
+        return super().run_cycle(state, now, on_bind)
 
 
 @contextmanager

@@ -381,7 +381,7 @@ class MemoryApi(KubeApi):
             raise ApiError(404, "not found")
         self._tell(kind.kind, "DELETED", gone)
 
-    def bind(self, namespace: str, name: str, node: str) -> None:
+    def bind(self, namespace: str, name: str, node: str, uid: str = "") -> None:
         self.patch(KINDS["Pod"], name, {"spec": {"nodeName": node}}, namespace)
 
 
@@ -402,7 +402,9 @@ def kube_runner(objects: list[Obj]) -> tuple[KubeRunner, MemoryApi]:
     """A runner (every component, the stand-ins included) whose cache was listed from
     ``objects`` and the clean cluster."""
     api = MemoryApi()
-    runner = KubeRunner(api, components=frozenset(COMPONENTS), pool=InlineExecutor())
+    runner = KubeRunner(
+        api, components=frozenset(COMPONENTS), pool=InlineExecutor(), bind_pool=InlineExecutor()
+    )
     api.runner = runner
     base = clean_cluster()
     for obj in [*base.list("PriorityClass"), *base.list("Queue"), *base.list("Node"), *objects]:

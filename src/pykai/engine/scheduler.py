@@ -12,7 +12,7 @@ from pykai.engine.actions.preempt import preempt
 from pykai.engine.actions.reclaim import reclaim
 from pykai.engine.actions.stale_gang import stale_gang_eviction
 from pykai.engine.config import SchedulerConfig
-from pykai.engine.decisions import CycleResult
+from pykai.engine.decisions import Bind, CycleResult
 from pykai.engine.kueue_place import place_admitted
 from pykai.engine.session import Session
 from pykai.engine.state import ClusterState
@@ -34,12 +34,15 @@ class Scheduler:
     def __init__(self, config: SchedulerConfig | None = None) -> None:
         self.config = config or SchedulerConfig()
 
-    def run_cycle(self, state: ClusterState, now: float) -> CycleResult:
+    def run_cycle(
+        self, state: ClusterState, now: float, on_bind: Callable[[Bind], None] | None = None
+    ) -> CycleResult:
         """Run one cycle at time ``now`` (seconds). Committed binds stay in ``state`` as
         assumed (status Binding) until the backend confirms them; evicted tasks stay
-        Releasing until their pods are deleted."""
+        Releasing until their pods are deleted. ``on_bind`` is told each bind as soon as it
+        is committed (a backend may start binding while the cycle goes on)."""
         started = time.perf_counter()
-        session = Session.open(state, self.config, now)
+        session = Session.open(state, self.config, now, on_bind)
         opened = time.perf_counter()
         place_admitted(session)
         action_timings: dict[str, float] = {}

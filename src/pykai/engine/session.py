@@ -7,6 +7,7 @@ undone when the session closes, since nothing is bound for them this cycle.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from pykai.engine.config import PlacementStrategy, SchedulerConfig
@@ -75,8 +76,17 @@ class Statement:
         self.rollback(0)
 
     def commit(self) -> None:
-        """Keep the changes: they become this cycle's decisions."""
-        self._session.committed.extend(self._changes)
+        """Keep the changes: they become this cycle's decisions. Committed allocations are
+        final (a task allocated in this cycle is no victim), so each is told to the session's
+        ``on_bind`` at once, as KAI's statement hands its binds to the cache on commit."""
+        session = self._session
+        session.committed.extend(self._changes)
+        if session.on_bind is not None:
+            for change in self._changes:
+                task = change.task
+                if task.status == TaskStatus.ALLOCATED and id(task) not in session.streamed:
+                    session.streamed.add(id(task))
+                    session.on_bind(session.bind_of(task, change.choice))
         self._changes = []
 
     def _change(
@@ -137,10 +147,19 @@ class Session:
     out_of_budget: dict[str, int] = field(default_factory=dict)  # action -> jobs not tried
     untried: dict[str, dict[str, int]] = field(default_factory=dict)  # the same, by queue
     placement: PlacementPolicy = field(default_factory=lambda: policy_for(PlacementStrategy()))
+    on_bind: Callable[[Bind], None] | None = None  # told each bind as its statement commits
+    streamed: set[int] = field(default_factory=set)  # ids of tasks told to on_bind
 
     @classmethod
-    def open(cls, state: ClusterState, config: SchedulerConfig, now: float) -> Session:
-        """Compute this cycle's fair shares and queue views."""
+    def open(
+        cls,
+        state: ClusterState,
+        config: SchedulerConfig,
+        now: float,
+        on_bind: Callable[[Bind], None] | None = None,
+    ) -> Session:
+        """Compute this cycle's fair shares and queue views; ``on_bind`` is told each bind
+        when its statement commits (the same binds are in the result at close)."""
         state.ensure_current()
         session = cls(
             state=state,
@@ -148,6 +167,7 @@ class Session:
             now=now,
             total=state.total_capacity(),
             placement=policy_for(config.placement, state.seen),
+            on_bind=on_bind,
         )
         inputs = [
             QueueShareInput(
@@ -218,19 +238,8 @@ class Session:
         for key, change in first.items():
             task = change.task
             if task.status == TaskStatus.ALLOCATED:
+                result.binds.append(self.bind_of(task, choices.get(key)))
                 self.state.set_status(task, TaskStatus.BINDING, task.node)
-                portion = self.state.portion(task, task.node) if task.gpu_groups else 0.0
-                result.binds.append(
-                    Bind(
-                        task.namespace,
-                        task.name,
-                        task.uid,
-                        task.node,
-                        task.gpu_groups,
-                        portion,
-                        choices.get(key),
-                    )
-                )
                 bound_jobs[task.job_key] = bound_jobs.get(task.job_key, 0) + 1
             elif task.status == TaskStatus.PIPELINED:
                 result.pipelined.append(task.pod.meta.key)
@@ -257,6 +266,13 @@ class Session:
                 requested=usage.requested,
             )
         return result
+
+    def bind_of(self, task: Task, choice: Choice | None) -> Bind:
+        """The bind decision for a task allocated in this session."""
+        portion = self.state.portion(task, task.node) if task.gpu_groups else 0.0
+        return Bind(
+            task.namespace, task.name, task.uid, task.node, task.gpu_groups, portion, choice
+        )
 
     def _mark_started(self, job_key: str, newly_bound: int, result: CycleResult) -> None:
         """A job that had nothing running and now runs has (re)started now."""

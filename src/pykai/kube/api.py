@@ -1,7 +1,10 @@
 """A small Kubernetes REST client over httpx, for the kinds pykai reads and writes.
 
 Objects stay plain dicts (the engine reads Kubernetes-shaped dicts). Binding is posted raw
-because typed clients choke on the Status object the apiserver answers with.
+because typed clients choke on the Status object the apiserver answers with. Lists and watch
+events, the bulk of what pykai reads, are decoded by msgspec (about twice as fast as the json
+module on apiserver-shaped pods) straight from the bytes, and lose ``metadata.managedFields``
+(the server-side-apply bookkeeping, often half an object, read by nothing in pykai).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import msgspec
 
 from pykai.kube.auth import CredentialsUnavailable
 from pykai.kube.kubeconfig import SERVICE_ACCOUNT_DIR, resolve
@@ -66,6 +70,24 @@ class RefusedAtStart(PykaiError, RuntimeError):
 
 
 LIST_PAGE = 500  # objects per list request (client-go's page size)
+
+
+class _List(msgspec.Struct):
+    """A list answer: its items and its metadata (version, continue token)."""
+
+    items: list[Obj] | None = None
+    metadata: dict[str, Any] = msgspec.field(default_factory=dict)
+
+
+class _Event(msgspec.Struct):
+    """One line of a watch."""
+
+    type: str
+    object: Obj
+
+
+_LIST_DECODER = msgspec.json.Decoder(_List)
+_EVENT_DECODER = msgspec.json.Decoder(_Event)
 
 # what a call to the apiserver may raise: a refusal, or no answer (e.g. while it restarts)
 API_ERRORS = (ApiError, httpx.HTTPError)
@@ -180,15 +202,14 @@ class KubeApi:
             params["resourceVersion"] = resource_version
         items: list[Obj] = []
         while True:
-            body = self._check(self.http.get(self.path(kind), params=params), "list")
-            items.extend(body.get("items") or [])
-            meta = body.get("metadata") or {}
+            response = self.http.get(self.path(kind), params=params)
+            self._refused(response, "list")
+            body = _decoded(_LIST_DECODER, response.content, "list")
+            items.extend(_received(kind, item) for item in body.items or ())
+            meta = body.metadata
             if not meta.get("continue"):
                 break
             params = {"limit": str(limit), "continue": str(meta["continue"])}
-        for item in items:
-            item.setdefault("kind", kind.kind)
-            item.setdefault("apiVersion", kind.api_version)
         return items, str(meta.get("resourceVersion", ""))
 
     def watch(
@@ -203,13 +224,9 @@ class KubeApi:
         }
         with self.http.stream("GET", self.path(kind), params=params) as response:
             self._refused(response, "watch")
-            for line in response.iter_lines():
-                if line:
-                    event = json.loads(line)
-                    obj = event["object"]
-                    obj.setdefault("kind", kind.kind)
-                    obj.setdefault("apiVersion", kind.api_version)
-                    yield event["type"], obj
+            for line in _lines(response.iter_bytes()):
+                event = _decoded(_EVENT_DECODER, line, "watch event")
+                yield event.type, _received(kind, event.object)
 
     def get(self, kind: Kind, name: str, namespace: str = "") -> Obj | None:
         """One object, or None when it does not exist."""
@@ -254,14 +271,55 @@ class KubeApi:
         if response.status_code != 404:
             self._check(response, "delete")
 
-    def bind(self, namespace: str, name: str, node: str) -> None:
-        """POST pods/{name}/binding: one write binds a pod to a node."""
+    def bind(self, namespace: str, name: str, node: str, uid: str = "") -> None:
+        """POST pods/{name}/binding: one write binds a pod to a node; ``uid`` names the pod
+        decided about, as kube-scheduler's Binding does."""
+        metadata = {"name": name, "namespace": namespace} | ({"uid": uid} if uid else {})
         body = {
             "apiVersion": "v1",
             "kind": "Binding",
-            "metadata": {"name": name, "namespace": namespace},
+            "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         self._refused(
             self.http.post(self.path(KINDS["Pod"], namespace, name, "binding"), json=body), "create"
         )
+
+
+def _decoded(decoder: msgspec.json.Decoder[Any], data: bytes, what: str) -> Any:
+    """``data`` decoded; an answer that is not what the API sends is an ApiError (the caller
+    retries, as for any failed request)."""
+    try:
+        return decoder.decode(data)
+    except msgspec.DecodeError as exc:
+        raise ApiError(502, f"undecodable {what}: {exc}") from exc
+
+
+def _received(kind: Kind, obj: Obj) -> Obj:
+    """An object as read: ``kind``/``apiVersion`` filled (lists leave them out), managed
+    fields dropped."""
+    obj.setdefault("kind", kind.kind)
+    obj.setdefault("apiVersion", kind.api_version)
+    meta = obj.get("metadata")
+    if isinstance(meta, dict):
+        meta.pop("managedFields", None)
+    return obj
+
+
+def _lines(chunks: Iterator[bytes]) -> Iterator[bytes]:
+    """The non-empty lines of a byte stream (a watch sends one JSON event per line)."""
+    pending: list[bytes] = []
+    for chunk in chunks:
+        if b"\n" not in chunk:
+            pending.append(chunk)
+            continue
+        *complete, rest = chunk.split(b"\n")
+        if pending:
+            complete[0] = b"".join([*pending, complete[0]])
+            pending = []
+        yield from (line for line in complete if line.strip())
+        if rest:
+            pending.append(rest)
+    tail = b"".join(pending)
+    if tail.strip():
+        yield tail

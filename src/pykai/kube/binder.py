@@ -5,8 +5,9 @@
   ConfigMap its GPU env comes from (kube/gpu_env.py), the pod's GPU-group labels, the bind),
   so the scheduler writes a BindRequest (KAI's scheduling.run.ai/v1alpha2 contract, named
   after the pod) and the binder carries it out,
-  retrying with backoff up to ``spec.backoffLimit``. While a BindRequest is pending, the
-  scheduler counts its pod as bound to the selected node, so a restart never places it twice.
+  retrying with backoff up to ``spec.backoffLimit``. Until the binder gives a BindRequest up,
+  the scheduler counts its pod as bound to the selected node (also once it succeeded, before
+  the pod's own watch tells the bind), so a restart never places it twice.
 - A bind that fails puts the pod's job on hold (exponential backoff, see ``BindBackoff``), so a
   pod that keeps failing cannot take the same resources every cycle (KAI issue #2074).
 
@@ -25,7 +26,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Executor
 from dataclasses import dataclass, field
 from typing import Any
@@ -159,6 +160,11 @@ def pending_request(request: Obj) -> bool:
     return (request.get("status") or {}).get("phase") not in (SUCCEEDED, FAILED)
 
 
+def given_up(request: Obj) -> bool:
+    """True once the binder gave a BindRequest up (its pod was not bound)."""
+    return (request.get("status") or {}).get("phase") == FAILED
+
+
 def requested_for(request: Obj, pod: Obj) -> bool:
     """True if ``request`` was made for this pod (not for an earlier pod of the same name)."""
     owner = (request["metadata"].get("ownerReferences") or [{}])[0].get("uid")
@@ -180,21 +186,33 @@ def held_view(pod: Obj) -> Obj:
     return {**pod, "spec": {**pod.get("spec", {}), "schedulingGates": gates}}
 
 
-def groups_in_use(pods: Iterable[Obj], requests: Iterable[Obj]) -> set[str]:
-    """GPU groups held by bound, live pods or asked for by pending BindRequests."""
+def groups_in_use(pods: Mapping[tuple[str, str], Obj], requests: Iterable[Obj]) -> set[str]:
+    """GPU groups held by bound, live pods, or asked for by BindRequests that are pending or
+    succeeded for a live pod (whose own watch may not have told its bind yet). ``pods`` maps
+    (namespace, name) to pods."""
     used = {
         value
-        for pod in pods
+        for pod in pods.values()
         if (pod.get("spec") or {}).get("nodeName")
-        and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+        and _live(pod)
         and pod["metadata"].get("namespace") != RESERVATION_NAMESPACE
         for key, value in (pod["metadata"].get("labels") or {}).items()
         if key == c.GPU_GROUP_LABEL or key.startswith(f"{c.GPU_GROUP_LABEL}/")
     }
     for request in requests:
-        if pending_request(request):
-            used.update((request.get("spec") or {}).get("selectedGPUGroups") or [])
+        spec = request.get("spec") or {}
+        meta = request["metadata"]
+        pod = pods.get((meta.get("namespace", ""), str(spec.get("podName", meta["name"]))))
+        succeeded = (request.get("status") or {}).get("phase") == SUCCEEDED
+        if pending_request(request) or (
+            succeeded and pod is not None and requested_for(request, pod) and _live(pod)
+        ):
+            used.update(spec.get("selectedGPUGroups") or [])
     return used
+
+
+def _live(pod: Obj) -> bool:
+    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
 
 class ConfigMapTaken(PykaiError):
@@ -217,7 +235,7 @@ class Binder:
             if decision.gpu_groups:
                 self._request(decision)
             else:
-                self.api.bind(decision.namespace, decision.name, decision.node)
+                self.api.bind(decision.namespace, decision.name, decision.node, decision.uid)
         except API_ERRORS as exc:
             return str(exc)
         return ""

@@ -7,6 +7,9 @@ on the thread that runs the cycle: informers and writers only queue their result
 in parallel (the write pool), each isolated, and drains what they wrote afterwards, so the next
 controller of the round reads it. Status patches go out in the background, at most one per
 object at a time, and are never waited for (5,000 PodGroup statuses once held a cycle 9.4 s).
+Binds start while the cycle still decides (``bind_early``, on their own pool): each committed
+allocation is final, and the cycle's outcome (a failed bind rolled back and held) is taken from
+their answers when the cycle closes, as for a bind made then.
 
 Pods are shown to the engine as the scheduler must count them (see kube/binder.py): a pod whose
 BindRequest is pending as bound to the selected node and GPU groups, a pod whose bind backs off
@@ -22,7 +25,7 @@ import queue
 import secrets
 import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import Executor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
 from pykai.controllers.events import WARNING
 from pykai.controllers.faults import INVALID, Isolation
@@ -38,8 +41,8 @@ from pykai.kube.binder import (
     BindBackoff,
     Binder,
     bound_view,
+    given_up,
     held_view,
-    pending_request,
     read_bind_request,
     requested_for,
 )
@@ -53,6 +56,10 @@ log = logging.getLogger("pykai.run")
 Key = tuple[str, str]  # (namespace, name)
 WRITTEN = "WRITTEN"  # a Change that is the answer to one of our own writes
 _GONE_KEPT = 100_000  # deleted uids remembered against late answers
+
+
+def _bind_key(decision: Bind) -> tuple[str, str, str]:
+    return decision.namespace, decision.name, decision.uid
 
 
 def key_of(obj: Obj) -> tuple[str, str, str]:
@@ -70,10 +77,12 @@ class KubeHost:
         pool: Executor,
         report_binds: bool = True,
         bound: Callable[[float, bool], None] = lambda seconds, failed: None,
+        bind_pool: Executor | None = None,
     ) -> None:
         """``report_binds``: this process tells a pod when the binder gave up on it (the
         scheduler's part: the controllers may not write events); ``bound(seconds, failed)``
-        is told of every bind (the metrics)."""
+        is told of every bind (the metrics); ``bind_pool`` makes the binds started while a
+        cycle decides (default: 32 threads of their own)."""
         self.api, self.pool = api, pool
         self.bound = bound
         self.events = EventRecorder(api, pool)
@@ -89,6 +98,10 @@ class KubeHost:
         self._in_flight: set[tuple[str, str, str]] = set()  # status patches under way
         self._serials = itertools.count(secrets.randbelow(1 << 30))  # fresh names per process
         self._gone: set[str] = set()  # uids the informers reported deleted
+        # binds under way since their statement committed: (namespace, name, uid) -> the
+        # decision and its answer (an error, or "")
+        self.bind_pool = bind_pool or ThreadPoolExecutor(32, thread_name_prefix="pykai-bind")
+        self._early: dict[tuple[str, str, str], tuple[Bind, Future[str]]] = {}
 
     # ---- the cache ---------------------------------------------------------------------------
 
@@ -100,6 +113,15 @@ class KubeHost:
             except queue.Empty:
                 return
             self.apply(change)
+
+    def wait_for_change(self, timeout: float) -> None:
+        """Until the informers or the writers queue a change (it is applied), at most
+        ``timeout`` seconds."""
+        try:
+            change = self.changes.get(timeout=timeout)
+        except queue.Empty:
+            return
+        self.apply(change)
 
     def apply(self, change: Change) -> None:
         """One change into the cache and the engine's state (an object that cannot be taken
@@ -199,7 +221,9 @@ class KubeHost:
             self.backoff.forget(meta.get("uid", ""))
             return pod
         request = self.get("BindRequest", meta["name"], meta.get("namespace", ""))
-        if request is not None and pending_request(request) and requested_for(request, pod):
+        if request is not None and not given_up(request) and requested_for(request, pod):
+            # pending, or succeeded before the pod's own watch told its bind (two streams):
+            # either way the pod holds the selected node and GPU groups
             try:
                 return bound_view(pod, read_bind_request(request))
             except ValueError:
@@ -284,12 +308,44 @@ class KubeHost:
         self.api.delete(KINDS[kind], name, namespace, None if grace is None else int(grace))
 
     def bind(self, decision: Bind) -> None:
-        """One write: pods/binding, or a BindRequest for a shared-GPU pod (kube/binder.py)."""
+        """One write: pods/binding, or a BindRequest for a shared-GPU pod (kube/binder.py);
+        a bind already started by ``bind_early`` is waited for, not made again."""
+        early = self._early.pop(_bind_key(decision), None)
+        error = early[1].result() if early is not None else self._bind_now(decision)
+        if error:
+            raise BindFailed(error)
+
+    def bind_early(self, decision: Bind) -> None:
+        """Start a committed allocation's bind while the cycle goes on (the engine's
+        ``on_bind``); ``bind`` takes its answer when the cycle's binds are carried out. On
+        the bind pool, which runs nothing that waits: ``bind`` may wait on it from the write
+        pool."""
+        future = self.bind_pool.submit(self._bind_now, decision)
+        self._early[_bind_key(decision)] = (decision, future)
+
+    def end_cycle(self) -> None:
+        """After a cycle, the early binds it did not take the answer of (it failed half-way,
+        or a pod changed in the cache meanwhile) are waited for; a pod one of them bound is
+        cached as bound, so a state rebuilt from the cache before the pod's watch tells the
+        bind does not place it again."""
+        early, self._early = self._early, {}
+        for decision, future in early.values():
+            try:
+                error = future.result()
+            except Exception:  # a bug in that bind: what it did is unknown, the watch tells
+                continue
+            pod = self.get("Pod", decision.name, decision.namespace)
+            if error or decision.gpu_groups or pod is None:
+                continue  # a shared-GPU pod is shown bound by its BindRequest
+            if pod["metadata"].get("uid") == decision.uid:
+                spec = {**(pod.get("spec") or {}), "nodeName": decision.node}
+                self.changes.put(Change("Pod", WRITTEN, {**pod, "spec": spec}))
+
+    def _bind_now(self, decision: Bind) -> str:
         started = time.perf_counter()
         error = self.binder.bind(decision)
         self.bound(time.perf_counter() - started, bool(error))
-        if error:
-            raise BindFailed(error)
+        return error
 
     def hold(self, decision: Bind) -> float:
         """The pod waits out a backoff (1 s, 2 s, ... 60 s), shown to the engine as gated,

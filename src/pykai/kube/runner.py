@@ -114,12 +114,14 @@ class KubeRunner:
         metrics: RunMetrics | None = None,
         observers: Sequence[Callable[[ClusterState, CycleResult, float], None]] = (),
         visibility: Visibility | None = None,
+        bind_pool: Executor | None = None,
     ) -> None:
-        """``pool`` carries out the writes (default: 32 threads); ``scheduled_events`` off
-        leaves a bind one write (for benchmarks); each observer is handed the state, the
-        result and the time after every cycle, in the loop's thread (the dashboard, the
-        pending-positions board); ``visibility`` is told the pending Workloads' positions
-        after each Kueue pass."""
+        """``pool`` carries out the writes (default: 32 threads), ``bind_pool`` the binds
+        started while a cycle decides (default: 32 more); ``scheduled_events`` off leaves a
+        bind one write (for benchmarks); each observer is handed the state, the result and the
+        time after every cycle, in the loop's thread (the dashboard, the pending-positions
+        board); ``visibility`` is told the pending Workloads' positions after each Kueue
+        pass."""
         self.api = api
         self.metrics = metrics or RunMetrics(components)
         self.visibility = visibility
@@ -130,7 +132,11 @@ class KubeRunner:
         self.scheduler = Scheduler(config)
         self.pool = pool or ThreadPoolExecutor(max_workers=32, thread_name_prefix="pykai-write")
         self.host = KubeHost(
-            api, self.pool, report_binds="scheduler" in components, bound=self.metrics.bound
+            api,
+            self.pool,
+            report_binds="scheduler" in components,
+            bound=self.metrics.bound,
+            bind_pool=bind_pool,
         )
         kueue = "scheduler" in components
         self.round = Round(
@@ -164,8 +170,7 @@ class KubeRunner:
         ]
         for informer in informers:
             informer.start()
-        electing = False
-        settled = False
+        electing = ready = settled = False
         try:
             while not stop.is_set():
                 self.host.drain()
@@ -191,7 +196,10 @@ class KubeRunner:
                     log.exception("cycle failed; the state is rebuilt from the cache")
                     self.metrics.cycle_failed("bug")
                     self.host.rebuild_state()
-                stop.wait(period)
+                if ready:
+                    stop.wait(period)
+                else:  # the first cycle starts as soon as the last first list is in
+                    self.host.wait_for_change(period)
         except RefusedAtStart:
             stop.set()  # the other first lists end too, so their log lines come before ours
             deadline = time.monotonic() + 5.0
@@ -200,7 +208,11 @@ class KubeRunner:
             raise
         finally:
             stop.set()  # ends the informers too
-            self.pool.shutdown(wait=True)
+            # writes under way finish; queued ones (thousands of status patches after a big
+            # cycle, each waiting out a timeout if the apiserver is gone) are dropped: the
+            # next process derives them again
+            self.pool.shutdown(wait=True, cancel_futures=True)
+            self.host.bind_pool.shutdown(wait=True, cancel_futures=True)
 
     def _cycled(self) -> None:
         """Count a finished cycle: the first says the process is ready; each is logged at
@@ -221,16 +233,21 @@ class KubeRunner:
         self.host.release_expired_holds()
         marks: list[tuple[str, float]] = []
 
+        early = self.host.bind_early if "scheduler" in self.components else None
+
         def decide() -> CycleResult:
             marks.append(("before", time.perf_counter()))
-            result = self.scheduler.run_cycle(self.host.state, time.time())
+            result = self.scheduler.run_cycle(self.host.state, time.time(), early)
             marks.append(("schedule", time.perf_counter()))
             return result
 
         full = time.monotonic() >= self._next_full_status
         if full:  # a resync: what a lost background write left behind is repaired
             self._next_full_status = time.monotonic() + STATUS_RESYNC_SECONDS
-        result = self.round.run(self.host, decide, full_status=full)
+        try:
+            result = self.round.run(self.host, decide, full_status=full)
+        finally:
+            self.host.end_cycle()
         marks.append(("after", time.perf_counter()))
         (_, before), (_, decided), (_, done) = marks
         phases = {"group": before - started, "schedule": decided - before, "write": done - decided}
@@ -285,4 +302,4 @@ class KubeRunner:
             if not p["metadata"].get("deletionTimestamp")
         }
         host.binder.reconcile(requests, pods, reserved, host.isolation("the binder"))
-        host.binder.release(reservation_pods, groups_in_use(pods.values(), requests))
+        host.binder.release(reservation_pods, groups_in_use(pods, requests))
