@@ -190,11 +190,12 @@ def restricted_kubeconfig(cluster: LocalCluster, path: Path) -> Path:
                         "ray.io",
                         "kubeflow.org",
                         "kueue.x-k8s.io",
+                        "autoscaling.x-k8s.io",
                     )
                 ],
                 {
                     "apiGroups": [""],
-                    "resources": ["nodes", "namespaces", "events", "pods/status"],
+                    "resources": ["nodes", "namespaces", "events", "pods/status", "podtemplates"],
                     "verbs": ["*"],
                 },
             ],

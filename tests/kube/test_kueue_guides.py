@@ -183,17 +183,47 @@ def test_priority_guide(priority_cluster: tuple[LocalCluster, str], tmp_path: Pa
 
 
 def test_gang_guide_without_the_provisioning_check(tmp_path: Path) -> None:
-    """The gang guide on a cluster whose GPU node pool is empty. pykai has no
-    ProvisioningRequest yet, so the ClusterQueue's admission check is not evaluated; pykai's
-    own gang check stands where the check-capacity answer would: the RayJob stays suspended
-    until its whole gang fits on the nodes, then runs once a GPU node joins."""
+    """The gang guide on a cluster whose GPU node pool is empty and which serves no
+    ProvisioningRequests (no cluster autoscaler): the guide's admission check is inactive, so
+    its ClusterQueue admits nothing, as with Kueue there, while everything else goes on. With the
+    check taken off the ClusterQueue, pykai's own gang check stands where the check-capacity
+    answer would: the RayJob stays suspended until its whole gang fits on the nodes, then runs
+    once a GPU node joins."""
     cpu_node = builders.node("cpu-node", gpus=0, cpu="4", memory="16Gi")
     with guide_cluster(tmp_path / "cluster", [cpu_node]) as (cluster, _):
         out = kubectl(cluster, "apply", "-f", str(KUEUE / "ray-gang/kueue-resources.yaml"))
         assert "admissioncheck.kueue.x-k8s.io/rayjob-gpu created" in out
         assert "provisioningrequestconfig.kueue.x-k8s.io/rayjob-gpu-config created" in out
+
+        def check_active() -> Obj:
+            return condition(get_json(cluster, "admissioncheck", "rayjob-gpu"), "Active")
+
+        assert wait_for(lambda: check_active().get("status") == "False", 60), check_active()
+        assert check_active()["reason"] == "ProvisioningRequestUnavailable"
         manifest = rayjob_manifest(tmp_path, KUEUE / "ray-gang/rayjob-metadata.fragment.yaml")
         name = create(cluster, manifest)
+        assert wait_for(lambda: workload_of(cluster, name) is not None, 60)
+        kai = [
+            builders.queue("kai-team"),
+            builders.pod("kai-cpu", memory="1Gi", labels={"kai.scheduler/queue": "kai-team"}),
+        ]
+        (tmp_path / "kai.yaml").write_text(yaml.safe_dump_all(kai))
+        kubectl(cluster, "create", "-f", str(tmp_path / "kai.yaml"))
+
+        def kai_node() -> str:
+            return str(get_json(cluster, "pod", "kai-cpu")["spec"].get("nodeName") or "")
+
+        assert wait_for(lambda: kai_node() == "cpu-node", 60)  # KAI's scheduling goes on
+        assert condition(workload_of(cluster, name), "QuotaReserved").get("status") != "True"
+        kubectl(
+            cluster,
+            "patch",
+            "clusterqueue",
+            "cluster-queue",
+            "--type=json",
+            "-p",
+            '[{"op": "remove", "path": "/spec/admissionChecks"}]',
+        )
 
         # "the RayJob status is immediately suspended despite the ClusterQueue having GPU
         # quotas available"

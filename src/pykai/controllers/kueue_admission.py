@@ -28,13 +28,16 @@ from pykai.model.meta import Obj, format_time, mapping, objects
 COMPONENT = "the Kueue scheduler"
 
 
-def run_kueue(host: Host, config: SchedulerConfig | None = None) -> None:
-    """One pass of Kueue's controllers and scheduler."""
+def run_kueue(
+    host: Host, config: SchedulerConfig | None = None, *, provisioning: bool = True
+) -> None:
+    """One pass of Kueue's controllers and scheduler; ``provisioning``: the cluster serves
+    ProvisioningRequests (else provisioning admission checks are inactive)."""
     if not host.list("ClusterQueue") and not host.list("Workload"):
         return
     for workload in host.list("Workload"):
         _finish_or_release(host, workload)
-    run_admission_checks(host)
+    run_admission_checks(host, provisioning=provisioning)
     workloads = host.list("Workload")
     objs = Objects(
         workloads,

@@ -26,18 +26,25 @@ REQUEST_API = "autoscaling.x-k8s.io/v1"
 NOT_NEEDED = "the provisioning request is not needed"
 CONSUME_ANNOTATION = "autoscaling.x-k8s.io/consume-provisioning-request"
 CLASS_ANNOTATION = "autoscaling.x-k8s.io/provisioning-class-name"
+UNSERVED = (
+    "this cluster does not serve ProvisioningRequests (autoscaling.x-k8s.io/v1): install a "
+    "cluster autoscaler with ProvisioningRequest support, or remove the check from the "
+    "ClusterQueue"
+)
 
 
-def run_admission_checks(host: Host) -> None:
+def run_admission_checks(host: Host, *, provisioning: bool = True) -> None:
     """One pass: the provisioning AdmissionChecks' Active condition, then each Workload's
-    requests and check states, and Admitted once every check is Ready."""
+    requests and check states, and Admitted once every check is Ready. Where the cluster does
+    not serve ProvisioningRequests (``provisioning`` false: no cluster autoscaler answers) the
+    checks are inactive, so their ClusterQueues admit nothing, as with Kueue there."""
     configs = {str(c["metadata"]["name"]): c for c in host.list(CONFIG_KIND)}
     active: dict[str, Obj] = {}  # check name -> its ProvisioningRequestConfig
     for check in host.list("AdmissionCheck"):
         spec = mapping(check.get("spec"))
         if spec.get("controllerName") != PROVISIONING_CONTROLLER:
             continue
-        config, problem = _config(spec, configs)
+        config, problem = _config(spec, configs) if provisioning else (None, UNSERVED)
         _write_active(host, check, problem)
         if config is not None:
             active[str(check["metadata"]["name"])] = config
@@ -63,7 +70,8 @@ def _config(spec: Obj, configs: dict[str, Obj]) -> tuple[Obj | None, str]:
 
 
 def _write_active(host: Host, check: Obj, problem: str) -> None:
-    state = ("False", "BadParametersRef", problem) if problem else (
+    reason = "ProvisioningRequestUnavailable" if problem == UNSERVED else "BadParametersRef"
+    state = ("False", reason, problem) if problem else (
         "True", "Active", "The admission check is active"
     )  # fmt: skip
     old = condition_of(check, "Active")

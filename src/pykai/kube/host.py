@@ -57,6 +57,12 @@ Key = tuple[str, str]  # (namespace, name)
 WRITTEN = "WRITTEN"  # a Change that is the answer to one of our own writes
 _GONE_KEPT = 100_000  # deleted uids remembered against late answers
 
+# Threads for the binds started while a cycle decides. More are slower: they contend with the
+# cycle for the interpreter (`pykai bench kube`, 1,000 nodes / 5,000 pods, one run each on a
+# quiet machine: 4 threads 541 and 421 pods/s, 8 threads 551 and 549, 16 threads 460, 32
+# threads 387, 395 and 355).
+BIND_THREADS = 8
+
 
 def _bind_key(decision: Bind) -> tuple[str, str, str]:
     return decision.namespace, decision.name, decision.uid
@@ -82,7 +88,7 @@ class KubeHost:
         """``report_binds``: this process tells a pod when the binder gave up on it (the
         scheduler's part: the controllers may not write events); ``bound(seconds, failed)``
         is told of every bind (the metrics); ``bind_pool`` makes the binds started while a
-        cycle decides (default: 32 threads of their own)."""
+        cycle decides (default: ``BIND_THREADS`` of their own)."""
         self.api, self.pool = api, pool
         self.bound = bound
         self.events = EventRecorder(api, pool)
@@ -100,7 +106,9 @@ class KubeHost:
         self._gone: set[str] = set()  # uids the informers reported deleted
         # binds under way since their statement committed: (namespace, name, uid) -> the
         # decision and its answer (an error, or "")
-        self.bind_pool = bind_pool or ThreadPoolExecutor(32, thread_name_prefix="pykai-bind")
+        self.bind_pool = bind_pool or ThreadPoolExecutor(
+            BIND_THREADS, thread_name_prefix="pykai-bind"
+        )
         self._early: dict[tuple[str, str, str], tuple[Bind, Future[str]]] = {}
 
     # ---- the cache ---------------------------------------------------------------------------

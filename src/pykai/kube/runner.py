@@ -45,6 +45,7 @@ from pykai.kube.leader import LeaderElector
 from pykai.kube.metrics import RunMetrics
 from pykai.kube.visibility import Visibility
 from pykai.model import constants as c
+from pykai.model.errors import AlreadyExists
 from pykai.model.kueue_jobs import MANAGED_KINDS
 from pykai.model.meta import Obj
 from pykai.standins.workloads import KUBERAY, Controller
@@ -62,10 +63,15 @@ _KUEUE_KINDS = (
     "Cohort",
     "ResourceFlavor",
     "WorkloadPriorityClass",
+    "AdmissionCheck",
+    "ProvisioningRequestConfig",
+    "PodTemplate",  # the pod sets of the ProvisioningRequests admission checks make
     "Namespace",  # their labels, for a ClusterQueue's namespaceSelector
 )
+# answered by the cluster autoscaler, whose CRD may be missing: never waited for
+_PROVISIONING = ("ProvisioningRequest",)
 _NEEDS: dict[str, tuple[str, ...]] = {
-    "scheduler": (*_ENGINE_KINDS, *_KUEUE_KINDS, *MANAGED_KINDS),
+    "scheduler": (*_ENGINE_KINDS, *_KUEUE_KINDS, *_PROVISIONING, *MANAGED_KINDS),
     "binder": ("Pod", "BindRequest"),
     "podgrouper": ("Pod", "PodGroup", "PriorityClass"),
     "queuecontroller": _ENGINE_KINDS,
@@ -85,7 +91,8 @@ _OWNER_KINDS = (
     "RayService",
     "PyTorchJob",
 )
-_OPTIONAL = frozenset(_OWNER_KINDS) | frozenset(_KUEUE_KINDS)  # not waited for (CRDs may lack)
+# not waited for (CRDs may lack)
+_OPTIONAL = frozenset(_OWNER_KINDS) | frozenset(_KUEUE_KINDS) | frozenset(_PROVISIONING)
 
 
 def parse_components(text: str) -> frozenset[str]:
@@ -117,11 +124,11 @@ class KubeRunner:
         bind_pool: Executor | None = None,
     ) -> None:
         """``pool`` carries out the writes (default: 32 threads), ``bind_pool`` the binds
-        started while a cycle decides (default: 32 more); ``scheduled_events`` off leaves a
-        bind one write (for benchmarks); each observer is handed the state, the result and the
-        time after every cycle, in the loop's thread (the dashboard, the pending-positions
-        board); ``visibility`` is told the pending Workloads' positions after each Kueue
-        pass."""
+        started while a cycle decides (default: the host's ``BIND_THREADS``);
+        ``scheduled_events`` off leaves a bind one write (for benchmarks); each observer is
+        handed the state, the result and the time after every cycle, in the loop's thread (the
+        dashboard, the pending-positions board); ``visibility`` is told the pending Workloads'
+        positions after each Kueue pass."""
         self.api = api
         self.metrics = metrics or RunMetrics(components)
         self.visibility = visibility
@@ -273,9 +280,15 @@ class KubeRunner:
         return all(kind in self.host.synced for kind in (*_KUEUE_KINDS, "Job"))
 
     def _run_kueue(self, host: Host) -> None:
-        """Kueue's scheduler and status writers (controllers/kueue_admission.py)."""
+        """Kueue's scheduler and status writers (controllers/kueue_admission.py); an API
+        error ends the pass, not the round (KAI's scheduling goes on)."""
         if self.kueue_ready():
-            run_kueue(host, self.scheduler.config)
+            served = "ProvisioningRequest" in self.host.synced  # else no autoscaler answers
+            try:
+                run_kueue(host, self.scheduler.config, provisioning=served)
+            except (*API_ERRORS, AlreadyExists) as exc:  # never stops the cycle of everyone else
+                log.warning("Kueue's pass stopped early, tried again next cycle: %s", exc)
+                self.metrics.cycle_failed("kueue")
             if self.visibility is not None:
                 self.visibility.update(
                     host.list("Workload"), host.list("LocalQueue"), host.list("ClusterQueue")
