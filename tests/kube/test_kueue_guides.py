@@ -182,13 +182,12 @@ def test_priority_guide(priority_cluster: tuple[LocalCluster, str], tmp_path: Pa
     assert wait_for(lambda: deployment() == "Suspended", 120), deployment()
 
 
-def test_gang_guide_without_the_provisioning_check(tmp_path: Path) -> None:
-    """The gang guide on a cluster whose GPU node pool is empty and which serves no
-    ProvisioningRequests (no cluster autoscaler): the guide's admission check is inactive, so
-    its ClusterQueue admits nothing, as with Kueue there, while everything else goes on. With the
-    check taken off the ClusterQueue, pykai's own gang check stands where the check-capacity
-    answer would: the RayJob stays suspended until its whole gang fits on the nodes, then runs
-    once a GPU node joins."""
+def test_gang_guide_step_by_step(tmp_path: Path) -> None:
+    """The gang guide on a cluster whose GPU node pool is empty, with the local control plane's
+    check-capacity stand-in answering ProvisioningRequests (the autoscaler's part): the RayJob
+    stays suspended, its Workload holds quota and waits for its admission check, whose request
+    is not provisioned; KAI's own scheduling goes on meanwhile; a GPU node joins, the request is
+    provisioned, the check turns Ready, the Workload is admitted and the RayJob runs there."""
     cpu_node = builders.node("cpu-node", gpus=0, cpu="4", memory="16Gi")
     with guide_cluster(tmp_path / "cluster", [cpu_node]) as (cluster, _):
         out = kubectl(cluster, "apply", "-f", str(KUEUE / "ray-gang/kueue-resources.yaml"))
@@ -198,11 +197,35 @@ def test_gang_guide_without_the_provisioning_check(tmp_path: Path) -> None:
         def check_active() -> Obj:
             return condition(get_json(cluster, "admissioncheck", "rayjob-gpu"), "Active")
 
-        assert wait_for(lambda: check_active().get("status") == "False", 60), check_active()
-        assert check_active()["reason"] == "ProvisioningRequestUnavailable"
+        assert wait_for(lambda: check_active().get("status") == "True", 60), check_active()
         manifest = rayjob_manifest(tmp_path, KUEUE / "ray-gang/rayjob-metadata.fragment.yaml")
         name = create(cluster, manifest)
-        assert wait_for(lambda: workload_of(cluster, name) is not None, 60)
+
+        # "the RayJob status is immediately suspended despite the ClusterQueue having GPU
+        # quotas available"
+        def deployment() -> str:
+            return str((rayjob(cluster, name).get("status") or {}).get("jobDeploymentStatus"))
+
+        assert wait_for(lambda: deployment() == "Suspended", 60), deployment()
+
+        def admitted() -> tuple[str, str]:
+            found = condition(workload_of(cluster, name), "Admitted")
+            return str(found.get("status")), str(found.get("reason"))
+
+        assert wait_for(lambda: admitted() == ("False", "UnsatisfiedAdmissionChecks"), 60)
+        workload = workload_of(cluster, name)
+        assert workload is not None and condition(workload, "QuotaReserved")["status"] == "True"
+        request_name = f"{workload['metadata']['name']}-rayjob-gpu-1"
+
+        def provisioned() -> str:
+            found = get_json(cluster, "provisioningrequests")
+            for request in found["items"]:
+                if request["metadata"]["name"] == request_name:
+                    return str(condition(request, "Provisioned").get("status"))
+            return ""
+
+        assert wait_for(lambda: provisioned() == "False", 60), provisioned()
+        assert rayjob(cluster, name)["spec"]["suspend"] is True and not heads(cluster, name)
         kai = [
             builders.queue("kai-team"),
             builders.pod("kai-cpu", memory="1Gi", labels={"kai.scheduler/queue": "kai-team"}),
@@ -214,31 +237,11 @@ def test_gang_guide_without_the_provisioning_check(tmp_path: Path) -> None:
             return str(get_json(cluster, "pod", "kai-cpu")["spec"].get("nodeName") or "")
 
         assert wait_for(lambda: kai_node() == "cpu-node", 60)  # KAI's scheduling goes on
-        assert condition(workload_of(cluster, name), "QuotaReserved").get("status") != "True"
-        kubectl(
-            cluster,
-            "patch",
-            "clusterqueue",
-            "cluster-queue",
-            "--type=json",
-            "-p",
-            '[{"op": "remove", "path": "/spec/admissionChecks"}]',
-        )
 
-        # "the RayJob status is immediately suspended despite the ClusterQueue having GPU
-        # quotas available"
-        def deployment() -> str:
-            return str((rayjob(cluster, name).get("status") or {}).get("jobDeploymentStatus"))
-
-        assert wait_for(lambda: deployment() == "Suspended", 60), deployment()
-        assert wait_for(lambda: condition(workload_of(cluster, name), "QuotaReserved"), 60)
-        reserved = condition(workload_of(cluster, name), "QuotaReserved")
-        assert (reserved["status"], reserved["reason"]) == ("False", "WaitingForNodes")
-        assert rayjob(cluster, name)["spec"]["suspend"] is True and not heads(cluster, name)
-
-        # a GPU node joins (the autoscaler's part in the guide): the gang fits, and runs there
+        # a GPU node joins (the autoscaler's part in the guide): provisioned, admitted, runs there
         gpu_node = builders.node("gpu-node", gpus=1, cpu="4", memory="16Gi")
         create_ready_nodes(connect(cluster.kubeconfig), [gpu_node], time.time())
+        assert wait_for(lambda: provisioned() == "True", 120), provisioned()
         assert wait_for(lambda: running(cluster, name), 120), rayjob(cluster, name)
         assert heads(cluster, name)[0]["spec"]["nodeName"] == "gpu-node"
-        assert condition(workload_of(cluster, name), "Admitted")["status"] == "True"
+        assert admitted() == ("True", "Admitted")

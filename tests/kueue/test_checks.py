@@ -12,6 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
+from pykai.controllers.kueue_admission import run_kueue
+from pykai.controllers.kueue_checks import UNSERVED, run_admission_checks
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.model.meta import Obj
 
@@ -102,3 +104,20 @@ def test_the_request_its_templates_and_the_check_state(cluster: EmbeddedCluster)
     # finished with the job: the Workload holds no quota, and its request goes
     cluster.delete("Job", "trainer", "default")
     assert cluster.list("ProvisioningRequest", "default") == []
+
+
+def test_checks_are_inactive_where_the_cluster_serves_no_provisioning_requests(
+    cluster: EmbeddedCluster,
+) -> None:
+    """Without the ProvisioningRequest API (no cluster autoscaler) nothing can answer the check:
+    it is inactive with a message saying so, and its ClusterQueue admits nothing (Kueue's own
+    controller does not start there; pykai says why)."""
+    run_admission_checks(cluster.host, provisioning=False)
+    check = cluster.get("AdmissionCheck", "gpu-check")
+    queue = cluster.get("ClusterQueue", "cluster-queue")
+    assert check is not None and queue is not None
+    assert _condition(check, "Active") == ("False", "ProvisioningRequestUnavailable", UNSERVED)
+    run_kueue(cluster.host, provisioning=False)
+    queue = cluster.get("ClusterQueue", "cluster-queue")
+    assert queue is not None
+    assert _condition(queue, "Active")[:2] == ("False", "AdmissionCheckInactive")

@@ -316,6 +316,19 @@ def over_allocated_on(nodes: list[Obj], all_pods: list[Obj], prebound: set[str])
         pod("a-pod", cpu="0", memory="0"),
     ]
 )
+@example(  # found by this test: an update of n1 no reader foresaw (``spec.taints: true``)
+    # was skipped, so the engine kept n1's last readable version, free for new pods, while the
+    # stored n1 offered one GPU: fillers over-allocated it. Such a node now takes nothing new.
+    [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": "n1", "labels": {"kubernetes.io/hostname": "n1"}},
+            "spec": {"taints": True},
+            "status": {"allocatable": {"cpu": "1", "memory": "1", c.GPU_RESOURCE: "1"}},
+        }
+    ]
+)
 def test_hostile_objects_never_stop_the_embedded_cluster(objects: list[Obj]) -> None:
     cluster = clean_cluster()
     prebound = {

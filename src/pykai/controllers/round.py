@@ -28,6 +28,7 @@ COMPONENTS = (
     "podgroupcontroller",
     "kubelet",
     "kuberay",
+    "provisioning",
 )
 
 

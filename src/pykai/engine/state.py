@@ -8,6 +8,8 @@ where accounting happens, so sessions can change tasks virtually and undo exactl
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from pykai.engine.gpu_sharing import portion_of
 from pykai.engine.job_indexes import JobIndexes
 from pykai.engine.jobs import (
@@ -130,9 +132,12 @@ class ClusterState:
 
     def _skip(self, kind: str, obj: Obj) -> None:
         """Forget an object that cannot be read (an earlier, readable version included),
-        except a pod or node: those keep what the last readable version said they hold."""
-        if kind not in ("Pod", "Node"):
-            _, namespace, name = identity(obj)
+        except a pod or node: those keep what the last readable version said they hold, and
+        such a node takes nothing new (what it offers now is unknown)."""
+        _, namespace, name = identity(obj)
+        if kind == "Node" and name in self.nodes.index:
+            self.nodes.upsert(replace(self.nodes.view(name), unschedulable=True))
+        elif kind not in ("Pod", "Node"):
             self.remove(kind, namespace, name)
 
     def remove(self, kind: str, namespace: str, name: str) -> None:

@@ -2,10 +2,11 @@
 Deployment, ReplicaSet, Job and garbage-collector controllers), built from Debian's sources by
 scripts/kube-binaries, with pykai's CRDs, KubeRay's kinds and KAI's priority classes installed,
 and (optionally) the stand-ins a cluster without kubelets needs: ``pykai run --components
-kubelet,kuberay``. Everything binds to 127.0.0.1; state and logs live in one directory, kept
-0700, whose keys, tokens and kubeconfig are 0600; ``down`` leaves no process behind. The
-directory's CA (``ca.crt``) signs the apiserver's serving certificate and is its client CA:
-the kubeconfig trusts it (inline), and ``issue_client_certificate`` makes users of it."""
+kubelet,kuberay,provisioning``. Everything binds to 127.0.0.1; state and logs live in one
+directory, kept 0700, whose keys, tokens and kubeconfig are 0600; ``down`` leaves no process
+behind. The directory's CA (``ca.crt``) signs the apiserver's serving certificate and is its
+client CA: the kubeconfig trusts it (inline), and ``issue_client_certificate`` makes users of
+it."""
 
 from __future__ import annotations
 
@@ -201,7 +202,7 @@ class LocalCluster:
                     "pykai",
                     "run",
                     f"--kubeconfig={self.kubeconfig}",
-                    "--components=kubelet,kuberay",
+                    "--components=kubelet,kuberay,provisioning",
                     "--period=0.5",
                 ],
                 log_name="pykai-stand-ins",

@@ -48,6 +48,7 @@ from pykai.model import constants as c
 from pykai.model.errors import AlreadyExists
 from pykai.model.kueue_jobs import MANAGED_KINDS
 from pykai.model.meta import Obj
+from pykai.standins.provisioning import answer_provisioning_requests
 from pykai.standins.workloads import KUBERAY, Controller
 
 log = logging.getLogger("pykai.run")
@@ -78,6 +79,8 @@ _NEEDS: dict[str, tuple[str, ...]] = {
     "podgroupcontroller": _ENGINE_KINDS,
     "kubelet": ("Pod", "Node"),
     "kuberay": ("Pod", "RayCluster", "RayJob", "RayService", "Job"),  # Job: a RayJob's submitter
+    # the check-capacity stand-in places a request's pods on the nodes with the engine
+    "provisioning": (*_ENGINE_KINDS, "ProvisioningRequest", "PodTemplate"),
 }
 # owners the pod-grouper reads when they exist (a missing CRD only means no such owners)
 _OWNER_KINDS = (
@@ -155,7 +158,10 @@ class KubeRunner:
             check=StoredCheck(),  # the KubeRay emulator stands in for KubeRay: apply's rules
             scheduled_events=scheduled_events,
             after_binds=(self._run_binder,) if "binder" in components else (),
-            admission=(self._run_kueue,) if kueue else (),
+            admission=(
+                *((self._run_kueue,) if kueue else ()),
+                *((answer_provisioning_requests,) if "provisioning" in components else ()),
+            ),
         )
         self.kinds = sorted({k for name in components for k in _NEEDS[name]})
         if "podgrouper" in components:

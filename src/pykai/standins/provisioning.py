@@ -1,10 +1,11 @@
 """A stand-in for a cluster autoscaler's ProvisioningRequests, where none runs (the embedded
-cluster): every request is answered as the ``check-capacity.autoscaling.x-k8s.io`` class does,
-whatever class it names (the gang guide's ``queued-provisioning.gke.io`` is GKE's autoscaler):
-Accepted at once; Provisioned (``CapacityIsFound``) once all its pods fit on the current nodes
-at the same time, placed by pykai's engine, else not (``CapacityIsNotFound``), checked again
-each round (adding a node plays the autoscaler). Once Provisioned it stays so, as a booked
-request does. On a real cluster the real autoscaler answers."""
+cluster; a local control plane, as ``pykai run --components provisioning``): every request is
+answered as the ``check-capacity.autoscaling.x-k8s.io`` class does, whatever class it names
+(the gang guide's ``queued-provisioning.gke.io`` is GKE's autoscaler): Accepted at once;
+Provisioned (``CapacityIsFound``) once all its pods fit on the current nodes at the same time,
+placed by pykai's engine, else not (``CapacityIsNotFound``), checked again each round (adding
+a node plays the autoscaler). Once Provisioned it stays so, as a booked request does. On a real
+cluster the real autoscaler answers."""
 
 from __future__ import annotations
 

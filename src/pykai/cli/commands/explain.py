@@ -51,11 +51,13 @@ def explain(
     whom and why; for a queue, its shares and pending jobs in order."""
     from pykai.cli.explain import explain_pod, explain_podgroup, explain_queue, text
     from pykai.cli.kinds import resolve_target
+    from pykai.cli.printers import OutputError
 
     with reported():
         info, name = resolve_target(kind, name)
         if output not in ("", "json", "yaml"):
-            raise ValueError(f'unable to match a printer suitable for the output format "{output}"')
+            message = f'unable to match a printer suitable for the output format "{output}"'
+            raise OutputError(message)
     if info.kind not in _KINDS:
         fail(f"explain takes a pod, podgroup or queue, not {info.resource}")
     if name is None:

@@ -52,7 +52,7 @@ def run(
         str,
         typer.Option(
             help="Comma-separated: scheduler, binder, podgrouper, queuecontroller, "
-            "podgroupcontroller, and for local clusters kubelet, kuberay "
+            "podgroupcontroller, and for local clusters kubelet, kuberay, provisioning "
             "(default: the first five)"
         ),
     ] = "scheduler,binder,podgrouper,queuecontroller,podgroupcontroller",
