@@ -10,6 +10,8 @@ from functools import cache
 from html.parser import HTMLParser
 from pathlib import Path
 
+from tests.setup_scripts import installed
+
 ROOT = Path(__file__).resolve().parents[2]
 # virtual time Chromium lets the page's script run (its fetch of /api/dashboard included)
 SCRIPT_TIME_MS = 8000
@@ -18,14 +20,7 @@ SCRIPT_TIME_MS = 8000
 @cache
 def chromium() -> str:
     """The browser's path (installed on first use)."""
-    out = subprocess.run(
-        ["bash", str(ROOT / "scripts/chromium")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=900,
-    )
-    return out.stdout.strip().splitlines()[-1]
+    return installed("chromium")
 
 
 def _run(url: str, *flags: str) -> str:

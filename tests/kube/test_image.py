@@ -23,6 +23,7 @@ from pykai.kube.localcluster import LocalCluster, free_port
 from pykai.kube.nodes import create_ready_nodes
 from pykai.model import builders
 from tests.kube.conftest import ROOT, wait_for
+from tests.setup_scripts import installed
 
 IMAGE = "localhost/pykai:test"
 UID = 65532
@@ -47,13 +48,7 @@ def succeeded(result: subprocess.CompletedProcess[str]) -> str:
 @pytest.fixture(scope="module")
 def image() -> Iterator[str]:
     """The Dockerfile built on the local base; removed afterwards with its build stage."""
-    base = subprocess.run(
-        ["bash", str(ROOT / "scripts/image-builder")],
-        capture_output=True,
-        text=True,
-        check=True,
-        timeout=900,
-    ).stdout.split()[-1]
+    base = installed("image-builder").split()[-1]
     before = set(dangling())
     # the machine's trust store, for pip in the build (a TLS-intercepting proxy's CA, if any)
     trust = ssl.get_default_verify_paths().cafile or "/etc/ssl/certs/ca-certificates.crt"

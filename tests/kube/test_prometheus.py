@@ -18,7 +18,8 @@ from pykai.kube.api import KINDS, KubeApi, connect
 from pykai.kube.localcluster import LocalCluster, free_port
 from pykai.kube.nodes import create_ready_nodes
 from pykai.model import builders
-from tests.kube.conftest import ROOT, pykai_running, wait_for
+from tests.kube.conftest import pykai_running, wait_for
+from tests.setup_scripts import installed
 
 QUEUE = "observed"
 NAMESPACE = "pykai-system"  # as a ServiceMonitor's target labels would say
@@ -51,14 +52,7 @@ class Prometheus:
     """A Prometheus server on loopback, scraping one target every second."""
 
     def __init__(self, directory: Path, target: str) -> None:
-        out = subprocess.run(
-            ["bash", str(ROOT / "scripts/prometheus")],
-            capture_output=True,
-            text=True,
-            check=True,
-            timeout=600,
-        )
-        binary = Path(out.stdout.strip().splitlines()[-1]) / "prometheus"
+        binary = Path(installed("prometheus", timeout=600)) / "prometheus"
         config = {
             "global": {"scrape_interval": "1s", "evaluation_interval": "1s"},
             "scrape_configs": [
