@@ -200,6 +200,11 @@ def test_cpu_is_divided_in_whole_millicores() -> None:
     assert {n: s.fair_share.cpu for n, s in result.items()} == {"a": 333, "b": 334, "c": 333}
 
 
+def test_a_queue_gets_no_more_than_it_requests_and_the_rest_goes_to_others() -> None:
+    shares = gpu_shares([queue("a", quota=10, request=5), queue("b", quota=10, request=100)], 100)
+    assert shares == {"a": 5, "b": 95}
+
+
 def test_leftover_never_exceeds_the_request() -> None:
     # offers 1.3 each floor to 1; of the 0.9 left, "a" (oldest) can only use 0.5 more, so 0.4
     # goes on to "b". KAI would give "a" the whole 0.9, past its request.
