@@ -10,6 +10,7 @@ from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import ClusterState
+from pykai.model.builders import pod, podgroup
 from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
 
@@ -41,3 +42,33 @@ class Engine:
 @pytest.fixture
 def engine() -> Engine:
     return Engine()
+
+
+def gang(
+    name: str,
+    size: int,
+    *,
+    gpus: int,
+    queue_name: str = "q",
+    min_member: int | None = None,
+    priority: str = "train",
+    creation: str = "",
+    node_name: str | None = None,
+) -> list[Obj]:
+    """A PodGroup of ``size`` pods of ``gpus`` GPUs each: pending, or running on ``node_name``."""
+    group = podgroup(
+        name,
+        queue=queue_name,
+        min_member=min_member or size,
+        priority_class=priority,
+        uid=f"uid-{name}",
+        creation=creation,
+    )
+    placed = {"node_name": node_name, "phase": "Running"} if node_name else {}
+    pods = [
+        pod(
+            f"{name}-{i}", group=name, gpus=gpus, uid=f"uid-{name}-{i}", creation=creation, **placed
+        )
+        for i in range(size)
+    ]
+    return [group, *pods]

@@ -7,34 +7,7 @@ import pytest
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.jobs import TaskStatus
 from pykai.model.builders import node, pod, podgroup, queue
-from tests.engine.conftest import Engine
-
-
-def gang(
-    name: str,
-    size: int,
-    *,
-    gpus: int,
-    queue_name: str = "q",
-    min_member: int | None = None,
-    priority: str = "train",
-    creation: str = "",
-) -> list[dict]:  # type: ignore[type-arg]
-    objs = [
-        podgroup(
-            name,
-            queue=queue_name,
-            min_member=min_member or size,
-            priority_class=priority,
-            uid=f"uid-{name}",
-            creation=creation,
-        )
-    ]
-    objs += [
-        pod(f"{name}-{i}", group=name, gpus=gpus, uid=f"uid-{name}-{i}", creation=creation)
-        for i in range(size)
-    ]
-    return objs
+from tests.engine.conftest import Engine, gang
 
 
 def test_gang_that_fits_is_bound_together(engine: Engine) -> None:

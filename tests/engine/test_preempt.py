@@ -2,60 +2,28 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.jobs import TaskStatus
-from pykai.model.builders import node, pod, podgroup, queue
-from tests.engine.conftest import Engine
+from pykai.model.builders import node, queue
+from pykai.model.meta import Obj
+from tests.engine.conftest import Engine, gang
+
+RUNNING_SINCE = "2024-01-01T00:00:00Z"
+PENDING_SINCE = "2024-01-01T00:01:00Z"
 
 
-def running_gang(
-    name: str,
-    size: int,
-    *,
-    gpus: int,
-    node_name: str,
-    priority: str = "train",
-    queue_name: str = "q",
-    min_member: int | None = None,
-) -> list[dict]:  # type: ignore[type-arg]
-    objs = [
-        podgroup(
-            name,
-            queue=queue_name,
-            min_member=min_member or size,
-            priority_class=priority,
-            uid=f"uid-{name}",
-            creation="2024-01-01T00:00:00Z",
-        )
-    ]
-    objs += [
-        pod(
-            f"{name}-{i}",
-            group=name,
-            gpus=gpus,
-            node_name=node_name,
-            phase="Running",
-            uid=f"uid-{name}-{i}",
-            creation="2024-01-01T00:00:00Z",
-        )
-        for i in range(size)
-    ]
-    return objs
+def running_gang(name: str, size: int, *, gpus: int, node_name: str, **options: Any) -> list[Obj]:
+    """A gang running on ``node_name`` since before anything pending was created."""
+    return gang(name, size, gpus=gpus, node_name=node_name, creation=RUNNING_SINCE, **options)
 
 
-def pending(name: str, *, gpus: int, priority: str, queue_name: str = "q") -> list[dict]:  # type: ignore[type-arg]
-    return [
-        podgroup(
-            name,
-            queue=queue_name,
-            priority_class=priority,
-            uid=f"uid-{name}",
-            creation="2024-01-01T00:01:00Z",
-        ),
-        pod(
-            f"{name}-0", group=name, gpus=gpus, uid=f"uid-{name}-0", creation="2024-01-01T00:01:00Z"
-        ),
-    ]
+def pending(name: str, *, gpus: int, priority: str, queue_name: str = "q") -> list[Obj]:
+    """A one-pod job created after the running ones."""
+    return gang(
+        name, 1, gpus=gpus, priority=priority, queue_name=queue_name, creation=PENDING_SINCE
+    )
 
 
 def test_inference_preempts_the_whole_training_gang(engine: Engine) -> None:
