@@ -217,6 +217,37 @@ class NodeTable:
             g.used - g.releasing > 1 + 1e-9 for g in groups.groups.values()
         )
 
+    def overcommitted_back(
+        self, name: str, request: Resources, shared: tuple[tuple[str, ...], float] | None
+    ) -> bool:
+        """Whether putting a releasing pod on the node back to running (its ``request``, its
+        GPUs as portions of ``shared`` groups if any) would leave the node ``overcommitted``:
+        the sums worked out as ``add_task`` would, changing nothing (False: it fits)."""
+        i = self.index.get(name)
+        if i is None:
+            return False
+        released = 0  # shared devices that stop being wholly releasing
+        if shared is not None:
+            groups = self.shared.get(name)
+            portion = shared[1]
+            for group_id in shared[0]:
+                group = groups.groups.get(group_id) if groups is not None else None
+                if group is None:
+                    return False  # not on the device: trying will tell
+                released += group.all_released
+                if group.pods > 1:  # (the last pod leaving and coming back reopens it empty)
+                    used = group.used + -portion + portion
+                    if used - (group.releasing + -portion) > 1 + 1e-9:
+                        return True
+        for k, amount in enumerate((request.cpu, request.memory, request.gpu)):
+            if k == GPU and shared is not None:
+                amount = 0.0  # a shared pod's GPUs are counted by its devices
+            used = self.used.item(i, k) + -amount + amount  # taken off as releasing, back on
+            releasing = self.releasing.item(i, k) + -amount - (released if k == GPU else 0)
+            if self.alloc.item(i, k) - used + releasing < -1e-9:
+                return True
+        return False
+
     def idle(self) -> FloatArray:
         """Free resources per node now."""
         return self.alloc - self.used

@@ -634,10 +634,29 @@ class _Search:
         return usage
 
     def _put_back(self, statement: Statement, tasks: list[Task]) -> bool:
-        """Evicted pods back where they were, all or none, if their room is still free."""
-        nodes = self.session.state.nodes
+        """Evicted pods back where they were, all or none, if their room is still free.
+        A pod that would overcommit its node fails the whole job as trying would, and is
+        found without the accounting: the first pod on each node is judged before any is put
+        back (the pods before it change other nodes only), each other pod before its turn."""
+        state = self.session.state
+        nodes = state.nodes
+
+        def overcommits(task: Task) -> bool:
+            groups = task.gpu_groups
+            shared = (groups, state.portion(task, task.node)) if groups else None
+            return nodes.overcommitted_back(task.node, task.request, shared)
+
+        seen: set[str] = set()
+        for task in tasks:
+            if task.node not in seen:
+                seen.add(task.node)
+                if overcommits(task):
+                    return False
         mark = statement.checkpoint()
         for task in tasks:
+            if overcommits(task):
+                statement.rollback(mark)
+                return False
             statement.unevict(task)
             if nodes.overcommitted(task.node):
                 statement.rollback(mark)
