@@ -48,6 +48,7 @@ class Capacity:
     def __init__(self, nodes: NodeTable, tasks: list[Task]) -> None:
         self.nodes = nodes
         self.mask = feasible_mask(nodes, tasks)
+        self.usable: list[bool] = self.mask.tolist()  # the same, read one row at a time
         self._free = spare(nodes)
         requests = np.array([tuple(t.request) for t in tasks], dtype=float).reshape(-1, 3)
         self._total = requests.sum(axis=0)
@@ -65,6 +66,7 @@ class Capacity:
         self._asked = [(k, float(v)) for k, v in enumerate(self._smallest.tolist()) if v > EPS]
         self.base_slots = int(self._slots(base).sum())
         self._slots_before: dict[int, int] = {}  # row -> slots with no victim
+        self._free_rows: dict[int, list[float]] = {}  # row -> its free room, as read
         self._release_counts: dict[tuple[str, str], int] = {}  # see release_count
 
     def _slots(self, free: FloatArray) -> np.ndarray:
@@ -80,7 +82,7 @@ class Capacity:
         """``_slots`` of one row."""
         if not self._asked:
             return self.pods
-        return min(math.floor(free[k] / smallest + EPS) for k, smallest in self._asked)
+        return min([math.floor(free[k] / smallest + EPS) for k, smallest in self._asked])
 
     def could_hold_extra(self, extra: Resources) -> bool:
         """Whether ``extra`` more room, anywhere, could make the pods' total fit (``extra``
@@ -100,13 +102,15 @@ class Capacity:
 
     def row_slots(self, row: int, extra: list[float] | None = None) -> int:
         """How many of the smallest pod fit on a row, with ``extra`` more room."""
-        free = self._free[row].tolist()
+        free = self._free_rows.get(row)
+        if free is None:
+            free = self._free_rows[row] = self._free[row].tolist()
         if extra is None:
             slots = self._slots_before.get(row)
             if slots is None:
                 slots = self._slots_before[row] = self._row_slots(free)
             return slots
-        return self._row_slots([f + e for f, e in zip(free, extra, strict=True)])
+        return self._row_slots([free[0] + extra[0], free[1] + extra[1], free[2] + extra[2]])
 
     def release_count(self, node: str, group_id: str) -> int:
         """How many of a shared device's pods, once evicted, make it a whole releasing device
@@ -149,28 +153,30 @@ class Room:
         """Count the victims' pods in."""
         capacity = self._capacity
         index = capacity.nodes.index
-        mask = capacity.mask
+        usable = capacity.usable
+        whole = capacity.whole
         total = self._total
         rows = self._rows
+        changed = self._changed
         for task in tasks:
             row = index.get(task.node)
-            if row is None or not mask[row]:
+            if row is None or not usable[row]:
                 continue
             request = task.request
-            gpu = request.gpu
+            cpu, memory, gpu = request.cpu, request.memory, request.gpu
             given = rows.get(row)
             if given is None:
                 given = rows[row] = [0.0, 0.0, 0.0, 0.0, 0.0]
-            if capacity.whole and task.gpu_groups:
+            if whole and task.gpu_groups:
                 gpu = 0.0
                 for group in task.gpu_groups:
                     self._count_shared(task.node, group, given)
-            given[0] += request.cpu
-            given[1] += request.memory
+            given[0] += cpu
+            given[1] += memory
             given[2] += gpu
-            self._changed.add(row)
-            total[0] += request.cpu
-            total[1] += request.memory
+            changed.add(row)
+            total[0] += cpu
+            total[1] += memory
             total[2] += gpu
 
     def _count_shared(self, node: str, group: str, given: list[float]) -> None:

@@ -427,10 +427,15 @@ class _Search:
     def _units(self, victims: VictimQueue) -> Iterator[VictimUnit]:
         """Units in victim order while the scenario may still grow (``max_pods``)."""
         limit = self.solver.max_pods
+        pop = victims.pop
+        if limit is None:
+            while (unit := pop()) is not None:
+                yield unit
+            return
         pods = 0
-        while (unit := victims.pop()) is not None:
+        while (unit := pop()) is not None:
             pods += len(unit.tasks)
-            if limit is not None and pods > limit:
+            if pods > limit:
                 return
             yield unit
 
@@ -439,18 +444,22 @@ class _Search:
         nodes (those the bound lets through, and said to be so)."""
         on_node: dict[str, list[VictimUnit]] = {}
         rooms: dict[str, Room] = {}  # node -> what its units give back, for the bound
+        capacity = self.capacity
         for unit in self._units(victims):
             tasks = unit.tasks
             nodes = [tasks[0].node] if len(tasks) == 1 else sorted({t.node for t in tasks})
             for node in nodes:
-                on_node.setdefault(node, []).append(unit)
-                if self.capacity is not None:
+                units = on_node.get(node)
+                if units is None:
+                    units = on_node[node] = []
+                units.append(unit)
+                if capacity is not None:
                     room = rooms.get(node)
                     if room is None:
-                        room = rooms[node] = self.capacity.room()
-                    room.add(unit.tasks)
+                        room = rooms[node] = capacity.room()
+                    room.add(tasks)
             for node in nodes:
-                if self.capacity is None or rooms[node].holds():
+                if capacity is None or rooms[node].holds():
                     yield on_node[node], True
 
     def _multi_node(self, victims: VictimQueue) -> Iterator[tuple[list[VictimUnit], bool]]:

@@ -366,6 +366,7 @@ class VictimQueue:
             under = -1 if best is None else self._under[best[2]]
             item = None if best is None else self._items[under]
         entry: Entry = None
+        position = tree.position[index]
         if item is not None:
             order = self._orders[index]
             keys = item.keys
@@ -377,9 +378,8 @@ class VictimQueue:
             else:
                 key = order.key(item.through)
                 keys[index] = (order, key)
-            entry = (key, -tree.position[index], index)
+            entry = (key, -position, index)
         self._entries[index] = entry
         self._under[index] = under
         parent = tree.parent[index]
-        target = self._top if parent < 0 else self._below[parent]
-        target[tree.position[index]] = entry
+        (self._top if parent < 0 else self._below[parent])[position] = entry
