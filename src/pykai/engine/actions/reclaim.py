@@ -99,10 +99,11 @@ def _candidates(
     found = []
     seen: Verdicts = {} if solver.exhaustive else verdicts
     by_side: dict[str, bool] = {}  # this reclaimer's verdict, by the sibling it takes from
+    pairs = solver.sides_from(reclaimer.queue)
     for queue in solver.victim_queues():
         if queue == reclaimer.queue:
             continue
-        levels = solver.sides(reclaimer.queue, queue)
+        levels = pairs[queue]
         if levels is None:
             continue
         mine, theirs = levels

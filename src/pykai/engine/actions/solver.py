@@ -96,6 +96,19 @@ def request_of(tasks: list[Task] | tuple[Task, ...]) -> Resources:
     return total
 
 
+class SidesFrom(dict[str, tuple[QueueInfo, QueueInfo] | None]):
+    """``ordering.sides`` from one queue to others, by the other, each worked out once."""
+
+    def __init__(self, session: Session, one: str) -> None:
+        super().__init__()
+        self._session = session
+        self._one = one
+
+    def __missing__(self, other: str) -> tuple[QueueInfo, QueueInfo] | None:
+        pair = self[other] = sides(self._session, self._one, other)
+        return pair
+
+
 class Solver:
     """The victim searches of one action, and what they keep between them."""
 
@@ -117,7 +130,7 @@ class Solver:
         self.exhaustive = session.config.exhaustive_search if exhaustive is None else exhaustive
         self.keys: KeyMemo = {}  # queue-order keys by queue, allocation and request
         self.victim_keys: dict[tuple[str, Resources], VictimKeys] = {}
-        self._sides: dict[tuple[str, str], tuple[QueueInfo, QueueInfo] | None] = {}
+        self._sides: dict[str, SidesFrom] = {}  # by the first queue
         self._limited: dict[str, list[QueueInfo]] = {}  # leaf -> its queues that have a limit
         self._starts: dict[tuple[str, ...], Start] = {}  # by leaves, for searches that share
         self.simulated = 0  # scenarios simulated (for benchmarks)
@@ -216,10 +229,14 @@ class Solver:
 
     def sides(self, one: str, other: str) -> tuple[QueueInfo, QueueInfo] | None:
         """``ordering.sides``, kept for the action (the queue tree does not change)."""
-        pair = (one, other)
-        if pair not in self._sides:
-            self._sides[pair] = sides(self.session, one, other)
-        return self._sides[pair]
+        return self.sides_from(one)[other]
+
+    def sides_from(self, one: str) -> SidesFrom:
+        """``sides`` from one queue to any other, by the other (for loops over queues)."""
+        found = self._sides.get(one)
+        if found is None:
+            found = self._sides[one] = SidesFrom(self.session, one)
+        return found
 
     def within_limits(self, leaf: str) -> bool:
         """Whether a leaf queue and its ancestors are within their limits now."""
@@ -387,6 +404,7 @@ class _Search:
         self.capacity = None if solver.exhaustive else Capacity(self.session.state.nodes, tasks)
         self._side_keys: dict[str, QueueKey] = {}
         self._before: dict[str, bool] = {}  # by the victims' side: ranked before the preemptor's
+        self._sides = solver.sides_from(preemptor.queue)
         first = solver.pending_before(preemptor.queue, self.order_key)
         self.first_request = solver.pending_request(first[0]) if first else self.request
 
@@ -552,7 +570,8 @@ class _Search:
         if over_capacity(self.preemptor, chain, self.request, usage) is not None:
             return None
         out = [unit for unit in scenario if unit.job.key not in back]
-        if self.capacity is not None and not self.capacity.could_hold_units(out):
+        # (with none put back, the bound held on these units before the simulation began)
+        if back and self.capacity is not None and not self.capacity.could_hold_units(out):
             return None
         for unit in out:
             for task in unit.tasks:
@@ -575,7 +594,7 @@ class _Search:
         preemptor."""
         if job.queue == self.preemptor.queue:
             return _order(job, len(tasks)) < self.order_key
-        pair = self.solver.sides(self.preemptor.queue, job.queue)
+        pair = self._sides[job.queue]
         if pair is None:
             return False
         mine, theirs = pair
@@ -589,7 +608,7 @@ class _Search:
         limit can refuse it (its queues are within their limits now)."""
         if leaf == self.preemptor.queue:
             return False
-        pair = self.solver.sides(self.preemptor.queue, leaf)
+        pair = self._sides[leaf]
         if pair is None or not self.solver.within_limits(leaf):
             return False
         mine, theirs = pair
