@@ -46,36 +46,43 @@ class Capacity:
     """How many of a preemptor's pods could fit, at most, with given victims evicted."""
 
     def __init__(self, nodes: NodeTable, tasks: list[Task]) -> None:
+        # (sums over the rows as products with ones: numpy's per-axis reductions cost far
+        # more than the arithmetic on a few hundred rows, and every search builds one)
         self.nodes = nodes
         self.mask = feasible_mask(nodes, tasks)
         self.usable: list[bool] = self.mask.tolist()  # the same, read one row at a time
         self._free = spare(nodes)
-        requests = np.array([tuple(t.request) for t in tasks], dtype=float).reshape(-1, 3)
-        self._total = requests.sum(axis=0)
-        self._smallest = requests.min(axis=0) if len(tasks) else np.zeros(3)
+        requests = [tuple(t.request) for t in tasks]
         self.pods = len(tasks)
-        base = self._free[self.mask]
-        self._base_total = base.sum(axis=0)
+        self.needed = tuple(sum(column) for column in zip(*requests)) if tasks else (0.0,) * 3
+        smallest = [min(column) for column in zip(*requests)] if tasks else [0.0] * 3
+        self._asked = [(k, v) for k, v in enumerate(smallest) if v > EPS]
+        ones = np.ones(len(nodes))
+        base = self._usable_rows()
+        self._base_total: list[float] = (ones @ base).tolist()
         # whole devices only: no shared portion counts, a shared device only once released
         self.whole = all(not t.pod.gpu.is_shared for t in tasks)
         if self.whole:
             self._free[:, GPU] -= nodes.shared_spare
-            base = self._free[self.mask]
-        self.scenario_total = tuple(base.sum(axis=0).tolist())
-        self.needed = tuple(self._total.tolist())
-        self._asked = [(k, float(v)) for k, v in enumerate(self._smallest.tolist()) if v > EPS]
-        self.base_slots = int(self._slots(base).sum())
+            base = self._usable_rows()
+        self.scenario_total = tuple((ones @ base).tolist())
+        self.base_slots = int(ones @ self._slots(base))
         self._slots_before: dict[int, int] = {}  # row -> slots with no victim
         self._free_rows: dict[int, list[float]] = {}  # row -> its free room, as read
         self._release_counts: dict[tuple[str, str], int] = {}  # see release_count
 
-    def _slots(self, free: FloatArray) -> np.ndarray:
-        """Per row: how many of the smallest pod fit (a huge number when it asks nothing)."""
-        asked = self._smallest > EPS
-        if not asked.any():
-            return np.full(len(free), self.pods)
-        ratios = np.floor(free[:, asked] / self._smallest[asked] + EPS)
-        fit: np.ndarray = ratios.min(axis=1)
+    def _usable_rows(self) -> FloatArray:
+        """The free room of the usable rows, nothing on the others."""
+        rows: FloatArray = np.where(self.mask[:, None], self._free, 0.0)
+        return rows
+
+    def _slots(self, free: FloatArray) -> FloatArray:
+        """Per row: how many of the smallest pod fit in ``free`` (the usable rows' room; all
+        the pods on a usable row when the pod asks for nothing)."""
+        fit: FloatArray = self.mask * float(self.pods)
+        for i, (k, smallest) in enumerate(self._asked):
+            column = np.floor(free[:, k] / smallest + EPS)
+            fit = column if i == 0 else np.minimum(fit, column)
         return fit
 
     def _row_slots(self, free: list[float]) -> int:
@@ -87,7 +94,8 @@ class Capacity:
     def could_hold_extra(self, extra: Resources) -> bool:
         """Whether ``extra`` more room, anywhere, could make the pods' total fit (``extra``
         counting shared portions as devices: a bound for every preemptor)."""
-        return not (self._base_total + np.array(tuple(extra)) + EPS < self._total).any()
+        base, needed = self._base_total, self.needed
+        return not any(base[k] + amount + EPS < needed[k] for k, amount in enumerate(extra))
 
     def could_hold_units(self, units: Iterable[VictimUnit]) -> bool:
         """Whether evicting the units could make room."""
