@@ -38,7 +38,7 @@ def spare(nodes: NodeTable) -> FloatArray:
     """Per node and resource: idle plus releasing, GPUs counting spare shared portions."""
     free = nodes.alloc - nodes.used + nodes.releasing
     free[:, GPU] += nodes.shared_spare
-    clipped: FloatArray = np.clip(free, 0.0, None)
+    clipped: FloatArray = np.maximum(free, 0.0)
     return clipped
 
 
