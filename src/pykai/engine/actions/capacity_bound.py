@@ -91,7 +91,7 @@ class Capacity:
             return self.pods
         return min([math.floor(free[k] / smallest + EPS) for k, smallest in self._asked])
 
-    def could_hold_extra(self, extra: Resources) -> bool:
+    def could_hold_extra(self, extra: tuple[float, float, float]) -> bool:
         """Whether ``extra`` more room, anywhere, could make the pods' total fit (``extra``
         counting shared portions as devices: a bound for every preemptor)."""
         base, needed = self._base_total, self.needed
@@ -120,13 +120,13 @@ class Capacity:
             return slots
         return self._row_slots([free[0] + extra[0], free[1] + extra[1], free[2] + extra[2]])
 
-    def release_count(self, node: str, group_id: str) -> int:
-        """How many of a shared device's pods, once evicted, make it a whole releasing device
-        (0: never, it is one already or is no shared device); kept for the search, whose
-        cluster is the same whenever it asks."""
-        key = (node, group_id)
+    def release_count(self, key: tuple[str, str]) -> int:
+        """How many of a shared device's pods (``key``: its node and group), once evicted, make
+        it a whole releasing device (0: never, it is one already or is no shared device); kept
+        for the search, whose cluster is the same whenever it asks."""
         count = self._release_counts.get(key)
         if count is None:
+            node, group_id = key
             groups = self.nodes.shared.get(node)
             group = groups.groups.get(group_id) if groups is not None else None
             released = group is None or group.all_released
@@ -178,7 +178,7 @@ class Room:
             if whole and task.gpu_groups:
                 gpu = 0.0
                 for group in task.gpu_groups:
-                    self._count_shared(task.node, group, given)
+                    self._count_shared((task.node, group), given)
             given[0] += cpu
             given[1] += memory
             given[2] += gpu
@@ -187,14 +187,14 @@ class Room:
             total[1] += memory
             total[2] += gpu
 
-    def _count_shared(self, node: str, group: str, given: list[float]) -> None:
+    def _count_shared(self, key: tuple[str, str], given: list[float]) -> None:
         """One more victim on a shared device; the device counts as given back (on its row,
         ``given``) from the count that releases it wholly."""
-        if self._shared is None:
-            self._shared = {}
-        key = (node, group)
-        count = self._shared[key] = self._shared.get(key, 0) + 1
-        if count == self._capacity.release_count(node, group):
+        shared = self._shared
+        if shared is None:
+            shared = self._shared = {}
+        count = shared[key] = shared.get(key, 0) + 1
+        if count == self._capacity.release_count(key):
             given[3] += 1.0
             self._released += 1.0
 

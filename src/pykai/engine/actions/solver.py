@@ -428,8 +428,9 @@ class _Search:
     def _may_fit(self, leaves: list[str]) -> bool:
         """Whether the preemptor could fit even if every preemptible pod of the leaves that
         can ever come out at its turn were evicted (an upper bound: a queue's preemptible
-        allocation, on any node)."""
-        assert self.capacity is not None
+        allocation, on any node). It stops at the first leaf with which the sum suffices."""
+        capacity = self.capacity
+        assert capacity is not None
         cpu = memory = gpu = 0.0
         queues = self.session.queues
         moves = self.solver.moves
@@ -440,7 +441,9 @@ class _Search:
                 cpu += allocated.cpu - kept.cpu
                 memory += allocated.memory - kept.memory
                 gpu += allocated.gpu - kept.gpu
-        return self.capacity.could_hold_extra(Resources(cpu, memory, gpu))
+                if capacity.could_hold_extra((cpu, memory, gpu)):
+                    return True
+        return capacity.could_hold_extra((cpu, memory, gpu))
 
     def _units(self, victims: VictimQueue) -> Iterator[VictimUnit]:
         """Units in victim order while the scenario may still grow (``max_pods``)."""
