@@ -38,6 +38,9 @@ EPS = 1e-9
 # whether a sibling may give to the reclaimer's side: by the two sides, the request and the
 # sides' allocations
 Verdicts = dict[tuple[str, str, Resources, Resources, Resources], bool]
+# a reclaimer's queue -> the victim queues it was laid out for, each other one with the
+# sibling it is judged by (its name), and those siblings with the reclaimer's side
+Layouts = dict[str, tuple[list[str], list[tuple[str, str]], dict[str, tuple[QueueInfo, QueueInfo]]]]
 
 
 def reclaim(session: Session) -> None:
@@ -46,6 +49,7 @@ def reclaim(session: Session) -> None:
     runtimes: dict[tuple[str, str], float] = {}  # (victim's queue, reclaimer's) -> min-runtime
     solver = Solver(session, "reclaim", "Reclaimed")
     verdicts: Verdicts = {}
+    layouts: Layouts = {}
 
     def request_for(job: Job) -> Resources:
         if job.key not in requests:
@@ -63,7 +67,7 @@ def reclaim(session: Session) -> None:
             continue
         leaves = solver.until_commit(
             ("candidates", job.queue, request),
-            partial(_candidates, session, solver, verdicts, job, request),
+            partial(_candidates, session, solver, verdicts, layouts, job, request),
         )
         if not leaves:
             continue
@@ -90,35 +94,51 @@ def can_reclaim(session: Session, job: Job, request: Resources) -> bool:
 
 
 def _candidates(
-    session: Session, solver: Solver, verdicts: Verdicts, reclaimer: Job, request: Resources
+    session: Session,
+    solver: Solver,
+    verdicts: Verdicts,
+    layouts: Layouts,
+    reclaimer: Job,
+    request: Resources,
 ) -> list[str]:
     """Queues with running preemptible jobs a reclaim strategy may take from (KAI's
     ReclaimVictimFilter). The verdict is the same for every leaf below the same sibling of the
     reclaimer's side, and depends only on the two sides' allocations: ``verdicts`` keeps it
     across commits, by those (the exhaustive search works every one out)."""
-    found = []
     seen: Verdicts = {} if solver.exhaustive else verdicts
+    leaves, siblings = _layout(solver, layouts, reclaimer.queue)
     by_side: dict[str, bool] = {}  # this reclaimer's verdict, by the sibling it takes from
-    pairs = solver.sides_from(reclaimer.queue)
-    for queue in solver.victim_queues():
-        if queue == reclaimer.queue:
-            continue
-        levels = pairs[queue]
-        if levels is None:
-            continue
-        mine, theirs = levels
-        verdict = by_side.get(theirs.name)
+    for name, (mine, theirs) in siblings.items():
+        key = (mine.name, name, request, mine.usage.allocated, theirs.usage.allocated)
+        verdict = seen.get(key)
         if verdict is None:
-            key = (mine.name, theirs.name, request, mine.usage.allocated, theirs.usage.allocated)
-            verdict = seen.get(key)
-            if verdict is None:
-                verdict = seen[key] = _may_give(mine, theirs, request) and not _saturated(
-                    mine, theirs, request, session.config.reclaimer_saturation_multiplier
-                )
-            by_side[theirs.name] = verdict
-        if verdict:
-            found.append(queue)
-    return found
+            verdict = seen[key] = _may_give(mine, theirs, request) and not _saturated(
+                mine, theirs, request, session.config.reclaimer_saturation_multiplier
+            )
+        by_side[name] = verdict
+    return [queue for queue, name in leaves if by_side[name]]
+
+
+def _layout(
+    solver: Solver, layouts: Layouts, reclaimer: str
+) -> tuple[list[tuple[str, str]], dict[str, tuple[QueueInfo, QueueInfo]]]:
+    """The victim queues other than the reclaimer's, each with the sibling of the reclaimer's
+    side it is judged by, and those siblings (with the reclaimer's side), in the order of
+    ``Solver.victim_queues``; kept until that list changes."""
+    queues = solver.victim_queues()
+    kept = layouts.get(reclaimer)
+    if kept is not None and kept[0] is queues:
+        return kept[1], kept[2]
+    pairs = solver.sides_from(reclaimer)
+    leaves: list[tuple[str, str]] = []
+    siblings: dict[str, tuple[QueueInfo, QueueInfo]] = {}
+    for queue in queues:
+        levels = pairs[queue] if queue != reclaimer else None
+        if levels is not None:
+            leaves.append((queue, levels[1].name))
+            siblings.setdefault(levels[1].name, levels)
+    layouts[reclaimer] = (queues, leaves, siblings)
+    return leaves, siblings
 
 
 def _any(_: Job) -> bool:
