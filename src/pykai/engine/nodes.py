@@ -239,9 +239,8 @@ class NodeTable:
                     used = group.used + -portion + portion
                     if used - (group.releasing + -portion) > 1 + 1e-9:
                         return True
-        for k, amount in enumerate((request.cpu, request.memory, request.gpu)):
-            if k == GPU and shared is not None:
-                amount = 0.0  # a shared pod's GPUs are counted by its devices
+        gpu = 0.0 if shared is not None else request.gpu  # shared: counted by its devices
+        for k, amount in enumerate((request.cpu, request.memory, gpu)):
             used = self.used.item(i, k) + -amount + amount  # taken off as releasing, back on
             releasing = self.releasing.item(i, k) + -amount - (released if k == GPU else 0)
             if self.alloc.item(i, k) - used + releasing < -1e-9:

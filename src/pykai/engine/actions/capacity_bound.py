@@ -20,7 +20,6 @@ import numpy as np
 from pykai.engine.actions.victims import VictimUnit
 from pykai.engine.jobs import Task
 from pykai.engine.nodes import GPU, BoolArray, FloatArray, NodeTable
-from pykai.model.resources import Resources
 
 EPS = 1e-9
 
@@ -52,11 +51,12 @@ class Capacity:
         self.mask = feasible_mask(nodes, tasks)
         self.usable: list[bool] = self.mask.tolist()  # the same, read one row at a time
         self._free = spare(nodes)
-        requests = [tuple(t.request) for t in tasks]
+        requests: list[tuple[float, ...]] = [tuple(t.request) for t in tasks]
         self.pods = len(tasks)
-        self.needed = tuple(sum(column) for column in zip(*requests)) if tasks else (0.0,) * 3
-        smallest = [min(column) for column in zip(*requests)] if tasks else [0.0] * 3
-        self._asked = [(k, v) for k, v in enumerate(smallest) if v > EPS]
+        columns = list(zip(*requests, strict=True)) if tasks else [(0.0,)] * 3
+        self.needed = tuple(sum(column) for column in columns)
+        smallest = [min(column) for column in columns]
+        self._asked: list[tuple[int, float]] = [(k, v) for k, v in enumerate(smallest) if v > EPS]
         ones = np.ones(len(nodes))
         base = self._usable_rows()
         self._base_total: list[float] = (ones @ base).tolist()
@@ -76,10 +76,10 @@ class Capacity:
         rows: FloatArray = np.where(self.mask[:, None], self._free, 0.0)
         return rows
 
-    def _slots(self, free: FloatArray) -> FloatArray:
+    def _slots(self, free: FloatArray) -> np.ndarray:
         """Per row: how many of the smallest pod fit in ``free`` (the usable rows' room; all
         the pods on a usable row when the pod asks for nothing)."""
-        fit: FloatArray = self.mask * float(self.pods)
+        fit: np.ndarray = self.mask * float(self.pods)
         for i, (k, smallest) in enumerate(self._asked):
             column = np.floor(free[:, k] / smallest + EPS)
             fit = column if i == 0 else np.minimum(fit, column)
