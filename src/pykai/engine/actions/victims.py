@@ -299,16 +299,19 @@ class VictimQueue:
         start = self._start = Start() if start is None else start
         tree = self._tree = start.grow(session, leaves)
         streams = start.streams
+        self._streams: list[_Stream] = []
         for name in leaves:
-            if name not in streams:
-                streams[name] = _Stream(name, jobs_of, eligible)
-        self._streams = [streams[name] for name in leaves]
+            stream = streams.get(name)
+            if stream is None:
+                stream = streams[name] = _Stream(name, jobs_of, eligible)
+            self._streams.append(stream)
         self._positions = [0] * len(leaves)  # units taken from each leaf in this search
         self._items = [stream.item(0) for stream in self._streams]  # each leaf's next unit
         known = {} if orders is None else orders  # kept by the caller, by queue and allocation
         kept = start.orders
+        queues = session.queues
         for i, name in enumerate(tree.names):
-            info = session.queues[name]
+            info = queues[name]
             allocated = info.usage.allocated
             order = kept[i]
             if order is None or order[0] is not allocated:
@@ -328,7 +331,8 @@ class VictimQueue:
                     start.known[i] = True
         self._entries = list(start.entries)  # this search's own from here on
         self._under = list(start.under)
-        self._below = [list(entries) for entries in start.below]
+        below = start.below  # a leaf's (empty) list is never written: shared
+        self._below = below[: tree.leaves] + [list(entries) for entries in below[tree.leaves :]]
         self._top = list(start.top)
 
     def pop(self) -> VictimUnit | None:
