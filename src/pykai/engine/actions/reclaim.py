@@ -169,11 +169,19 @@ def _saturated(
 ) -> bool:
     """Whether the reclaimer's side, with the job, is above its fair share and at least as
     saturated as the reclaimee before any victim is taken, in a resource the job asks for."""
-    after = reclaimer.usage.allocated + request
-    for resource in _involved(request):
-        mine = _ratio(after.get(resource), reclaimer.fair_share.get(resource))
-        theirs = _ratio(reclaimee.usage.allocated.get(resource), reclaimee.fair_share.get(resource))
-        if mine > 1 and reclaimee.fair_share.get(resource) > 0 and mine * multiplier >= theirs:
+    columns = zip(
+        request,
+        reclaimer.usage.allocated,
+        reclaimer.fair_share,
+        reclaimee.usage.allocated,
+        reclaimee.fair_share,
+        strict=True,
+    )
+    for asked, allocated, fair, their_allocated, their_fair in columns:
+        if asked <= 0:
+            continue
+        mine = _ratio(allocated + asked, fair)
+        if mine > 1 and their_fair > 0 and mine * multiplier >= _ratio(their_allocated, their_fair):
             return True
     return False
 

@@ -257,11 +257,13 @@ class Start:
 
     def forget(self, queues: set[str]) -> None:
         """Drop what depends on the given queues (leaves, and every queue above them)."""
-        for name in queues & self.streams.keys():
-            del self.streams[name]
-        if self.tree is not None:
-            for name in queues & self.tree.index.keys():
-                self.known[self.tree.index[name]] = False
+        streams = self.streams
+        index = {} if self.tree is None else self.tree.index
+        for name in queues:  # (a commit changes a few queues: no pass over every leaf)
+            streams.pop(name, None)
+            at = index.get(name)
+            if at is not None:
+                self.known[at] = False
 
     def grow(self, session: Session, leaves: list[str]) -> _Tree:
         """The tree above the leaves, with nothing known yet (once)."""
