@@ -148,7 +148,7 @@ def _any(_: Job) -> bool:
 def _may_give(reclaimer: QueueInfo, reclaimee: QueueInfo, request: Resources) -> bool:
     """Whether a queue can be a reclaimee at all: over its fair share, or (the reclaimer
     staying within its deserved quota) over its own quota in a resource the job asks for."""
-    if _over(reclaimee.usage.allocated, reclaimee.fair_share, RESOURCE_NAMES):
+    if _over_anywhere(reclaimee.usage.allocated, reclaimee.fair_share):
         return True
     if not (reclaimer.usage.allocated + request).fits_in(reclaimer.deserved, eps=1e-6):
         return False
@@ -224,7 +224,7 @@ class _Validator:
             before_last = reclaimee.usage.allocated + amount
             keeps_fair = _over(before_last, reclaimee.fair_share, self.asked)
             within_deserved = reclaimer.usage.allocated.fits_in(reclaimer.deserved, eps=1e-6)
-            over_deserved = _over(before_last, reclaimee.deserved, RESOURCE_NAMES)
+            over_deserved = _over_anywhere(before_last, reclaimee.deserved)
             if not (keeps_fair or (within_deserved and over_deserved)):
                 return False
         return self._not_oversaturated(involved)
@@ -263,8 +263,17 @@ def _involved(amount: Resources) -> set[str]:
     return {name for name, value in zip(RESOURCE_NAMES, amount, strict=True) if value > 0}
 
 
-def _over(amount: Resources, bound: Resources, resources: set[str] | tuple[str, ...]) -> bool:
+def _over(amount: Resources, bound: Resources, resources: set[str]) -> bool:
     return any(amount.get(r) > bound.get(r) + EPS for r in resources)
+
+
+def _over_anywhere(amount: Resources, bound: Resources) -> bool:
+    """``_over`` in every resource, written out (it runs for every reclaimer and sibling)."""
+    return (
+        amount.cpu > bound.cpu + EPS
+        or amount.memory > bound.memory + EPS
+        or amount.gpu > bound.gpu + EPS
+    )
 
 
 def _ratio(allocated: float, fair: float) -> float:
