@@ -141,11 +141,13 @@ class NodeTable:
         gpu_class: int,
         releasing: bool,
         shared: tuple[tuple[str, ...], float] | None = None,
+        settled: bool = True,
     ) -> None:
         """Count a pod on (sign=+1) or off (sign=-1) a node: what it requests (its GPUs as
         portions of the ``shared`` groups, with the portion, if any), also as releasing if
         it is, and the pod itself in its GPU class (0: a share, k: k whole GPUs, up to 8;
-        -1: none)."""
+        -1: none). Not ``settled``: another change of the row follows at once, which lays
+        out its devices and marks it changed (this one does neither)."""
         i = self.index.get(name)
         if i is None:
             return
@@ -167,6 +169,8 @@ class NodeTable:
         self.pod_count[i] += sign
         if gpu_class >= 0:
             self.gpu_classes[i, gpu_class] += int(sign)
+        if not settled:
+            return
         if shared is not None or gpu:
             self._refresh_devices(i)
         else:
