@@ -3,9 +3,10 @@
 A solver keeps, from one search to the next and across commits: the leaf queues that have
 victims, each leaf's victim list, each leaf's stream of victim units and every queue's entry in
 the victim order before the first pop (shared by the searches over the same leaves), reclaim's
-verdicts by the two sides' allocations, and the pending jobs' order. The exhaustive solver builds
-each of them afresh every time. On random contended clusters, after every commit of a sequence
-of searches, the kept ones must give what fresh ones give.
+verdicts by the two sides' allocations and its layout of victim queues by sibling, and the
+pending jobs' order. The exhaustive solver builds each of them afresh every time. On random
+contended clusters, after every commit of a sequence of searches, the kept ones must give what
+fresh ones give.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 
 from pykai.bench.contended import build, reclaim_heavy
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
-from pykai.engine.actions.reclaim import Verdicts, _candidates
+from pykai.engine.actions.reclaim import Layouts, Verdicts, _candidates
 from pykai.engine.actions.solver import Solver, request_of
 from pykai.engine.actions.victims import VictimQueue
 from pykai.engine.config import SchedulerConfig
@@ -43,7 +44,9 @@ def _units(queue: VictimQueue) -> list[tuple[str, tuple[str, ...]]]:
     return [(unit.job.key, tuple(t.name for t in unit.tasks)) for unit in iter(queue.pop, None)]
 
 
-def _compare(session: Session, kept: Solver, verdicts: Verdicts, job: Job) -> list[str]:
+def _compare(
+    session: Session, kept: Solver, verdicts: Verdicts, layouts: Layouts, job: Job
+) -> list[str]:
     """Check the kept structures against fresh ones for one job; its victim leaves."""
     fresh = Solver(session, "reclaim", "Reclaimed", exhaustive=True)
     assert kept.victim_queues() == fresh.victim_queues()
@@ -52,8 +55,8 @@ def _compare(session: Session, kept: Solver, verdicts: Verdicts, job: Job) -> li
         assert kept.victims_in(leaf) == fresh.victims_in(leaf)
         assert kept.pending_before(leaf, LAST) == fresh.pending_before(leaf, LAST)
     request = request_of(tasks_to_allocate(job))
-    assert _candidates(session, kept, verdicts, job, request) == _candidates(
-        session, fresh, {}, job, request
+    assert _candidates(session, kept, verdicts, layouts, job, request) == _candidates(
+        session, fresh, {}, {}, job, request
     )
     for subset in (leaves, leaves[::2]):  # two leaf sets, each with its own kept start
         first = _units(kept.victim_order(subset, _any, _protected, shared=True))
@@ -68,16 +71,17 @@ def _searches(state: ClusterState) -> int:
     session = Session.open(state, SchedulerConfig(), 1_000_000.0)
     kept = Solver(session, "reclaim", "Reclaimed")
     verdicts: Verdicts = {}
+    layouts: Layouts = {}
     commits = 0
     for job in sorted(schedulable_jobs(session, note=False), key=job_order_key):
         tasks = tasks_to_allocate(job)
         if not tasks:
             continue
-        leaves = _compare(session, kept, verdicts, job)
+        leaves = _compare(session, kept, verdicts, layouts, job)
         if leaves and kept.solve(job, tasks, leaves, _any, _protected, "test", shared=True):
             commits += 1
     for job in sorted(schedulable_jobs(session, note=False), key=job_order_key):
-        _compare(session, kept, verdicts, job)
+        _compare(session, kept, verdicts, layouts, job)
     return commits
 
 

@@ -141,11 +141,13 @@ class NodeTable:
         gpu_class: int,
         releasing: bool,
         shared: tuple[tuple[str, ...], float] | None = None,
+        settled: bool = True,
     ) -> None:
         """Count a pod on (sign=+1) or off (sign=-1) a node: what it requests (its GPUs as
         portions of the ``shared`` groups, with the portion, if any), also as releasing if
         it is, and the pod itself in its GPU class (0: a share, k: k whole GPUs, up to 8;
-        -1: none)."""
+        -1: none). Not ``settled``: another change of the row follows at once, which lays
+        out its devices and marks it changed (this one does neither)."""
         i = self.index.get(name)
         if i is None:
             return
@@ -167,6 +169,8 @@ class NodeTable:
         self.pod_count[i] += sign
         if gpu_class >= 0:
             self.gpu_classes[i, gpu_class] += int(sign)
+        if not settled:
+            return
         if shared is not None or gpu:
             self._refresh_devices(i)
         else:
@@ -216,6 +220,36 @@ class NodeTable:
         return groups is not None and any(
             g.used - g.releasing > 1 + 1e-9 for g in groups.groups.values()
         )
+
+    def overcommitted_back(
+        self, name: str, request: Resources, shared: tuple[tuple[str, ...], float] | None
+    ) -> bool:
+        """Whether putting a releasing pod on the node back to running (its ``request``, its
+        GPUs as portions of ``shared`` groups if any) would leave the node ``overcommitted``:
+        the sums worked out as ``add_task`` would, changing nothing (False: it fits)."""
+        i = self.index.get(name)
+        if i is None:
+            return False
+        released = 0  # shared devices that stop being wholly releasing
+        if shared is not None:
+            groups = self.shared.get(name)
+            portion = shared[1]
+            for group_id in shared[0]:
+                group = groups.groups.get(group_id) if groups is not None else None
+                if group is None:
+                    return False  # not on the device: trying will tell
+                released += group.all_released
+                if group.pods > 1:  # (the last pod leaving and coming back reopens it empty)
+                    used = group.used + -portion + portion
+                    if used - (group.releasing + -portion) > 1 + 1e-9:
+                        return True
+        gpu = 0.0 if shared is not None else request.gpu  # shared: counted by its devices
+        for k, amount in enumerate((request.cpu, request.memory, gpu)):
+            used = self.used.item(i, k) + -amount + amount  # taken off as releasing, back on
+            releasing = self.releasing.item(i, k) + -amount - (released if k == GPU else 0)
+            if self.alloc.item(i, k) - used + releasing < -1e-9:
+                return True
+        return False
 
     def idle(self) -> FloatArray:
         """Free resources per node now."""

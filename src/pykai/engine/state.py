@@ -178,7 +178,9 @@ class ClusterState:
         if same_place and ACCOUNTING_CLASS[status] == ACCOUNTING_CLASS[task.status]:
             task.status = status
             return
-        self._account(task, -1.0)
+        # staying on its node and devices, the node's per-device view is laid out once, after
+        # both steps
+        self._account(task, -1.0, settled=not (same_place and status in ON_NODE))
         task.status = status
         task.node = node
         task.gpu_groups = groups
@@ -360,14 +362,17 @@ class ClusterState:
 
     # ---- accounting --------------------------------------------------------------------------
 
-    def _account_node(self, task: Task, sign: float) -> None:
+    def _account_node(self, task: Task, sign: float, settled: bool = True) -> None:
         """Node usage: running, bound, allocated and pipelined tasks use their node; releasing
-        tasks still do, and their resources also count as releasing."""
+        tasks still do, and their resources also count as releasing. ``settled``: False when
+        another change of the same node follows at once (``NodeTable.add_task``)."""
         if not task.node or task.status not in ON_NODE:
             return
         shared = (task.gpu_groups, self.portion(task, task.node)) if task.gpu_groups else None
         releasing = task.status is TaskStatus.RELEASING
-        self.nodes.add_task(task.node, task.request, sign, gpu_class(task), releasing, shared)
+        self.nodes.add_task(
+            task.node, task.request, sign, gpu_class(task), releasing, shared, settled
+        )
         if task.status in HOLDS_NODE and (not task.job_key or self._kueue_task(task)):
             request = task.request
             amount = Resources(request.cpu, request.memory, 0.0) if shared else request
@@ -384,10 +389,11 @@ class ClusterState:
         memory = float(self.nodes.gpu_memory_mib[i]) if i is not None else 0.0
         return portion_of(task.pod.gpu, memory)
 
-    def _account(self, task: Task, sign: float) -> None:
-        """Add (+1) or remove (-1) a task's contribution to nodes, its job and its queues."""
+    def _account(self, task: Task, sign: float, settled: bool = True) -> None:
+        """Add (+1) or remove (-1) a task's contribution to nodes, its job and its queues
+        (``settled`` as for ``_account_node``)."""
         if not self.nodes.dirty:
-            self._account_node(task, sign)
+            self._account_node(task, sign, settled)
         job = self.jobs.get(task.job_key) if task.job_key else None
         if job is None:
             return

@@ -20,7 +20,6 @@ import numpy as np
 from pykai.engine.actions.victims import VictimUnit
 from pykai.engine.jobs import Task
 from pykai.engine.nodes import GPU, BoolArray, FloatArray, NodeTable
-from pykai.model.resources import Resources
 
 EPS = 1e-9
 
@@ -38,7 +37,7 @@ def spare(nodes: NodeTable) -> FloatArray:
     """Per node and resource: idle plus releasing, GPUs counting spare shared portions."""
     free = nodes.alloc - nodes.used + nodes.releasing
     free[:, GPU] += nodes.shared_spare
-    clipped: FloatArray = np.clip(free, 0.0, None)
+    clipped: FloatArray = np.maximum(free, 0.0)
     return clipped
 
 
@@ -46,46 +45,57 @@ class Capacity:
     """How many of a preemptor's pods could fit, at most, with given victims evicted."""
 
     def __init__(self, nodes: NodeTable, tasks: list[Task]) -> None:
+        # (sums over the rows as products with ones: numpy's per-axis reductions cost far
+        # more than the arithmetic on a few hundred rows, and every search builds one)
         self.nodes = nodes
         self.mask = feasible_mask(nodes, tasks)
+        self.usable: list[bool] = self.mask.tolist()  # the same, read one row at a time
         self._free = spare(nodes)
-        requests = np.array([tuple(t.request) for t in tasks], dtype=float).reshape(-1, 3)
-        self._total = requests.sum(axis=0)
-        self._smallest = requests.min(axis=0) if len(tasks) else np.zeros(3)
+        requests: list[tuple[float, ...]] = [tuple(t.request) for t in tasks]
         self.pods = len(tasks)
-        base = self._free[self.mask]
-        self._base_total = base.sum(axis=0)
+        columns = list(zip(*requests, strict=True)) if tasks else [(0.0,)] * 3
+        self.needed = tuple(sum(column) for column in columns)
+        smallest = [min(column) for column in columns]
+        self._asked: list[tuple[int, float]] = [(k, v) for k, v in enumerate(smallest) if v > EPS]
+        ones = np.ones(len(nodes))
+        base = self._usable_rows()
+        self._base_total: list[float] = (ones @ base).tolist()
         # whole devices only: no shared portion counts, a shared device only once released
         self.whole = all(not t.pod.gpu.is_shared for t in tasks)
         if self.whole:
             self._free[:, GPU] -= nodes.shared_spare
-            base = self._free[self.mask]
-        self.scenario_total = tuple(base.sum(axis=0).tolist())
-        self.needed = tuple(self._total.tolist())
-        self._asked = [(k, float(v)) for k, v in enumerate(self._smallest.tolist()) if v > EPS]
-        self.base_slots = int(self._slots(base).sum())
+            base = self._usable_rows()
+        self.scenario_total = tuple((ones @ base).tolist())
+        self.base_slots = int(ones @ self._slots(base))
         self._slots_before: dict[int, int] = {}  # row -> slots with no victim
+        self._free_rows: dict[int, list[float]] = {}  # row -> its free room, as read
         self._release_counts: dict[tuple[str, str], int] = {}  # see release_count
 
+    def _usable_rows(self) -> FloatArray:
+        """The free room of the usable rows, nothing on the others."""
+        rows: FloatArray = np.where(self.mask[:, None], self._free, 0.0)
+        return rows
+
     def _slots(self, free: FloatArray) -> np.ndarray:
-        """Per row: how many of the smallest pod fit (a huge number when it asks nothing)."""
-        asked = self._smallest > EPS
-        if not asked.any():
-            return np.full(len(free), self.pods)
-        ratios = np.floor(free[:, asked] / self._smallest[asked] + EPS)
-        fit: np.ndarray = ratios.min(axis=1)
+        """Per row: how many of the smallest pod fit in ``free`` (the usable rows' room; all
+        the pods on a usable row when the pod asks for nothing)."""
+        fit: np.ndarray = self.mask * float(self.pods)
+        for i, (k, smallest) in enumerate(self._asked):
+            column = np.floor(free[:, k] / smallest + EPS)
+            fit = column if i == 0 else np.minimum(fit, column)
         return fit
 
     def _row_slots(self, free: list[float]) -> int:
         """``_slots`` of one row."""
         if not self._asked:
             return self.pods
-        return min(math.floor(free[k] / smallest + EPS) for k, smallest in self._asked)
+        return min([math.floor(free[k] / smallest + EPS) for k, smallest in self._asked])
 
-    def could_hold_extra(self, extra: Resources) -> bool:
+    def could_hold_extra(self, extra: tuple[float, float, float]) -> bool:
         """Whether ``extra`` more room, anywhere, could make the pods' total fit (``extra``
         counting shared portions as devices: a bound for every preemptor)."""
-        return not (self._base_total + np.array(tuple(extra)) + EPS < self._total).any()
+        base, needed = self._base_total, self.needed
+        return not any(base[k] + amount + EPS < needed[k] for k, amount in enumerate(extra))
 
     def could_hold_units(self, units: Iterable[VictimUnit]) -> bool:
         """Whether evicting the units could make room."""
@@ -100,21 +110,23 @@ class Capacity:
 
     def row_slots(self, row: int, extra: list[float] | None = None) -> int:
         """How many of the smallest pod fit on a row, with ``extra`` more room."""
-        free = self._free[row].tolist()
+        free = self._free_rows.get(row)
+        if free is None:
+            free = self._free_rows[row] = self._free[row].tolist()
         if extra is None:
             slots = self._slots_before.get(row)
             if slots is None:
                 slots = self._slots_before[row] = self._row_slots(free)
             return slots
-        return self._row_slots([f + e for f, e in zip(free, extra, strict=True)])
+        return self._row_slots([free[0] + extra[0], free[1] + extra[1], free[2] + extra[2]])
 
-    def release_count(self, node: str, group_id: str) -> int:
-        """How many of a shared device's pods, once evicted, make it a whole releasing device
-        (0: never, it is one already or is no shared device); kept for the search, whose
-        cluster is the same whenever it asks."""
-        key = (node, group_id)
+    def release_count(self, key: tuple[str, str]) -> int:
+        """How many of a shared device's pods (``key``: its node and group), once evicted, make
+        it a whole releasing device (0: never, it is one already or is no shared device); kept
+        for the search, whose cluster is the same whenever it asks."""
         count = self._release_counts.get(key)
         if count is None:
+            node, group_id = key
             groups = self.nodes.shared.get(node)
             group = groups.groups.get(group_id) if groups is not None else None
             released = group is None or group.all_released
@@ -149,38 +161,40 @@ class Room:
         """Count the victims' pods in."""
         capacity = self._capacity
         index = capacity.nodes.index
-        mask = capacity.mask
+        usable = capacity.usable
+        whole = capacity.whole
         total = self._total
         rows = self._rows
+        changed = self._changed
         for task in tasks:
             row = index.get(task.node)
-            if row is None or not mask[row]:
+            if row is None or not usable[row]:
                 continue
             request = task.request
-            gpu = request.gpu
+            cpu, memory, gpu = request.cpu, request.memory, request.gpu
             given = rows.get(row)
             if given is None:
                 given = rows[row] = [0.0, 0.0, 0.0, 0.0, 0.0]
-            if capacity.whole and task.gpu_groups:
+            if whole and task.gpu_groups:
                 gpu = 0.0
                 for group in task.gpu_groups:
-                    self._count_shared(task.node, group, given)
-            given[0] += request.cpu
-            given[1] += request.memory
+                    self._count_shared((task.node, group), given)
+            given[0] += cpu
+            given[1] += memory
             given[2] += gpu
-            self._changed.add(row)
-            total[0] += request.cpu
-            total[1] += request.memory
+            changed.add(row)
+            total[0] += cpu
+            total[1] += memory
             total[2] += gpu
 
-    def _count_shared(self, node: str, group: str, given: list[float]) -> None:
+    def _count_shared(self, key: tuple[str, str], given: list[float]) -> None:
         """One more victim on a shared device; the device counts as given back (on its row,
         ``given``) from the count that releases it wholly."""
-        if self._shared is None:
-            self._shared = {}
-        key = (node, group)
-        count = self._shared[key] = self._shared.get(key, 0) + 1
-        if count == self._capacity.release_count(node, group):
+        shared = self._shared
+        if shared is None:
+            shared = self._shared = {}
+        count = shared[key] = shared.get(key, 0) + 1
+        if count == self._capacity.release_count(key):
             given[3] += 1.0
             self._released += 1.0
 

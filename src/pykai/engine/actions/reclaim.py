@@ -38,6 +38,9 @@ EPS = 1e-9
 # whether a sibling may give to the reclaimer's side: by the two sides, the request and the
 # sides' allocations
 Verdicts = dict[tuple[str, str, Resources, Resources, Resources], bool]
+# a reclaimer's queue -> the victim queues it was laid out for, each other one with the
+# sibling it is judged by (its name), and those siblings with the reclaimer's side
+Layouts = dict[str, tuple[list[str], list[tuple[str, str]], dict[str, tuple[QueueInfo, QueueInfo]]]]
 
 
 def reclaim(session: Session) -> None:
@@ -46,6 +49,7 @@ def reclaim(session: Session) -> None:
     runtimes: dict[tuple[str, str], float] = {}  # (victim's queue, reclaimer's) -> min-runtime
     solver = Solver(session, "reclaim", "Reclaimed")
     verdicts: Verdicts = {}
+    layouts: Layouts = {}
 
     def request_for(job: Job) -> Resources:
         if job.key not in requests:
@@ -63,7 +67,7 @@ def reclaim(session: Session) -> None:
             continue
         leaves = solver.until_commit(
             ("candidates", job.queue, request),
-            partial(_candidates, session, solver, verdicts, job, request),
+            partial(_candidates, session, solver, verdicts, layouts, job, request),
         )
         if not leaves:
             continue
@@ -90,34 +94,51 @@ def can_reclaim(session: Session, job: Job, request: Resources) -> bool:
 
 
 def _candidates(
-    session: Session, solver: Solver, verdicts: Verdicts, reclaimer: Job, request: Resources
+    session: Session,
+    solver: Solver,
+    verdicts: Verdicts,
+    layouts: Layouts,
+    reclaimer: Job,
+    request: Resources,
 ) -> list[str]:
     """Queues with running preemptible jobs a reclaim strategy may take from (KAI's
     ReclaimVictimFilter). The verdict is the same for every leaf below the same sibling of the
     reclaimer's side, and depends only on the two sides' allocations: ``verdicts`` keeps it
     across commits, by those (the exhaustive search works every one out)."""
-    found = []
     seen: Verdicts = {} if solver.exhaustive else verdicts
+    leaves, siblings = _layout(solver, layouts, reclaimer.queue)
     by_side: dict[str, bool] = {}  # this reclaimer's verdict, by the sibling it takes from
-    for queue in solver.victim_queues():
-        if queue == reclaimer.queue:
-            continue
-        levels = solver.sides(reclaimer.queue, queue)
-        if levels is None:
-            continue
-        mine, theirs = levels
-        verdict = by_side.get(theirs.name)
+    for name, (mine, theirs) in siblings.items():
+        key = (mine.name, name, request, mine.usage.allocated, theirs.usage.allocated)
+        verdict = seen.get(key)
         if verdict is None:
-            key = (mine.name, theirs.name, request, mine.usage.allocated, theirs.usage.allocated)
-            verdict = seen.get(key)
-            if verdict is None:
-                verdict = seen[key] = _may_give(mine, theirs, request) and not _saturated(
-                    mine, theirs, request, session.config.reclaimer_saturation_multiplier
-                )
-            by_side[theirs.name] = verdict
-        if verdict:
-            found.append(queue)
-    return found
+            verdict = seen[key] = _may_give(mine, theirs, request) and not _saturated(
+                mine, theirs, request, session.config.reclaimer_saturation_multiplier
+            )
+        by_side[name] = verdict
+    return [queue for queue, name in leaves if by_side[name]]
+
+
+def _layout(
+    solver: Solver, layouts: Layouts, reclaimer: str
+) -> tuple[list[tuple[str, str]], dict[str, tuple[QueueInfo, QueueInfo]]]:
+    """The victim queues other than the reclaimer's, each with the sibling of the reclaimer's
+    side it is judged by, and those siblings (with the reclaimer's side), in the order of
+    ``Solver.victim_queues``; kept until that list changes."""
+    queues = solver.victim_queues()
+    kept = layouts.get(reclaimer)
+    if kept is not None and kept[0] is queues:
+        return kept[1], kept[2]
+    pairs = solver.sides_from(reclaimer)
+    leaves: list[tuple[str, str]] = []
+    siblings: dict[str, tuple[QueueInfo, QueueInfo]] = {}
+    for queue in queues:
+        levels = pairs[queue] if queue != reclaimer else None
+        if levels is not None:
+            leaves.append((queue, levels[1].name))
+            siblings.setdefault(levels[1].name, levels)
+    layouts[reclaimer] = (queues, leaves, siblings)
+    return leaves, siblings
 
 
 def _any(_: Job) -> bool:
@@ -127,7 +148,7 @@ def _any(_: Job) -> bool:
 def _may_give(reclaimer: QueueInfo, reclaimee: QueueInfo, request: Resources) -> bool:
     """Whether a queue can be a reclaimee at all: over its fair share, or (the reclaimer
     staying within its deserved quota) over its own quota in a resource the job asks for."""
-    if _over(reclaimee.usage.allocated, reclaimee.fair_share, RESOURCE_NAMES):
+    if _over_anywhere(reclaimee.usage.allocated, reclaimee.fair_share):
         return True
     if not (reclaimer.usage.allocated + request).fits_in(reclaimer.deserved, eps=1e-6):
         return False
@@ -148,11 +169,19 @@ def _saturated(
 ) -> bool:
     """Whether the reclaimer's side, with the job, is above its fair share and at least as
     saturated as the reclaimee before any victim is taken, in a resource the job asks for."""
-    after = reclaimer.usage.allocated + request
-    for resource in _involved(request):
-        mine = _ratio(after.get(resource), reclaimer.fair_share.get(resource))
-        theirs = _ratio(reclaimee.usage.allocated.get(resource), reclaimee.fair_share.get(resource))
-        if mine > 1 and reclaimee.fair_share.get(resource) > 0 and mine * multiplier >= theirs:
+    columns = zip(
+        request,
+        reclaimer.usage.allocated,
+        reclaimer.fair_share,
+        reclaimee.usage.allocated,
+        reclaimee.fair_share,
+        strict=True,
+    )
+    for asked, allocated, fair, their_allocated, their_fair in columns:
+        if asked <= 0:
+            continue
+        mine = _ratio(allocated + asked, fair)
+        if mine > 1 and their_fair > 0 and mine * multiplier >= _ratio(their_allocated, their_fair):
             return True
     return False
 
@@ -195,7 +224,7 @@ class _Validator:
             before_last = reclaimee.usage.allocated + amount
             keeps_fair = _over(before_last, reclaimee.fair_share, self.asked)
             within_deserved = reclaimer.usage.allocated.fits_in(reclaimer.deserved, eps=1e-6)
-            over_deserved = _over(before_last, reclaimee.deserved, RESOURCE_NAMES)
+            over_deserved = _over_anywhere(before_last, reclaimee.deserved)
             if not (keeps_fair or (within_deserved and over_deserved)):
                 return False
         return self._not_oversaturated(involved)
@@ -234,8 +263,17 @@ def _involved(amount: Resources) -> set[str]:
     return {name for name, value in zip(RESOURCE_NAMES, amount, strict=True) if value > 0}
 
 
-def _over(amount: Resources, bound: Resources, resources: set[str] | tuple[str, ...]) -> bool:
+def _over(amount: Resources, bound: Resources, resources: set[str]) -> bool:
     return any(amount.get(r) > bound.get(r) + EPS for r in resources)
+
+
+def _over_anywhere(amount: Resources, bound: Resources) -> bool:
+    """``_over`` in every resource, written out (it runs for every reclaimer and sibling)."""
+    return (
+        amount.cpu > bound.cpu + EPS
+        or amount.memory > bound.memory + EPS
+        or amount.gpu > bound.gpu + EPS
+    )
 
 
 def _ratio(allocated: float, fair: float) -> float:

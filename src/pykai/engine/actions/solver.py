@@ -96,6 +96,19 @@ def request_of(tasks: list[Task] | tuple[Task, ...]) -> Resources:
     return total
 
 
+class SidesFrom(dict[str, tuple[QueueInfo, QueueInfo] | None]):
+    """``ordering.sides`` from one queue to others, by the other, each worked out once."""
+
+    def __init__(self, session: Session, one: str) -> None:
+        super().__init__()
+        self._session = session
+        self._one = one
+
+    def __missing__(self, other: str) -> tuple[QueueInfo, QueueInfo] | None:
+        pair = self[other] = sides(self._session, self._one, other)
+        return pair
+
+
 class Solver:
     """The victim searches of one action, and what they keep between them."""
 
@@ -117,7 +130,7 @@ class Solver:
         self.exhaustive = session.config.exhaustive_search if exhaustive is None else exhaustive
         self.keys: KeyMemo = {}  # queue-order keys by queue, allocation and request
         self.victim_keys: dict[tuple[str, Resources], VictimKeys] = {}
-        self._sides: dict[tuple[str, str], tuple[QueueInfo, QueueInfo] | None] = {}
+        self._sides: dict[str, SidesFrom] = {}  # by the first queue
         self._limited: dict[str, list[QueueInfo]] = {}  # leaf -> its queues that have a limit
         self._starts: dict[tuple[str, ...], Start] = {}  # by leaves, for searches that share
         self.simulated = 0  # scenarios simulated (for benchmarks)
@@ -216,10 +229,14 @@ class Solver:
 
     def sides(self, one: str, other: str) -> tuple[QueueInfo, QueueInfo] | None:
         """``ordering.sides``, kept for the action (the queue tree does not change)."""
-        pair = (one, other)
-        if pair not in self._sides:
-            self._sides[pair] = sides(self.session, one, other)
-        return self._sides[pair]
+        return self.sides_from(one)[other]
+
+    def sides_from(self, one: str) -> SidesFrom:
+        """``sides`` from one queue to any other, by the other (for loops over queues)."""
+        found = self._sides.get(one)
+        if found is None:
+            found = self._sides[one] = SidesFrom(self.session, one)
+        return found
 
     def within_limits(self, leaf: str) -> bool:
         """Whether a leaf queue and its ancestors are within their limits now."""
@@ -387,6 +404,7 @@ class _Search:
         self.capacity = None if solver.exhaustive else Capacity(self.session.state.nodes, tasks)
         self._side_keys: dict[str, QueueKey] = {}
         self._before: dict[str, bool] = {}  # by the victims' side: ranked before the preemptor's
+        self._sides = solver.sides_from(preemptor.queue)
         first = solver.pending_before(preemptor.queue, self.order_key)
         self.first_request = solver.pending_request(first[0]) if first else self.request
 
@@ -410,8 +428,9 @@ class _Search:
     def _may_fit(self, leaves: list[str]) -> bool:
         """Whether the preemptor could fit even if every preemptible pod of the leaves that
         can ever come out at its turn were evicted (an upper bound: a queue's preemptible
-        allocation, on any node)."""
-        assert self.capacity is not None
+        allocation, on any node). It stops at the first leaf with which the sum suffices."""
+        capacity = self.capacity
+        assert capacity is not None
         cpu = memory = gpu = 0.0
         queues = self.session.queues
         moves = self.solver.moves
@@ -422,15 +441,22 @@ class _Search:
                 cpu += allocated.cpu - kept.cpu
                 memory += allocated.memory - kept.memory
                 gpu += allocated.gpu - kept.gpu
-        return self.capacity.could_hold_extra(Resources(cpu, memory, gpu))
+                if capacity.could_hold_extra((cpu, memory, gpu)):
+                    return True
+        return capacity.could_hold_extra((cpu, memory, gpu))
 
     def _units(self, victims: VictimQueue) -> Iterator[VictimUnit]:
         """Units in victim order while the scenario may still grow (``max_pods``)."""
         limit = self.solver.max_pods
+        pop = victims.pop
+        if limit is None:
+            while (unit := pop()) is not None:
+                yield unit
+            return
         pods = 0
-        while (unit := victims.pop()) is not None:
+        while (unit := pop()) is not None:
             pods += len(unit.tasks)
-            if limit is not None and pods > limit:
+            if pods > limit:
                 return
             yield unit
 
@@ -439,18 +465,22 @@ class _Search:
         nodes (those the bound lets through, and said to be so)."""
         on_node: dict[str, list[VictimUnit]] = {}
         rooms: dict[str, Room] = {}  # node -> what its units give back, for the bound
+        capacity = self.capacity
         for unit in self._units(victims):
             tasks = unit.tasks
             nodes = [tasks[0].node] if len(tasks) == 1 else sorted({t.node for t in tasks})
             for node in nodes:
-                on_node.setdefault(node, []).append(unit)
-                if self.capacity is not None:
+                units = on_node.get(node)
+                if units is None:
+                    units = on_node[node] = []
+                units.append(unit)
+                if capacity is not None:
                     room = rooms.get(node)
                     if room is None:
-                        room = rooms[node] = self.capacity.room()
-                    room.add(unit.tasks)
+                        room = rooms[node] = capacity.room()
+                    room.add(tasks)
             for node in nodes:
-                if self.capacity is None or rooms[node].holds():
+                if capacity is None or rooms[node].holds():
                     yield on_node[node], True
 
     def _multi_node(self, victims: VictimQueue) -> Iterator[tuple[list[VictimUnit], bool]]:
@@ -543,7 +573,8 @@ class _Search:
         if over_capacity(self.preemptor, chain, self.request, usage) is not None:
             return None
         out = [unit for unit in scenario if unit.job.key not in back]
-        if self.capacity is not None and not self.capacity.could_hold_units(out):
+        # (with none put back, the bound held on these units before the simulation began)
+        if back and self.capacity is not None and not self.capacity.could_hold_units(out):
             return None
         for unit in out:
             for task in unit.tasks:
@@ -566,7 +597,7 @@ class _Search:
         preemptor."""
         if job.queue == self.preemptor.queue:
             return _order(job, len(tasks)) < self.order_key
-        pair = self.solver.sides(self.preemptor.queue, job.queue)
+        pair = self._sides[job.queue]
         if pair is None:
             return False
         mine, theirs = pair
@@ -580,7 +611,7 @@ class _Search:
         limit can refuse it (its queues are within their limits now)."""
         if leaf == self.preemptor.queue:
             return False
-        pair = self.solver.sides(self.preemptor.queue, leaf)
+        pair = self._sides[leaf]
         if pair is None or not self.solver.within_limits(leaf):
             return False
         mine, theirs = pair
@@ -634,10 +665,29 @@ class _Search:
         return usage
 
     def _put_back(self, statement: Statement, tasks: list[Task]) -> bool:
-        """Evicted pods back where they were, all or none, if their room is still free."""
-        nodes = self.session.state.nodes
+        """Evicted pods back where they were, all or none, if their room is still free.
+        A pod that would overcommit its node fails the whole job as trying would, and is
+        found without the accounting: the first pod on each node is judged before any is put
+        back (the pods before it change other nodes only), each other pod before its turn."""
+        state = self.session.state
+        nodes = state.nodes
+
+        def overcommits(task: Task) -> bool:
+            groups = task.gpu_groups
+            shared = (groups, state.portion(task, task.node)) if groups else None
+            return nodes.overcommitted_back(task.node, task.request, shared)
+
+        seen: set[str] = set()
+        for task in tasks:
+            if task.node not in seen:
+                seen.add(task.node)
+                if overcommits(task):
+                    return False
         mark = statement.checkpoint()
         for task in tasks:
+            if overcommits(task):
+                statement.rollback(mark)
+                return False
             statement.unevict(task)
             if nodes.overcommitted(task.node):
                 statement.rollback(mark)

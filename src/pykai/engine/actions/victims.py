@@ -257,11 +257,13 @@ class Start:
 
     def forget(self, queues: set[str]) -> None:
         """Drop what depends on the given queues (leaves, and every queue above them)."""
-        for name in queues & self.streams.keys():
-            del self.streams[name]
-        if self.tree is not None:
-            for name in queues & self.tree.index.keys():
-                self.known[self.tree.index[name]] = False
+        streams = self.streams
+        index = {} if self.tree is None else self.tree.index
+        for name in queues:  # (a commit changes a few queues: no pass over every leaf)
+            streams.pop(name, None)
+            at = index.get(name)
+            if at is not None:
+                self.known[at] = False
 
     def grow(self, session: Session, leaves: list[str]) -> _Tree:
         """The tree above the leaves, with nothing known yet (once)."""
@@ -299,16 +301,19 @@ class VictimQueue:
         start = self._start = Start() if start is None else start
         tree = self._tree = start.grow(session, leaves)
         streams = start.streams
+        self._streams: list[_Stream] = []
         for name in leaves:
-            if name not in streams:
-                streams[name] = _Stream(name, jobs_of, eligible)
-        self._streams = [streams[name] for name in leaves]
+            stream = streams.get(name)
+            if stream is None:
+                stream = streams[name] = _Stream(name, jobs_of, eligible)
+            self._streams.append(stream)
         self._positions = [0] * len(leaves)  # units taken from each leaf in this search
         self._items = [stream.item(0) for stream in self._streams]  # each leaf's next unit
         known = {} if orders is None else orders  # kept by the caller, by queue and allocation
         kept = start.orders
+        queues = session.queues
         for i, name in enumerate(tree.names):
-            info = session.queues[name]
+            info = queues[name]
             allocated = info.usage.allocated
             order = kept[i]
             if order is None or order[0] is not allocated:
@@ -328,7 +333,8 @@ class VictimQueue:
                     start.known[i] = True
         self._entries = list(start.entries)  # this search's own from here on
         self._under = list(start.under)
-        self._below = [list(entries) for entries in start.below]
+        below = start.below  # a leaf's (empty) list is never written: shared
+        self._below = below[: tree.leaves] + [list(entries) for entries in below[tree.leaves :]]
         self._top = list(start.top)
 
     def pop(self) -> VictimUnit | None:
@@ -366,6 +372,7 @@ class VictimQueue:
             under = -1 if best is None else self._under[best[2]]
             item = None if best is None else self._items[under]
         entry: Entry = None
+        position = tree.position[index]
         if item is not None:
             order = self._orders[index]
             keys = item.keys
@@ -377,9 +384,8 @@ class VictimQueue:
             else:
                 key = order.key(item.through)
                 keys[index] = (order, key)
-            entry = (key, -tree.position[index], index)
+            entry = (key, -position, index)
         self._entries[index] = entry
         self._under[index] = under
         parent = tree.parent[index]
-        target = self._top if parent < 0 else self._below[parent]
-        target[tree.position[index]] = entry
+        (self._top if parent < 0 else self._below[parent])[position] = entry
