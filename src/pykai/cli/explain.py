@@ -11,7 +11,7 @@ from typing import Any
 
 from pykai.cli.related import Reader, podgroup_pods
 from pykai.engine.config import SchedulerConfig, config_from_mapping
-from pykai.engine.positions import Position, recorded_reasons
+from pykai.engine.positions import recorded_reasons
 from pykai.engine.session import Session
 from pykai.engine.whatif import (
     STATE_KINDS,
@@ -22,6 +22,7 @@ from pykai.engine.whatif import (
 )
 from pykai.model import constants as c
 from pykai.model.meta import Obj
+from pykai.model.positions import Position
 from pykai.model.resources import Resources, format_cpu, format_gpu, format_memory
 
 Answer = dict[str, Any]
@@ -162,7 +163,7 @@ def explain_pod(reader: Reader, pod: Obj) -> Answer:
 
 def explain_queue(reader: Reader, queue: Obj) -> Answer:
     """A queue: its figures this cycle and its pending PodGroups in the scheduler's order."""
-    from pykai.cli.pending import engine_state, pending_under
+    from pykai.cli.pending import engine_state, positions_of
 
     name = queue["metadata"]["name"]
     state = engine_state(reader)
@@ -184,7 +185,7 @@ def explain_queue(reader: Reader, queue: Obj) -> Answer:
         )
     answer["pending"] = [
         {"podGroup": p.job, "reason": p.reason, **(_position(p) or {})}
-        for p in pending_under(reader, name)
+        for p in positions_of(reader, state).under(name)
     ]
     return answer
 

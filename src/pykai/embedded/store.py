@@ -59,6 +59,7 @@ _SCHEMA = (
 _CLOCK = "clock"
 _SEQUENCE = "seq"
 _GENERATION = "generation"
+_AT = "@generation"  # suffix of the meta key of the generation a derived value was derived at
 BUSY_TIMEOUT = 300.0
 """Seconds a command waits for another one's write transaction before giving up."""
 CHANGE_LOG_GENERATIONS = 256
@@ -101,6 +102,7 @@ class Store:
         when it commits a change."""
         self._depth = 0
         self._writes = False
+        self._changes_at_begin = 0
         self._rollback_hooks: builtins.list[Callable[[], None]] = []
         if self.path is None:
             self._db = _connect(":memory:")
@@ -153,10 +155,10 @@ class Store:
         if self.readonly:
             raise RuntimeError(f'the cluster file "{self.path}" was opened read-only')
         self._begin("BEGIN IMMEDIATE", writes=True)
-        changes = self._db.total_changes
+        self._changes_at_begin = self._db.total_changes
         try:
             yield
-            changed = self._db.total_changes != changes
+            changed = self.changed()
             if changed:
                 self._set_meta(_GENERATION, str(self.generation + 1))
                 self._db.execute(
@@ -174,6 +176,10 @@ class Store:
         finally:
             self._depth = 0
             self._rollback_hooks.clear()
+
+    def changed(self) -> bool:
+        """True when the write transaction under way has written something."""
+        return self._db.total_changes != self._changes_at_begin
 
     def on_rollback(self, hook: Callable[[], None]) -> None:
         """Call ``hook`` if the transaction under way rolls back (once, however often it is
@@ -252,6 +258,27 @@ class Store:
     def read_counter(self, key: str) -> int:
         """A named counter's value (0 if never set)."""
         return int(self._meta(key) or 0)
+
+    # ---- values derived from the objects ----------------------------------------------------
+
+    def derived(self, key: str) -> tuple[str, int] | None:
+        """A value kept by ``derive`` and the generation it was derived at (None if none was
+        kept). It describes the objects as they are only if that generation is the one seen
+        now: a later write without a new ``derive`` leaves it behind."""
+        value, generation = self._meta(key), self._meta(f"{key}{_AT}")
+        return None if value is None or generation is None else (value, int(generation))
+
+    def derive(self, key: str, value: str) -> None:
+        """Keep ``value``, derived from the objects as this write transaction leaves them, as
+        of the generation its commit makes (call it after the transaction's other writes).
+        Nothing is written when the transaction wrote nothing else and the same value is
+        kept as of now, so deriving again from unchanged objects makes no new generation."""
+        with self.transaction():
+            if not self.changed() and self.derived(key) == (value, self.generation):
+                return
+            if self._meta(key) != value:
+                self._set_meta(key, value)
+            self._set_meta(f"{key}{_AT}", str(self.generation + 1))
 
     # ---- reading -----------------------------------------------------------------------------
 

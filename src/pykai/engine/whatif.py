@@ -28,12 +28,13 @@ from dataclasses import dataclass, field
 from pykai.engine.actions.allocate import tasks_to_allocate
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import Reason
-from pykai.engine.positions import Position, pending_positions
+from pykai.engine.positions import pending_positions
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.session import Session
 from pykai.engine.state import ClusterState
 from pykai.model import constants as c
 from pykai.model.meta import Obj
+from pykai.model.positions import Position
 from pykai.model.quantity import parse_quantity
 from pykai.model.resources import RESOURCE_NAMES, Resources
 
