@@ -246,9 +246,11 @@ class EmbeddedCluster(ClusterReader):
         waited (None: as their PodGroups record it). Every round does this, after its other
         writes; positions are status, so not with ``statuses=False`` (trace replays)."""
         with self._writing():
-            kept = self.store.derived(POSITIONS)
-            if not self.store.changed() and kept is not None and kept[1] == self.store.generation:
-                return
+            if (
+                not self.store.changed()
+                and self.store.derived_at(POSITIONS) == self.store.generation
+            ):
+                return  # nothing changed since they were kept
             if reasons is None:
                 reasons = reasons_of(self.store.list("PodGroup"))
             self.store.derive(POSITIONS, encode(board(self.state, self.now(), reasons)))

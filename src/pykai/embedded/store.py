@@ -265,8 +265,14 @@ class Store:
         """A value kept by ``derive`` and the generation it was derived at (None if none was
         kept). It describes the objects as they are only if that generation is the one seen
         now: a later write without a new ``derive`` leaves it behind."""
-        value, generation = self._meta(key), self._meta(f"{key}{_AT}")
-        return None if value is None or generation is None else (value, int(generation))
+        generation = self.derived_at(key)
+        value = None if generation is None else self._meta(key)
+        return None if value is None or generation is None else (value, generation)
+
+    def derived_at(self, key: str) -> int | None:
+        """The generation the value kept under ``key`` was derived at (None: none kept)."""
+        generation = self._meta(f"{key}{_AT}")
+        return None if generation is None else int(generation)
 
     def derive(self, key: str, value: str) -> None:
         """Keep ``value``, derived from the objects as this write transaction leaves them, as
@@ -274,9 +280,10 @@ class Store:
         Nothing is written when the transaction wrote nothing else and the same value is
         kept as of now, so deriving again from unchanged objects makes no new generation."""
         with self.transaction():
-            if not self.changed() and self.derived(key) == (value, self.generation):
+            kept = self._meta(key)
+            if not self.changed() and (kept, self.derived_at(key)) == (value, self.generation):
                 return
-            if self._meta(key) != value:
+            if kept != value:
                 self._set_meta(key, value)
             self._set_meta(f"{key}{_AT}", str(self.generation + 1))
 
