@@ -310,3 +310,17 @@ def test_a_derived_value_is_kept_as_of_the_generation_its_transaction_commits(
     store.derive("k", "two")
     assert store.derived("k") == ("two", before + 3) == ("two", store.generation)
     store.close()
+
+
+def test_a_derived_value_carried_over_follows_the_transactions_commit(tmp_path: Path) -> None:
+    store = Store(tmp_path / "c.db")
+    store.derive("k", "one")
+    with store.transaction():
+        store.create(node("n1", gpus=1))
+        assert store.wrote(("Node",)) and not store.wrote(("Pod",))
+        store.carry("k")
+    assert store.derived("k") == ("one", store.generation)
+    with store.transaction():
+        store.carry("k")  # nothing else written: nothing to carry
+    assert store.derived("k") == ("one", store.generation)
+    store.close()

@@ -244,13 +244,16 @@ class EmbeddedCluster(ClusterReader):
         """Keep where the pending jobs stand in the store, for the reading commands
         (``ClusterReader.positions``), unless what is kept is current; ``reasons``: why each
         waited (None: as their PodGroups record it). Every round does this, after its other
-        writes; positions are status, so not with ``statuses=False`` (trace replays)."""
+        writes; positions are status, so not with ``statuses=False`` (trace replays). They are
+        worked out again only when this transaction wrote objects the engine reads (the
+        reasons are written into PodGroups) or the kept ones are behind (the clock moved,
+        another program wrote)."""
         with self._writing():
-            if (
-                not self.store.changed()
-                and self.store.derived_at(POSITIONS) == self.store.generation
+            if self.store.derived_at(POSITIONS) == self.store.generation and not self.store.wrote(
+                KINDS
             ):
-                return  # nothing changed since they were kept
+                self.store.carry(POSITIONS)  # what the engine reads is as they were worked out
+                return
             if reasons is None:
                 reasons = reasons_of(self.store.list("PodGroup"))
             self.store.derive(POSITIONS, encode(board(self.state, self.now(), reasons)))

@@ -274,6 +274,21 @@ class Store:
         generation = self._meta(f"{key}{_AT}")
         return None if generation is None else int(generation)
 
+    def wrote(self, kinds: tuple[str, ...]) -> bool:
+        """True when the write transaction under way has written an object of ``kinds``."""
+        marks = ", ".join("?" * len(kinds))
+        row = self._db.execute(
+            f"SELECT 1 FROM changes WHERE generation = ? AND kind IN ({marks}) LIMIT 1",
+            (self.generation + 1, *kinds),
+        ).fetchone()
+        return row is not None
+
+    def carry(self, key: str) -> None:
+        """Keep the value derived under ``key`` as of the generation this write transaction
+        commits, as it is: what it was derived from is unchanged (call it last)."""
+        if self.changed():
+            self._set_meta(f"{key}{_AT}", str(self.generation + 1))
+
     def derive(self, key: str, value: str) -> None:
         """Keep ``value``, derived from the objects as this write transaction leaves them, as
         of the generation its commit makes (call it after the transaction's other writes).
