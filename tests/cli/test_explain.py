@@ -12,7 +12,7 @@ import yaml
 
 from pykai.model.builders import node, pod, podgroup, queue
 from pykai.model.meta import Obj
-from tests.cli.conftest import Cli, write
+from tests.cli.conftest import EXAMPLES, Cli, write
 
 
 def job(name: str, queue_name: str, gpus: int) -> list[Obj]:
@@ -83,3 +83,97 @@ def test_a_pod_no_podgroup_was_made_for_says_so(cli: Cli, tmp_path: Path) -> Non
     out = cli("explain", "pod", "theirs").out
     assert out.splitlines()[0] == "Pod default/theirs: pending"
     assert "Rule:        not grouped" in out and "schedulerName must be" in out
+
+
+KUEUE_SETUP = EXAMPLES / "kueue/kueue-docs/single-clusterqueue-setup.yaml"  # cpu 9, memory 36Gi
+
+
+def sample_job(name: str, *, cpu: str = "1", queue_name: str = "user-queue") -> Obj:
+    """Kueue's sample Job (3 pods of ``cpu``), named, in LocalQueue ``queue_name``."""
+    (found,) = yaml.safe_load_all((EXAMPLES / "kueue/kueue-docs/sample-job.yaml").read_text())
+    found["metadata"] = {
+        "name": name,
+        "namespace": "default",
+        "labels": {"kueue.x-k8s.io/queue-name": queue_name},
+    }
+    found["spec"]["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = cpu
+    return dict(found)
+
+
+def kueue_answer(cli: Cli, *target: str) -> dict[str, object]:
+    found: dict[str, object] = json.loads(cli("explain", *target, "-o", "json").out)["kueue"]
+    return found
+
+
+def test_explain_a_job_kueue_admitted_and_ones_pending_in_its_local_queue(
+    cli: Cli, tmp_path: Path
+) -> None:
+    # Kueue's single ClusterQueue setup (9 CPUs): three 3-CPU Jobs are admitted, the next two
+    # wait for quota, in Kueue's order (same priority: the earlier first)
+    assert cli("apply", "-f", write(tmp_path, "n.yaml", [node("n1", gpus=0, cpu="32")])).code == 0
+    assert cli("apply", "-f", str(KUEUE_SETUP)).code == 0
+    for name in ("a", "b", "c", "d", "e"):
+        assert cli("apply", "-f", write(tmp_path, f"{name}.yaml", [sample_job(name)])).code == 0
+    admitted = kueue_answer(cli, "job", "a")
+    assert (admitted["state"], admitted["rule"], admitted["clusterQueue"]) == (
+        "admitted",
+        "none",
+        "cluster-queue",
+    )
+    assert admitted["flavors"] == {"main": {"cpu": "default-flavor", "memory": "default-flavor"}}
+    pod_name = next(
+        line.split()[0].split("/")[1]
+        for line in cli("get", "pods", "-o", "name").out.splitlines()
+        if line.startswith("pod/a-")
+    )
+    # Kueue admitted it; its pods name no kai-scheduler, so pykai leaves them to another
+    unscheduled = json.loads(cli("explain", "pod", pod_name, "-o", "json").out)
+    assert (unscheduled["rule"], unscheduled["kueue"]["state"]) == ("not grouped", "admitted")
+    waiting = kueue_answer(cli, "job", "d")
+    assert (waiting["state"], waiting["rule"], waiting["reason"]) == (
+        "pending",
+        "ClusterQueue quota",
+        "WaitingForQuota",
+    )
+    assert "insufficient unused quota for cpu in flavor default-flavor" in str(waiting["verdict"])
+    assert waiting["position"] == {"inClusterQueue": 0, "inLocalQueue": 0}
+    assert kueue_answer(cli, "job", "e")["position"] == {"inClusterQueue": 1, "inLocalQueue": 1}
+    workload = str(waiting["workload"]).split("/")[1]
+    assert kueue_answer(cli, "workload", workload) == waiting
+    out = cli("explain", "job", "e").out
+    assert "Kueue rule:  ClusterQueue quota" in out
+    assert "Position:    2 in ClusterQueue cluster-queue, 2 in LocalQueue user-queue" in out
+
+
+def test_explain_names_the_kueue_rule_that_holds_a_job(cli: Cli, tmp_path: Path) -> None:
+    assert cli("apply", "-f", write(tmp_path, "n.yaml", [node("n1", gpus=0, cpu="32")])).code == 0
+    assert cli("apply", "-f", str(KUEUE_SETUP)).code == 0
+    jobs = [sample_job("huge", cpu="4"), sample_job("lost", queue_name="nowhere")]
+    unmanaged = sample_job("plain")
+    del unmanaged["metadata"]["labels"]
+    assert cli("apply", "-f", write(tmp_path, "jobs.yaml", [*jobs, unmanaged])).code == 0
+    huge = kueue_answer(cli, "job", "huge")  # 12 CPUs: more than the ClusterQueue ever has
+    assert (huge["rule"], huge["reason"]) == ("ClusterQueue quota", "ExceedsMaxQuota")
+    assert str(huge["verdict"]).startswith("it can never be admitted as asked")
+    lost = kueue_answer(cli, "job", "lost")
+    assert (lost["rule"], lost["state"]) == ("missing LocalQueue", "pending")
+    assert "position" not in lost
+    plain = kueue_answer(cli, "job", "plain")
+    assert (plain["state"], plain["rule"]) == ("not managed", "not managed by Kueue")
+
+
+def test_explain_names_the_admission_check_a_job_waits_for(cli: Cli, tmp_path: Path) -> None:
+    # the Ray gang guide's queues: a ProvisioningRequest check on GPUs; no GPU node yet, so
+    # Kueue reserves quota and the check waits for capacity (Admitted stays False)
+    job = sample_job("a")
+    resources = job["spec"]["template"]["spec"]["containers"][0]["resources"]
+    resources["requests"]["nvidia.com/gpu"] = "1"
+    resources["limits"] = {"nvidia.com/gpu": "1"}
+    assert cli("apply", "-f", write(tmp_path, "n.yaml", [node("n1", gpus=0, cpu="32")])).code == 0
+    assert cli("apply", "-f", str(EXAMPLES / "kueue/ray-gang/kueue-resources.yaml")).code == 0
+    assert cli("apply", "-f", write(tmp_path, "a.yaml", [job])).code == 0
+    held = kueue_answer(cli, "job", "a")
+    assert (held["state"], held["rule"]) == ("quota reserved", "admission check")
+    checks = held["admissionChecks"]
+    assert [(c["name"], c["state"]) for c in checks] == [("rayjob-gpu", "Pending")]  # type: ignore[attr-defined]
+    assert "rayjob-gpu (Pending" in str(held["verdict"])

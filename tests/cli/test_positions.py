@@ -9,9 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from pykai.cli.snapshot import snapshot
+from pykai.embedded.cluster import EmbeddedCluster
+from pykai.embedded.reader import open_readonly
+from pykai.embedded.store import Store
 from pykai.model.builders import node, pod, podgroup, queue
 from pykai.model.meta import Obj
-from tests.cli.conftest import Cli, write
+from tests.cli.conftest import Cli, FakeReader, write
+from tests.cli.test_startup import heavy, loaded
 
 
 def job(name: str, queue_name: str, *, at: int, priority: str = "train") -> list[Obj]:
@@ -69,3 +74,51 @@ def test_a_podgroup_whose_queue_is_missing_has_no_position_but_its_reason(
     assert cli("apply", "-f", write(tmp_path, "lost.yaml", objects)).code == 0
     row = cli.lines("get", "podgroups", "-o", "wide")[1]
     assert (row[0], row[5], row[-1]) == ("lost", "<none>", "QueueDoesNotExist")
+
+
+def test_positions_are_read_as_the_last_round_recorded_them_without_the_engine(
+    waiting: Cli,
+) -> None:
+    before = waiting.path.stat().st_mtime_ns, waiting.path.read_bytes()
+    for args in (["get", "podgroups", "-o", "wide"], ["describe", "queue", "team-a"]):
+        code, modules = loaded(*args, "--cluster", str(waiting.path))
+        assert code == 0
+        assert heavy(modules) == []
+    assert (waiting.path.stat().st_mtime_ns, waiting.path.read_bytes()) == before
+
+
+def test_a_write_that_ran_no_round_leaves_no_stale_positions(waiting: Cli) -> None:
+    # another program writes the file straight, as no pykai command does: urgent goes away
+    store = Store(waiting.path)
+    store.delete("Pod", "urgent-0", "default")
+    store.delete("PodGroup", "urgent", "default")
+    store.close()
+    lines = waiting.lines("get", "podgroups")
+    assert {row[0]: row[5] for row in lines[1:]} == {"a1": "1", "a2": "2", "b1": "1"}
+
+
+def test_an_apply_that_changes_nothing_writes_nothing(waiting: Cli, tmp_path: Path) -> None:
+    cluster = EmbeddedCluster.open(waiting.path)
+    generation = cluster.store.generation
+    cluster.apply([*job("a1", "team-a", at=1)])
+    cluster.schedule(2)
+    assert cluster.store.generation == generation
+    cluster.close()
+
+
+def test_a_snapshot_records_positions_as_a_round_would(tmp_path: Path) -> None:
+    objects = [
+        node("n1", gpus=2),
+        queue("team-a", gpu=(4, -1, 1)),
+        *job("a1", "team-a", at=1),
+        *job("a2", "team-a", at=2),
+    ]
+    snapshot(FakeReader(objects), tmp_path / "snap.db")
+    reader = open_readonly(tmp_path / "snap.db")
+    board = reader.positions()
+    reader.close()
+    assert board is not None
+    assert [(p.job, p.in_queue) for p in board.under("team-a")] == [
+        ("default/a1", 0),
+        ("default/a2", 1),
+    ]

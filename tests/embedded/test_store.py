@@ -289,3 +289,38 @@ def test_an_event_whose_name_another_object_holds_gets_another_name(tmp_path: Pa
     assert event["metadata"]["name"] != taken
     kept = store.get("Event", taken, "default")
     assert kept is not None and kept["reason"] == "Something else"
+
+
+def test_a_derived_value_is_kept_as_of_the_generation_its_transaction_commits(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "c.db")
+    assert store.derived("k") is None
+    store.derive("k", "one")
+    assert store.derived("k") == ("one", store.generation)
+    before = store.generation
+    store.derive("k", "one")  # the same value from the same objects: nothing is written
+    assert store.generation == before and store.derived("k") == ("one", before)
+    store.create(node("n1", gpus=1))  # a write that derives nothing leaves it behind
+    assert store.derived("k") == ("one", before) and store.generation == before + 1
+    with store.transaction():
+        store.create(node("n2", gpus=1))
+        store.derive("k", "one")  # same value, but with other writes: current again
+    assert store.derived("k") == ("one", before + 2) == ("one", store.generation)
+    store.derive("k", "two")
+    assert store.derived("k") == ("two", before + 3) == ("two", store.generation)
+    store.close()
+
+
+def test_a_derived_value_carried_over_follows_the_transactions_commit(tmp_path: Path) -> None:
+    store = Store(tmp_path / "c.db")
+    store.derive("k", "one")
+    with store.transaction():
+        store.create(node("n1", gpus=1))
+        assert store.wrote(("Node",)) and not store.wrote(("Pod",))
+        store.carry("k")
+    assert store.derived("k") == ("one", store.generation)
+    with store.transaction():
+        store.carry("k")  # nothing else written: nothing to carry
+    assert store.derived("k") == ("one", store.generation)
+    store.close()

@@ -5,9 +5,10 @@ jobs (KAI's queue order down the tree); expected orders follow KAI's rules
 from __future__ import annotations
 
 from pykai.engine.decisions import Reason
-from pykai.engine.positions import Position, pending_positions, recorded_reasons
+from pykai.engine.positions import pending_positions, recorded_reasons
 from pykai.model.builders import node, pod, podgroup, queue
 from pykai.model.meta import Obj
+from pykai.model.positions import Position
 from tests.engine.conftest import Engine
 
 

@@ -20,7 +20,9 @@ import yaml
 
 from pykai.kube.api import KINDS, connect
 from pykai.kube.localcluster import DEFAULT_BIN, PYKAI_CRDS, LocalCluster, free_port
+from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.webhook import CONFIGURATION_NAME, unregister
+from pykai.model import builders
 from pykai.model.meta import Obj
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -202,6 +204,25 @@ def get_json(cluster: LocalCluster, *args: str) -> Obj:
     """``kubectl get ... -o json``, parsed."""
     found: Obj = json.loads(kubectl(cluster, "get", *args, "-o", "json"))
     return found
+
+
+def pinned_node(cluster: LocalCluster, node: str, queue: str) -> Callable[[Obj], Obj]:
+    """A ready 2-GPU node that takes only the pods made for it (tainted, labelled
+    ``pool=NODE``) and a queue, both kept if they exist: a test's pods land on a known node of
+    the shared cluster. Returns what makes a pod one of those (a copy that tolerates the taint
+    and selects the node)."""
+    api = connect(cluster.kubeconfig)
+    taint = {"key": "pykai-test", "value": node, "effect": "NoSchedule"}
+    made = builders.node(node, gpus=2, labels={"pool": node}, taints=[taint])
+    create_ready_nodes(api, [made], 0.0)
+    api.create_if_absent(KINDS["Queue"], builders.queue(queue))
+
+    def pin(pod: Obj) -> Obj:
+        spec = {**pod["spec"], "nodeSelector": {"pool": node}}
+        spec["tolerations"] = [{**taint, "operator": "Equal"}]
+        return {**pod, "spec": spec}
+
+    return pin
 
 
 def wait_for(condition: Callable[[], object], timeout: float = 30.0) -> bool:

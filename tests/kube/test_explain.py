@@ -10,10 +10,16 @@ from pathlib import Path
 
 from pykai.kube.api import KINDS, connect
 from pykai.kube.localcluster import LocalCluster
-from pykai.kube.nodes import create_ready_nodes
 from pykai.model import builders
 from pykai.model.meta import Obj
-from tests.kube.conftest import apply, kubectl, pykai_cli, pykai_running, wait_for
+from tests.kube.conftest import (
+    apply,
+    kubectl,
+    pinned_node,
+    pykai_cli,
+    pykai_running,
+    wait_for,
+)
 
 NAMESPACE = "explain-live"
 
@@ -99,14 +105,9 @@ def test_explain_a_placed_pod_on_a_live_cluster(local_cluster: LocalCluster) -> 
     """The Scheduled event pykai run wrote says how the node was chosen; explain reads it back
     from the apiserver. The node is tainted for this test's pod alone."""
     api = connect(local_cluster.kubeconfig)
-    taint = {"key": "pykai-test", "value": "explain", "effect": "NoSchedule"}
-    node = builders.node("explain-node", gpus=2, labels={"pool": "explain"}, taints=[taint])
-    create_ready_nodes(api, [node], 0.0)
-    api.create_if_absent(KINDS["Queue"], builders.queue("explain-placed"))
+    pin = pinned_node(local_cluster, "explain-node", "explain-placed")
     pod = builders.pod("placed", gpus=1, labels={"kai.scheduler/queue": "explain-placed"})
-    pod["spec"]["nodeSelector"] = {"pool": "explain"}
-    pod["spec"]["tolerations"] = [{**taint, "operator": "Equal"}]
-    api.create(KINDS["Pod"], pod)
+    api.create(KINDS["Pod"], pin(pod))
     try:
         with pykai_running(local_cluster):
 
@@ -142,3 +143,57 @@ def test_explain_a_placed_pod_on_a_live_cluster(local_cluster: LocalCluster) -> 
         api.delete(KINDS["Pod"], "placed", "default", grace_seconds=0)
         api.delete(KINDS["Node"], "explain-node")
         api.delete(KINDS["Queue"], "explain-placed")
+
+
+def test_explain_an_evicted_pod_on_a_live_cluster(local_cluster: LocalCluster) -> None:
+    """KAI's preempt action: a pending job evicts a preemptible job of lower priority in its
+    own queue. pykai run evicts the training pod for the inference job; explain, reading the
+    apiserver, says the pod was evicted, by which job and under which rule (the Evict event).
+    The victim takes long to terminate, so it is still there to be asked about."""
+    api = connect(local_cluster.kubeconfig)
+    pin = pinned_node(local_cluster, "evict-node", "explain-evict")
+
+    def job(name: str, priority: str) -> list[Obj]:
+        group = builders.podgroup(name, queue="explain-evict", priority_class=priority)
+        pod = pin(builders.pod(f"{name}-0", group=name, gpus=2))
+        pod["spec"]["terminationGracePeriodSeconds"] = 600
+        return [group, pod]
+
+    victim, preemptor = job("evict-train", "train"), job("evict-serve", "inference")
+    try:
+        with pykai_running(local_cluster, "--fake-kubelet"):
+            for obj in victim:
+                api.create(KINDS[obj["kind"]], obj)
+
+            def running() -> bool:
+                found = api.get(KINDS["Pod"], "evict-train-0", "default") or {}
+                return (found.get("status") or {}).get("phase") == "Running"
+
+            assert wait_for(running, timeout=120)
+            for obj in preemptor:
+                api.create(KINDS[obj["kind"]], obj)
+
+            def explained() -> dict[str, object]:
+                done = pykai_cli(
+                    "explain",
+                    "pod",
+                    "evict-train-0",
+                    f"--kubeconfig={local_cluster.kubeconfig}",
+                    "-o",
+                    "json",
+                )
+                assert done.returncode == 0, done.stderr
+                found: dict[str, object] = json.loads(done.stdout)
+                return found
+
+            assert wait_for(lambda: explained()["evicted"], timeout=120)
+            answer = explained()
+    finally:
+        for obj in reversed(victim + preemptor):
+            api.delete(KINDS[obj["kind"]], obj["metadata"]["name"], "default", grace_seconds=0)
+        api.delete(KINDS["Node"], "evict-node")
+        api.delete(KINDS["Queue"], "explain-evict")
+    assert (answer["state"], answer["node"]) == ("evicted", "evict-node")
+    [message] = answer["evicted"]  # type: ignore[misc]
+    assert "Preempted by default/evict-serve" in message and "in queue explain-evict" in message
+    assert message.endswith("(action: preempt)")

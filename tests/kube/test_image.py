@@ -20,14 +20,12 @@ import pytest
 
 from pykai.kube.api import KINDS, connect
 from pykai.kube.localcluster import LocalCluster, free_port
-from pykai.kube.nodes import create_ready_nodes
 from pykai.model import builders
-from tests.kube.conftest import ROOT, wait_for
+from tests.kube.conftest import ROOT, pinned_node, wait_for
 from tests.setup_scripts import installed
 
 IMAGE = "localhost/pykai:test"
 UID = 65532
-TAINT = {"key": "pykai-test", "value": "image", "effect": "NoSchedule"}
 
 
 def buildah(*args: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
@@ -111,13 +109,9 @@ def test_the_image_schedules_a_pod(
     """``pykai run`` from the image (host network: the apiserver is on loopback) binds a pod
     only its node takes, and answers its probes."""
     api = connect(local_cluster.kubeconfig)
-    node = builders.node("imaged-node", gpus=2, labels={"pool": "imaged"}, taints=[TAINT])
-    create_ready_nodes(api, [node], 0.0)
-    api.create(KINDS["Queue"], builders.queue("imaged"))
+    pin = pinned_node(local_cluster, "imaged-node", "imaged")
     pod = builders.pod("imaged-pod", gpus=1, labels={"kai.scheduler/queue": "imaged"})
-    pod["spec"]["nodeSelector"] = {"pool": "imaged"}
-    pod["spec"]["tolerations"] = [{**TAINT, "operator": "Equal"}]
-    api.create(KINDS["Pod"], pod)
+    api.create(KINDS["Pod"], pin(pod))
     kubeconfig = tmp_path / "kubeconfig"  # readable by the image's user only
     kubeconfig.write_bytes(local_cluster.kubeconfig.read_bytes())
     kubeconfig.chmod(0o600)

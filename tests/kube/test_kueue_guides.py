@@ -25,6 +25,7 @@ from tests.kube.conftest import (
     fresh_cluster,
     get_json,
     kubectl,
+    pykai_cli,
     pykai_running,
     wait_for,
     webhook_running,
@@ -103,6 +104,14 @@ def running(cluster: LocalCluster, job: str) -> bool:
     return unsuspended and bool(found) and all(p["spec"].get("nodeName") for p in found)
 
 
+def explained(cluster: LocalCluster, kind: str, name: str) -> Obj:
+    """``pykai explain KIND NAME --kubeconfig ... -o json``: its Kueue part."""
+    done = pykai_cli("explain", kind, name, f"--kubeconfig={cluster.kubeconfig}", "-o", "json")
+    assert done.returncode == 0, done.stderr
+    found: Obj = json.loads(done.stdout)["kueue"]
+    return found
+
+
 def test_priority_guide(priority_cluster: tuple[LocalCluster, str], tmp_path: Path) -> None:
     cluster, server = priority_cluster
     # Step 3: the guide's Kueue resources
@@ -120,6 +129,13 @@ def test_priority_guide(priority_cluster: tuple[LocalCluster, str], tmp_path: Pa
     assert (reserved["status"], reserved["reason"]) == ("False", "ExceedsMaxQuota")
     assert "pod set submitter" in reserved["message"]
     assert rayjob(cluster, first)["spec"]["suspend"] is True and not heads(cluster, first)
+    never = explained(cluster, "rayjob", first)
+    assert (never["state"], never["rule"], never["reason"]) == (
+        "pending",
+        "ClusterQueue quota",
+        "ExceedsMaxQuota",
+    )
+    assert str(never["verdict"]).startswith("it can never be admitted as asked")
 
     # room for the submitter (docs/kueue.md): the RayJob is admitted, unsuspended, and runs
     quota = "/spec/resourceGroups/0/flavors/0/resources/{}/nominalQuota"
@@ -166,6 +182,15 @@ def test_priority_guide(priority_cluster: tuple[LocalCluster, str], tmp_path: Pa
     assert [(i["localQueueName"], i["positionInLocalQueue"]) for i in body["items"]] == [
         ("user-queue", 1)
     ]
+    # pykai explain --kubeconfig says the same: the Kueue rule and the positions
+    admitted = explained(cluster, "rayjob", winner)
+    assert (admitted["state"], admitted["clusterQueue"]) == ("admitted", "cluster-queue")
+    assert admitted["flavors"]["head"]["nvidia.com/gpu"] == "default-flavor"  # type: ignore[index]
+    for place, meta in enumerate(waiting):
+        owner = meta["ownerReferences"][0]["name"]
+        pending = explained(cluster, "rayjob", owner)
+        assert (pending["rule"], pending["reason"]) == ("ClusterQueue quota", "WaitingForQuota")
+        assert pending["position"] == {"inClusterQueue": place, "inLocalQueue": place}
 
     # Step 6: a prod RayJob preempts the running dev one (suspended, its pods deleted)
     chosen = create(cluster, prod)

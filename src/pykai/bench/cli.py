@@ -1,10 +1,12 @@
 """CLI latency: wall time of ``pykai`` commands as a user runs them, each in a new process.
 
-A cluster file of ``pods`` pods is made first, straight into the store (the engine never runs):
+A cluster file of ``pods`` pods is made first, straight into the store (no round runs):
 the contended cluster of the engine benchmark (``contended.py``), scaled so that it holds
 ``pods`` pods, 4 in 5 of them running on nodes and the rest pending, with their PodGroups and
-queues. Then each command runs ``runs`` times; the figures are the medians of its wall time
-and of its CPU time (user + system, which other jobs on a busy machine disturb far less).
+queues, and the positions of the pending jobs recorded as the last round would have. ``explain``
+(a what-if that builds the engine's state) also runs on a larger cluster. Then each command
+runs ``runs`` times; the figures are the medians of its wall time and of its CPU time (user +
+system, which other jobs on a busy machine disturb far less).
 ``python -c pass`` on the same interpreter is the floor (Python's own start-up); every figure
 is also given as a ratio to it. The machine's load average is recorded before and after.
 """
@@ -20,29 +22,51 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 
 from pykai.bench.contended import Workload, objects
+from pykai.embedded.cluster import EmbeddedCluster
+from pykai.embedded.reader import ClusterReader
 from pykai.embedded.store import Store
 
 PODS_PER_NODE = 25  # the contended cluster's 20 running and 5 pending pods a node
 Progress = Callable[[str], None]
 
 
-def make_cluster(path: Path, pods: int) -> str:
-    """Write a cluster file of ``pods`` pods (a multiple of 25 rounded up) at ``path``;
-    returns the name of one running pod, for ``describe``."""
-    nodes = max(1, -(-pods // PODS_PER_NODE))
-    workload = Workload(nodes=nodes, running=20 * nodes, pending=5 * nodes)
+@dataclass(frozen=True, slots=True)
+class Names:
+    """Objects of a benchmark cluster the commands name."""
+
+    running_pod: str  # for describe pod
+    pending_podgroup: str  # the first the scheduler will try, for explain
+    queue: str  # its queue, for describe queue and explain queue
+
+
+def make_cluster(path: Path, pods: int, nodes: int | None = None) -> Names:
+    """Write a cluster file of about ``pods`` pods at ``path``, 4 in 5 running, on ``nodes``
+    nodes (None: 25 pods a node, ``pods`` rounded up to a multiple of 25; with fewer nodes the
+    running GPU pods they hold set the least). Positions are recorded in it as the last round
+    would have."""
+    if nodes is None:
+        nodes = max(1, -(-pods // PODS_PER_NODE))
+        workload = Workload(nodes=nodes, running=20 * nodes, pending=5 * nodes)
+    else:
+        workload = Workload(nodes=nodes, running=pods - pods // 5, pending=pods // 5)
     store = Store(path)
     try:
         with store.transaction():
             for obj in objects(workload):
                 store.create(obj)
-        running = next(p for p in store.list("Pod") if p["spec"].get("nodeName"))
+        EmbeddedCluster(store).record_positions()
+        board = ClusterReader(store).positions()
+        if board is None or not board.positions:
+            raise RuntimeError("the benchmark cluster has no pending job")
+        first = board.positions[0]
+        running_pod = next(p for p in store.list("Pod") if p["spec"].get("nodeName"))
     finally:
         store.close()
-    return str(running["metadata"]["name"])
+    return Names(str(running_pod["metadata"]["name"]), first.job.split("/")[1], first.queue)
 
 
 def pykai_command() -> list[str]:
@@ -74,29 +98,50 @@ def _children_cpu() -> float:
 
 
 def run_cli_bench(
-    pods: int = 5000, runs: int = 10, progress: Progress = lambda _: None
+    pods: int = 5000,
+    runs: int = 10,
+    progress: Progress = lambda _: None,
+    *,
+    large_nodes: int = 1000,
+    large_pods: int = 10000,
+    large_runs: int = 3,
 ) -> dict[str, object]:
-    """Median seconds of each command, its ratio to the floor, and the load around them."""
+    """Median seconds of each command, its ratio to the floor, and the load around them:
+    every command on the cluster of ``pods`` pods, ``explain`` (which builds the engine's
+    state) also on one of ``large_nodes`` nodes and ``large_pods`` pods (``large_runs`` runs;
+    no large cluster when ``large_pods`` is 0)."""
     load_before = os.getloadavg()[0]
+    pykai = pykai_command()
+    seconds: dict[str, tuple[float, float]] = {}
     with tempfile.TemporaryDirectory(prefix="pykai-bench-cli-") as directory:
         path = Path(directory) / "cluster.db"
         progress(f"writing a cluster of {pods} pods")
-        pod = make_cluster(path, pods)
-        pykai = pykai_command()
+        names = make_cluster(path, pods)
         cluster = ["--cluster", str(path)]
         commands = {
             "python -c pass": [sys.executable, "-c", "pass"],
             "pykai version": [*pykai, "version"],
             "pykai --help": [*pykai, "--help"],
             f"pykai get pods ({pods} pods)": [*pykai, "get", "pods", *cluster],
-            "pykai describe pod": [*pykai, "describe", "pod", pod, *cluster],
+            "pykai describe pod": [*pykai, "describe", "pod", names.running_pod, *cluster],
+            f"pykai get podgroups ({pods} pods)": [*pykai, "get", "podgroups", *cluster],
+            "pykai get podgroups -o wide": [*pykai, "get", "podgroups", "-o", "wide", *cluster],
+            "pykai describe queue": [*pykai, "describe", "queue", names.queue, *cluster],
+            **_explains(pykai, names, cluster, f"{pods} pods"),
         }
-        seconds = {}
         for name, command in commands.items():
             progress(name)
             seconds[name] = median_seconds(command, runs)
+        if large_pods:
+            path = Path(directory) / "large.db"
+            label = f"{large_nodes} nodes, {large_pods} pods"
+            progress(f"writing a cluster of {label}")
+            names = make_cluster(path, large_pods, large_nodes)
+            for name, command in _explains(pykai, names, ["--cluster", str(path)], label).items():
+                progress(name)
+                seconds[name] = median_seconds(command, large_runs)
     wall_floor, cpu_floor = seconds["python -c pass"]
-    figures: dict[str, object] = {"runs": runs, "cpus": os.cpu_count()}
+    figures: dict[str, object] = {"runs": runs, "large runs": large_runs, "cpus": os.cpu_count()}
     for name, (wall, cpu) in seconds.items():
         figures[f"{name} s"] = round(wall, 3)
         figures[f"{name} x floor"] = round(wall / wall_floor, 1)
@@ -105,3 +150,14 @@ def run_cli_bench(
     figures["load average before"] = round(load_before, 2)
     figures["load average after"] = round(os.getloadavg()[0], 2)
     return figures
+
+
+def _explains(
+    pykai: list[str], names: Names, cluster: list[str], label: str
+) -> dict[str, list[str]]:
+    """``explain`` of the first pending PodGroup and of its queue."""
+    group = ["explain", "podgroup", names.pending_podgroup]
+    return {
+        f"pykai explain podgroup ({label})": [*pykai, *group, *cluster],
+        f"pykai explain queue ({label})": [*pykai, "explain", "queue", names.queue, *cluster],
+    }

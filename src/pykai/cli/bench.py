@@ -230,14 +230,30 @@ def cli(
         int, typer.Option(help="Pods in the cluster file get and describe read", min=1)
     ] = 5000,
     runs: Annotated[int, typer.Option(help="Runs per command (medians reported)", min=1)] = 10,
+    large_nodes: Annotated[
+        int, typer.Option(help="Nodes of the large cluster explain also runs on", min=1)
+    ] = 1000,
+    large_pods: Annotated[
+        int, typer.Option(help="Pods of the large cluster (0: none)", min=0)
+    ] = 10000,
+    large_runs: Annotated[
+        int, typer.Option(help="Runs per command on the large cluster", min=1)
+    ] = 3,
     output: OutputOption = "table",
 ) -> None:
-    """Latency of pykai commands, each in a new process (version, --help, get pods, describe
-    pod), against `python -c pass` as the floor."""
+    """Latency of pykai commands, each in a new process (version, --help, get pods and
+    podgroups, describe pod and queue, explain), against `python -c pass` as the floor."""
     from pykai.bench.cli import run_cli_bench
     from pykai.cli.progress import steps
 
     _check_output(output)
     with steps("bench cli") as step:
-        figures = run_cli_bench(pods, runs, step)
+        figures = run_cli_bench(
+            pods,
+            runs,
+            step,
+            large_nodes=large_nodes,
+            large_pods=large_pods,
+            large_runs=large_runs,
+        )
     _print(figures, output)

@@ -16,7 +16,7 @@ from pykai.model.queue_status import queue_figures
 from pykai.model.resources import format_gpu
 
 if TYPE_CHECKING:
-    from pykai.engine.positions import Position
+    from pykai.model.positions import Position
 
 NONE = "<none>"
 
@@ -37,10 +37,11 @@ class Context:
 
     @cached_property
     def positions(self) -> dict[str, Position]:
-        """Where each pending job stands, by job key (this builds the engine's state)."""
-        from pykai.cli.pending import positions
+        """Where each pending job stands, by job key (as recorded, else worked out by the
+        engine: cli/pending.py)."""
+        from pykai.cli.pending import positions_of
 
-        return positions(self.reader)
+        return positions_of(self.reader).by_job()
 
     def pods_of(self, owner: Obj) -> list[Obj]:
         """The pods a workload owns, through the objects it owns."""
@@ -151,7 +152,7 @@ def _podgroup_reasons(podgroup: Obj, _: Context) -> str:
 def _podgroup_position(podgroup: Obj, ctx: Context) -> str:
     """Its place in its queue, 1 for the next to be tried; <none> when not pending or when the
     scheduler will not try it (REASON says why)."""
-    from pykai.cli.pending import job_key
+    from pykai.model.positions import job_key
 
     found = ctx.positions.get(job_key(podgroup))
     return NONE if found is None or found.in_queue is None else str(found.in_queue + 1)

@@ -214,14 +214,14 @@ def _queue(reader: Reader, queue: Obj) -> Lines:
 def _pending(reader: Reader, queue: str) -> Lines:
     """Its pending PodGroups (its subtree's, for a parent queue) in the order the scheduler
     will try them: ORDER in the whole cluster, POSITION in their own queue, both from 1."""
-    from pykai.cli.pending import pending_under
+    from pykai.cli.pending import positions_of
 
     def place(value: int | None) -> str:
         return NONE if value is None else str(value + 1)
 
     rows = [
         [place(p.in_cycle), place(p.in_queue), p.job, p.queue, p.reason or NONE]
-        for p in pending_under(reader, queue)
+        for p in positions_of(reader).under(queue)
     ]
     headers = ["ORDER", "POSITION", "PODGROUP", "QUEUE", "REASON"]
     return _table("Pending PodGroups (in the order the scheduler tries them)", headers, rows)

@@ -9,9 +9,10 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from pykai.cli.kueue_explain import explain_kueue, kueue_text, managed_job, managed_owner
 from pykai.cli.related import Reader, podgroup_pods
 from pykai.engine.config import SchedulerConfig, config_from_mapping
-from pykai.engine.positions import Position, recorded_reasons
+from pykai.engine.positions import recorded_reasons
 from pykai.engine.session import Session
 from pykai.engine.whatif import (
     STATE_KINDS,
@@ -22,6 +23,7 @@ from pykai.engine.whatif import (
 )
 from pykai.model import constants as c
 from pykai.model.meta import Obj
+from pykai.model.positions import Position
 from pykai.model.resources import Resources, format_cpu, format_gpu, format_memory
 
 Answer = dict[str, Any]
@@ -123,28 +125,59 @@ def _placed(reader: Reader, pod: Obj) -> Answer:
 
 
 def explain_podgroup(reader: Reader, podgroup: Obj) -> Answer:
-    """A PodGroup: why it waits and what would let it run, or where its pods run."""
+    """A PodGroup: why it waits and what would let it run, or where its pods run; for the
+    pods of a job Kueue manages, where its Workload stands in Kueue too."""
     meta = podgroup["metadata"]
     key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
+    pods = podgroup_pods(reader, podgroup)
     found = explain_job(_objects(reader), key, config_of(reader), reader.now())
     if found is not None:
-        return _job(found, podgroup)
+        return _job(found, podgroup) | _kueue_of(reader, pods[0] if pods else podgroup)
     return {
         "podGroup": key,
         "queue": (podgroup.get("spec") or {}).get("queue", ""),
         "state": "not pending",
         "evicted": _events(reader, "PodGroup", podgroup, "Evict"),
-        "pods": [_placed(reader, p) for p in podgroup_pods(reader, podgroup)],
+        "pods": [_placed(reader, p) for p in pods],
+    } | _kueue_of(reader, pods[0] if pods else podgroup)
+
+
+def explain_managed(reader: Reader, obj: Obj) -> Answer:
+    """A job Kueue may manage (RayJob, RayCluster, Job) or a Workload: where the Workload
+    stands in Kueue and why; for a job Kueue leaves alone, that it does."""
+    target = obj
+    if obj.get("kind") == "Workload":
+        namespace = obj["metadata"].get("namespace") or "default"
+        target = managed_owner(reader, obj, namespace) or obj
+    answer = _kueue_of(reader, target)
+    if answer or target.get("kind") == "Workload":
+        return answer or {"kueue": explain_kueue(reader, obj, obj)}
+    meta = obj["metadata"]
+    return {
+        "kueue": {
+            "job": f"{obj['kind']} {meta.get('namespace') or 'default'}/{meta['name']}",
+            "localQueue": "",
+            "state": "not managed",
+            "rule": "not managed by Kueue",
+            "verdict": "it names no LocalQueue (label kueue.x-k8s.io/queue-name): Kueue "
+            "leaves it alone; pykai schedules its pods (explain them one by one)",
+        }
     }
+
+
+def _kueue_of(reader: Reader, obj: Obj) -> Answer:
+    """``{"kueue": ...}`` for an object of a job Kueue manages, else nothing."""
+    found = managed_job(reader, obj)
+    return {} if found is None else {"kueue": explain_kueue(reader, *found)}
 
 
 def explain_pod(reader: Reader, pod: Obj) -> Answer:
     """A pod: its PodGroup's explanation while it waits, else where it runs and why, or who
-    evicted it."""
+    evicted it; for a pod of a job Kueue manages, where its Workload stands in Kueue too."""
     meta = pod["metadata"]
     spec = pod.get("spec") or {}
     if spec.get("nodeName") or meta.get("deletionTimestamp"):
-        return _placed(reader, pod)
+        return _placed(reader, pod) | _kueue_of(reader, pod)
     namespace = meta.get("namespace") or "default"
     group_name = (meta.get("annotations") or {}).get(c.POD_GROUP_ANNOTATION)
     group = reader.get("PodGroup", group_name, namespace) if group_name else None
@@ -156,13 +189,13 @@ def explain_pod(reader: Reader, pod: Obj) -> Answer:
             "verdict": "its PodGroup does not exist yet: the pod-grouper makes it "
             f"(schedulerName must be {c.SCHEDULER_NAME}; the queue comes from the "
             f"{c.QUEUE_LABEL} label)",
-        }
+        } | _kueue_of(reader, pod)
     return {"pod": f"{namespace}/{meta['name']}", **explain_podgroup(reader, group)}
 
 
 def explain_queue(reader: Reader, queue: Obj) -> Answer:
     """A queue: its figures this cycle and its pending PodGroups in the scheduler's order."""
-    from pykai.cli.pending import engine_state, pending_under
+    from pykai.cli.pending import engine_state, positions_of
 
     name = queue["metadata"]["name"]
     state = engine_state(reader)
@@ -184,7 +217,7 @@ def explain_queue(reader: Reader, queue: Obj) -> Answer:
         )
     answer["pending"] = [
         {"podGroup": p.job, "reason": p.reason, **(_position(p) or {})}
-        for p in pending_under(reader, name)
+        for p in positions_of(reader, state).under(name)
     ]
     return answer
 
@@ -194,17 +227,20 @@ def explain_queue(reader: Reader, queue: Obj) -> Answer:
 
 def text(answer: Answer) -> str:
     """An answer for people."""
+    kueue = kueue_text(answer["kueue"]) if "kueue" in answer else []
+    if answer.keys() == {"kueue"}:
+        return "\n".join(kueue)
     if "pending" in answer and "queue" in answer and "podGroup" not in answer:
         return _queue_text(answer)
     if answer.get("state") == "pending":
-        return _pending_text(answer)
+        return "\n".join([_pending_text(answer), *kueue])
     if "pods" not in answer:
-        return "\n".join(_placed_text(answer))
+        return "\n".join([*_placed_text(answer), *kueue])
     lines = [_head(answer)]
     for pod in answer["pods"]:
         lines += _placed_text(pod)
     lines += [f"Evicted: {message}" for message in answer["evicted"]]
-    return "\n".join(lines)
+    return "\n".join([*lines, *kueue])
 
 
 def _head(answer: Answer) -> str:

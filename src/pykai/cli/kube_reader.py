@@ -9,6 +9,7 @@ import time
 
 from pykai.kube.api import KINDS, ApiError, KubeApi
 from pykai.model.meta import Obj
+from pykai.model.positions import Board
 
 
 class KubeReader:
@@ -58,3 +59,8 @@ class KubeReader:
     def now(self) -> float:
         """The time the command started, in seconds since the epoch."""
         return self._now
+
+    def positions(self) -> Board | None:
+        """None: the apiserver keeps no positions (``pykai run`` serves its own over HTTP,
+        kube/pending.py), so the reading commands work them out."""
+        return None

@@ -11,6 +11,7 @@ from pykai.model import constants as c
 from pykai.model.meta import Obj
 from pykai.model.node import parse_node
 from pykai.model.pod import parse_pod
+from pykai.model.positions import Board
 from pykai.model.resources import Resources
 
 # Kinds a workload creates on the way to its pods (Deployment -> ReplicaSet -> Pod,
@@ -19,7 +20,8 @@ _OWNED_KINDS = ("ReplicaSet", "RayCluster", "Job", "Pod")
 
 
 class Reader(Protocol):
-    """What printers need of a cluster: its objects, its events and its clock."""
+    """What printers need of a cluster: its objects, its events, its clock and the positions
+    recorded in it."""
 
     def list(self, kind: str, namespace: str | None = None) -> builtins.list[Obj]:
         """Objects of a kind, in one namespace or (None) all."""
@@ -35,6 +37,11 @@ class Reader(Protocol):
 
     def now(self) -> float:
         """The cluster's clock, in seconds since the epoch."""
+        ...
+
+    def positions(self) -> Board | None:
+        """Where the pending jobs stand, as the scheduler last recorded it and if still
+        current (None: work them out, cli/pending.py)."""
         ...
 
 

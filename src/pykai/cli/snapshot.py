@@ -5,7 +5,8 @@ never touch the live cluster (which is only read).
 Objects keep their uid, creationTimestamp, spec and status (so job and queue order, bound pods
 and reasons are as they were); the apiserver's bookkeeping (resourceVersion, managedFields) is
 dropped. The file is made whole or not at all (the store builds it aside, then links it into
-place) and an existing file is never replaced."""
+place) and an existing file is never replaced. Where the pending jobs stand is recorded in it
+as a round would (``get podgroups`` and ``describe queue`` read it)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ def copied(obj: Obj) -> Obj:
 def snapshot(reader: Reader, path: Path) -> dict[str, int]:
     """Copy the reader's scheduling state into a new cluster file at ``path``; how many
     objects of each kind were copied. FileExistsError if ``path`` exists."""
+    from pykai.embedded.cluster import EmbeddedCluster
     from pykai.embedded.store import Store
 
     if path.exists():
@@ -55,6 +57,7 @@ def snapshot(reader: Reader, path: Path) -> dict[str, int]:
         for kind in SNAPSHOT_KINDS:
             for obj in objects[kind]:
                 store.create(obj)
+        EmbeddedCluster(store).record_positions()  # as a round would
 
     Store(path, seed=fill).close()
     return {kind: len(found) for kind, found in objects.items() if found}

@@ -27,17 +27,19 @@ from pykai.controllers.round import COMPONENTS, Round
 from pykai.controllers.validation import StoredCheck, check_queue_unused, validate_objects
 from pykai.embedded import events
 from pykai.embedded.host import ClusterHost
-from pykai.embedded.reader import ClusterReader
+from pykai.embedded.reader import POSITIONS, ClusterReader
 from pykai.embedded.store import Store, namespace_of
 from pykai.engine.config import SchedulerConfig, config_from_mapping
 from pykai.engine.decisions import CycleResult
 from pykai.engine.memory import settle
+from pykai.engine.positions import Reasons, board, reasons_of
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import KINDS, ClusterState
 from pykai.model.errors import PykaiError
 from pykai.model.kueue import as_stored
 from pykai.model.kueue_jobs import is_managed, suspended_on_create
 from pykai.model.meta import Obj
+from pykai.model.positions import encode
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.problems import ObjectProblem
 from pykai.model.queue import default_queues
@@ -238,13 +240,33 @@ class EmbeddedCluster(ClusterReader):
             self.store, involved, INVALID, problem.message, WARNING, once=True
         )
 
+    def record_positions(self, reasons: Reasons | None = None) -> None:
+        """Keep where the pending jobs stand in the store, for the reading commands
+        (``ClusterReader.positions``), unless what is kept is current; ``reasons``: why each
+        waited (None: as their PodGroups record it). Every round does this, after its other
+        writes; positions are status, so not with ``statuses=False`` (trace replays). They are
+        worked out again only when this transaction wrote objects the engine reads (the
+        reasons are written into PodGroups) or the kept ones are behind (the clock moved,
+        another program wrote)."""
+        with self._writing():
+            if self.store.derived_at(POSITIONS) == self.store.generation and not self.store.wrote(
+                KINDS
+            ):
+                self.store.carry(POSITIONS)  # what the engine reads is as they were worked out
+                return
+            if reasons is None:
+                reasons = reasons_of(self.store.list("PodGroup"))
+            self.store.derive(POSITIONS, encode(board(self.state, self.now(), reasons)))
+
     # ---- internals ---------------------------------------------------------------------------
 
     def _round_once(self) -> bool:
         """One round of every controller, in one transaction; True if it wrote anything."""
         before = self.writes
         with self._writing():
-            self._round.run(self.host, self._cycle)
+            result = self._round.run(self.host, self._cycle)
+            if self._round.statuses:
+                self.record_positions(result.unschedulable)
         return self.writes != before
 
     def _cycle(self) -> CycleResult:

@@ -1,7 +1,8 @@
 """Reading a cluster without its engine: objects, events and the clock, straight from the store.
 
 Read-only commands (get, describe) use this alone: nothing here builds the engine's state,
-imports the engine or controllers, or writes the file.
+imports the engine or controllers, or writes the file. Queue positions are read as the last
+round recorded them.
 """
 
 from __future__ import annotations
@@ -12,6 +13,10 @@ from pathlib import Path
 from pykai.embedded.store import Store
 from pykai.model.kinds import CLUSTER_SCOPED
 from pykai.model.meta import Obj
+from pykai.model.positions import Board, decode
+
+POSITIONS = "positions"
+"""The store's key for where pending jobs stand, as the last round left them (a Board)."""
 
 
 class ClusterReader:
@@ -35,6 +40,14 @@ class ClusterReader:
     def now(self) -> float:
         """The virtual clock, in seconds since the epoch."""
         return self.store.now()
+
+    def positions(self) -> Board | None:
+        """Where the pending jobs stand, as the last round recorded it; None when nothing was
+        recorded, or the objects changed since (by a write that ran no round)."""
+        with self.store.snapshot():
+            kept = self.store.derived(POSITIONS)
+            current = kept is not None and kept[1] == self.store.generation
+        return decode(kept[0]) if kept is not None and current else None
 
     def close(self) -> None:
         """Close the store."""

@@ -59,6 +59,7 @@ _SCHEMA = (
 _CLOCK = "clock"
 _SEQUENCE = "seq"
 _GENERATION = "generation"
+_AT = "@generation"  # suffix of the meta key of the generation a derived value was derived at
 BUSY_TIMEOUT = 300.0
 """Seconds a command waits for another one's write transaction before giving up."""
 CHANGE_LOG_GENERATIONS = 256
@@ -101,6 +102,7 @@ class Store:
         when it commits a change."""
         self._depth = 0
         self._writes = False
+        self._changes_at_begin = 0
         self._rollback_hooks: builtins.list[Callable[[], None]] = []
         if self.path is None:
             self._db = _connect(":memory:")
@@ -153,10 +155,10 @@ class Store:
         if self.readonly:
             raise RuntimeError(f'the cluster file "{self.path}" was opened read-only')
         self._begin("BEGIN IMMEDIATE", writes=True)
-        changes = self._db.total_changes
+        self._changes_at_begin = self._db.total_changes
         try:
             yield
-            changed = self._db.total_changes != changes
+            changed = self.changed()
             if changed:
                 self._set_meta(_GENERATION, str(self.generation + 1))
                 self._db.execute(
@@ -174,6 +176,10 @@ class Store:
         finally:
             self._depth = 0
             self._rollback_hooks.clear()
+
+    def changed(self) -> bool:
+        """True when the write transaction under way has written something."""
+        return self._db.total_changes != self._changes_at_begin
 
     def on_rollback(self, hook: Callable[[], None]) -> None:
         """Call ``hook`` if the transaction under way rolls back (once, however often it is
@@ -252,6 +258,49 @@ class Store:
     def read_counter(self, key: str) -> int:
         """A named counter's value (0 if never set)."""
         return int(self._meta(key) or 0)
+
+    # ---- values derived from the objects ----------------------------------------------------
+
+    def derived(self, key: str) -> tuple[str, int] | None:
+        """A value kept by ``derive`` and the generation it was derived at (None if none was
+        kept). It describes the objects as they are only if that generation is the one seen
+        now: a later write without a new ``derive`` leaves it behind."""
+        generation = self.derived_at(key)
+        value = None if generation is None else self._meta(key)
+        return None if value is None or generation is None else (value, generation)
+
+    def derived_at(self, key: str) -> int | None:
+        """The generation the value kept under ``key`` was derived at (None: none kept)."""
+        generation = self._meta(f"{key}{_AT}")
+        return None if generation is None else int(generation)
+
+    def wrote(self, kinds: tuple[str, ...]) -> bool:
+        """True when the write transaction under way has written an object of ``kinds``."""
+        marks = ", ".join("?" * len(kinds))
+        row = self._db.execute(
+            f"SELECT 1 FROM changes WHERE generation = ? AND kind IN ({marks}) LIMIT 1",
+            (self.generation + 1, *kinds),
+        ).fetchone()
+        return row is not None
+
+    def carry(self, key: str) -> None:
+        """Keep the value derived under ``key`` as of the generation this write transaction
+        commits, as it is: what it was derived from is unchanged (call it last)."""
+        if self.changed():
+            self._set_meta(f"{key}{_AT}", str(self.generation + 1))
+
+    def derive(self, key: str, value: str) -> None:
+        """Keep ``value``, derived from the objects as this write transaction leaves them, as
+        of the generation its commit makes (call it after the transaction's other writes).
+        Nothing is written when the transaction wrote nothing else and the same value is
+        kept as of now, so deriving again from unchanged objects makes no new generation."""
+        with self.transaction():
+            kept = self._meta(key)
+            if not self.changed() and (kept, self.derived_at(key)) == (value, self.generation):
+                return
+            if kept != value:
+                self._set_meta(key, value)
+            self._set_meta(f"{key}{_AT}", str(self.generation + 1))
 
     # ---- reading -----------------------------------------------------------------------------
 

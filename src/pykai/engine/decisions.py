@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from pykai.model.positions import Reason as Reason  # noqa: PLC0414 (re-exported, for the cycle)
 from pykai.model.resources import Resources
 
 
@@ -47,14 +48,6 @@ class Evict:
     uid: str
     job: str  # the victim's PodGroup key
     reason: str  # Preempted, Reclaimed, Consolidated, StaleGang
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class Reason:
-    """Why a job did not run: a KAI reason code and a message a user can act on."""
-
-    reason: str  # OverLimit, NonPreemptibleOverQuota, QueueDoesNotExist, NotReady, Unschedulable
     message: str
 
 

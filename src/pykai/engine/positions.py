@@ -11,38 +11,18 @@ reason. Nothing is changed: the state is read, and the session is thrown away.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping
 
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
 from pykai.engine.config import SchedulerConfig
-from pykai.engine.decisions import Reason
 from pykai.engine.jobs import Job
 from pykai.engine.ordering import JobQueue
 from pykai.engine.session import Session
 from pykai.engine.state import ClusterState
 from pykai.model.kueue import ADMITTED_QUEUE
 from pykai.model.meta import Obj
+from pykai.model.positions import Board, Position, Reason, job_key
 from pykai.model.resources import Resources
-
-
-@dataclass(frozen=True, slots=True)
-class Position:
-    """A pending job's standing. Positions count from 0 (as Kueue's visibility API);
-    ``None`` when allocate will not try the job (``reasons`` say why)."""
-
-    job: str  # "namespace/name" of its PodGroup
-    queue: str
-    priority: int
-    in_queue: int | None  # jobs of its leaf queue tried before it
-    in_cycle: int | None  # jobs of the whole cluster tried before it
-    reasons: tuple[Reason, ...] = ()  # why it waited, as last recorded
-
-    @property
-    def reason(self) -> str:
-        """The reason codes in one cell (``OverLimit,Unschedulable``), or ""."""
-        return ",".join(r.reason for r in self.reasons)
-
 
 Reasons = Mapping[str, Iterable[Reason]]  # job key -> why it waited last cycle
 
@@ -55,6 +35,8 @@ def pending_positions(
     PodGroups' conditions, or the last cycle's result) fill in why each waited; a job that
     allocate will not try gets its blocker as its reason when none is given."""
     known = reasons or {}
+    if not state.pending_jobs and not state.held_jobs:
+        return []  # the usual case of a settled cluster with room: no session to open
     session = Session.open(state, SchedulerConfig(), now)
     tried = schedulable_jobs(session)  # notes the blockers of the others in session.reasons
     extra: dict[str, Resources] = {}
@@ -89,13 +71,15 @@ def pending_positions(
     return positions
 
 
-def under_queue(
-    positions: Iterable[Position], queue: str, chain: Callable[[str], tuple[str, ...]]
-) -> list[Position]:
-    """The positions of the jobs of ``queue`` and of the queues below it (``chain`` gives a
-    leaf's queue and its ancestors), in the order the scheduler tries them, untried ones last."""
-    found = [p for p in positions if p.queue == queue or queue in chain(p.queue)]
-    return sorted(found, key=lambda p: (p.in_cycle is None, p.in_cycle or 0, p.job))
+def board(state: ClusterState, now: float, reasons: Reasons | None = None) -> Board:
+    """Every pending job's position (``pending_positions``) with the queue tree, as of ``now``."""
+    positions = tuple(pending_positions(state, now, reasons))
+    return Board(positions, {name: state.queue_chain(name) for name in state.queues}, now)
+
+
+def reasons_of(podgroups: Iterable[Obj]) -> dict[str, list[Reason]]:
+    """The reasons each PodGroup's status says it waited for, by job key."""
+    return {job_key(group): recorded_reasons(group) for group in podgroups}
 
 
 def recorded_reasons(podgroup: Obj) -> list[Reason]:

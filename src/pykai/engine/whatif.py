@@ -28,12 +28,14 @@ from dataclasses import dataclass, field
 from pykai.engine.actions.allocate import tasks_to_allocate
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import Reason
-from pykai.engine.positions import Position, pending_positions
+from pykai.engine.jobs import Job
+from pykai.engine.positions import pending_positions
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.session import Session
 from pykai.engine.state import ClusterState
 from pykai.model import constants as c
 from pykai.model.meta import Obj
+from pykai.model.positions import Position
 from pykai.model.quantity import parse_quantity
 from pykai.model.resources import RESOURCE_NAMES, Resources
 
@@ -108,7 +110,10 @@ class Trials:
         objects: Iterable[Obj] = self.objects
         if edit is not None:
             objects = [found for obj in self.objects if (found := edit(obj)) is not None]
-        state = load_state(objects)
+        return self.run_on(load_state(objects), job_key, change)
+
+    def run_on(self, state: ClusterState, job_key: str, change: str = "") -> Trial:
+        """One cycle on ``state``, a state of the objects as changed (the cycle changes it)."""
         result = Scheduler(self.config).run_cycle(state, self.now)
         job = state.jobs.get(job_key)
         if job is None:
@@ -130,11 +135,13 @@ def explain_job(
     objects: list[Obj], job_key: str, config: SchedulerConfig, now: float
 ) -> JobExplanation | None:
     """Why the job ``job_key`` waits and what would let it run (None if it has no such
-    PodGroup or nothing pending)."""
+    PodGroup or nothing pending). The state built from the objects is read first, then the
+    as-is trial runs on it (a cycle changes it): one state fewer to build."""
     state = load_state(objects)
     job = state.jobs.get(job_key)
     if job is None or not job.pending:
         return None
+    queue, pending = job.queue, job.pending
     request = Resources.ZERO
     for task in tasks_to_allocate(job):
         request += task.request
@@ -144,18 +151,20 @@ def explain_job(
         QueueFigures(q.name, q.deserved, q.fair_share, q.limit, q.usage.allocated)
         for q in session.chain(job)
     )
+    elsewhere = _elsewhere(session, queue)
+    changes = _changes(session, job, request)
     trials = Trials(objects, config, now)
     namespace, name = job_key.split("/", 1)
-    as_is = trials.run(job_key)
     ever = trials.run(job_key, "an empty cluster", _only_job(namespace, name))
+    as_is = trials.run_on(state, job_key)
     alternatives: list[Trial] = []
     if not as_is.runs and ever.runs:
-        alternatives = _alternatives(trials, state, job_key)
-    rule, verdict = _verdict(as_is, ever, chain, request, _elsewhere(session, job.queue))
+        alternatives = _alternatives(trials, job_key, changes)
+    rule, verdict = _verdict(as_is, ever, chain, request, elsewhere)
     return JobExplanation(
         job_key,
-        job.queue,
-        job.pending,
+        queue,
+        pending,
         request,
         positions.get(job_key),
         rule,
@@ -167,39 +176,49 @@ def explain_job(
     )
 
 
-def _alternatives(trials: Trials, state: ClusterState, job_key: str) -> list[Trial]:
+@dataclass(frozen=True, slots=True)
+class _Changes:
+    """What the alternatives may change, read from the state before a cycle changes it."""
+
+    min_member: int  # the job's
+    most_gpus: int  # the most whole GPUs one of its pods asks for
+    leaves: tuple[str, ...]  # the other leaf queues whose limits leave room for its request
+
+
+def _changes(session: Session, job: Job, request: Resources) -> _Changes:
+    leaves = []
+    for leaf in sorted(session.queues):
+        chain = [session.queues[q] for q in session.state.queue_chain(leaf)]
+        if leaf == job.queue or session.queues[leaf].children or not chain:
+            continue
+        if all((q.usage.allocated + request).fits_in(q.limit) for q in chain):
+            leaves.append(leaf)
+    most = max((int(t.pod.gpu.whole) for t in job.tasks.values()), default=0)
+    return _Changes(job.min_member, most, tuple(leaves))
+
+
+def _alternatives(trials: Trials, job_key: str, changes: _Changes) -> list[Trial]:
     """The largest smaller minMember and the most GPUs per pod (fewer than asked) with which
     the job would run now, each found by bisection (fewer never makes a job harder to place),
     and every other leaf queue whose limits leave room for it."""
     namespace, name = job_key.split("/", 1)
-    job = state.jobs[job_key]
-    found: list[Trial] = []
     smaller = _largest(
-        job.min_member - 1,
+        changes.min_member - 1,
         lambda members: trials.run(
             job_key, f"minMember {members}", _min_member(namespace, name, members)
         ),
     )
-    most = max((int(t.pod.gpu.whole) for t in job.tasks.values()), default=0)
     fewer = _largest(
-        most - 1,
+        changes.most_gpus - 1,
         lambda gpus: trials.run(
             job_key, f"{gpus} GPU(s) per pod", _gpus_per_pod(namespace, name, gpus)
         ),
     )
-    found += [t for t in (smaller, fewer) if t is not None]
-    request = Resources.ZERO
-    for task in tasks_to_allocate(job):
-        request += task.request
-    session = Session.open(state, trials.config, trials.now)
-    for leaf in sorted(session.queues):
-        chain = [session.queues[q] for q in state.queue_chain(leaf)]
-        if leaf == job.queue or session.queues[leaf].children or not chain:
-            continue
-        if all((q.usage.allocated + request).fits_in(q.limit) for q in chain):
-            trial = trials.run(job_key, f"queue {leaf}", _queue(namespace, name, leaf))
-            if trial.runs:
-                found.append(trial)
+    found = [t for t in (smaller, fewer) if t is not None]
+    for leaf in changes.leaves:
+        trial = trials.run(job_key, f"queue {leaf}", _queue(namespace, name, leaf))
+        if trial.runs:
+            found.append(trial)
     return found
 
 

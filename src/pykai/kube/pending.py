@@ -13,26 +13,17 @@ ones if the loop does not come round in time (a standby replica never does: 503 
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
 from urllib.parse import parse_qs
 
 from pykai.engine.decisions import CycleResult, Reason
-from pykai.engine.positions import Position, pending_positions, under_queue
+from pykai.engine.positions import board
 from pykai.engine.state import ClusterState
 from pykai.model.meta import format_time
+from pykai.model.positions import Board, Position
 
 PREFIX = "/apis/pykai.io/v1/queues/"
 SUFFIX = "/pendingpodgroups"
 DEFAULT_LIMIT = 1000  # Kueue's default
-
-
-@dataclass(frozen=True, slots=True)
-class Board:
-    """Positions as the run loop last worked them out, with the queue tree of that moment."""
-
-    positions: tuple[Position, ...]
-    chains: dict[str, tuple[str, ...]]  # queue -> it and its ancestors
-    at: float  # when, in seconds since the epoch
 
 
 class PendingBoard:
@@ -63,10 +54,9 @@ class PendingBoard:
     def publish(self, state: ClusterState, now: float, reasons: dict[str, list[Reason]]) -> None:
         """Work the positions out from the loop's state (between cycles) and hand them over."""
         self._wanted.clear()
-        positions = tuple(pending_positions(state, now, reasons))
-        chains = {name: state.queue_chain(name) for name in state.queues}
+        found = board(state, now, reasons)
         with self._lock:
-            self._board = Board(positions, chains, now)
+            self._board = found
             self._published.notify_all()
 
     def latest(self) -> Board | None:
@@ -99,8 +89,7 @@ def route(board: PendingBoard, path: str, query: str) -> tuple[int, dict[str, ob
         )
     if name not in found.chains:
         return 404, _status(404, "NotFound", f'queues.scheduling.run.ai "{name}" not found')
-    chosen = under_queue(found.positions, name, lambda leaf: found.chains.get(leaf, ()))
-    return 200, summary(chosen[offset : offset + limit], found.at)
+    return 200, summary(found.under(name)[offset : offset + limit], found.at)
 
 
 def summary(positions: list[Position], at: float) -> dict[str, object]:

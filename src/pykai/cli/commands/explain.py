@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
     from pykai.cli.related import Reader
 
-_KINDS = ("Pod", "PodGroup", "Queue")
+_KINDS = ("Pod", "PodGroup", "Queue", "Workload", "RayJob", "RayCluster", "Job")
 
 
 def explain(
@@ -34,7 +34,8 @@ def explain(
     kind: Annotated[
         str,
         typer.Argument(
-            help="pod, podgroup or queue (or their short names), or KIND/NAME",
+            help="pod, podgroup, queue, workload, rayjob, raycluster or job (or their short "
+            "names), or KIND/NAME",
             autocompletion=complete_kind,
         ),
     ],
@@ -48,8 +49,16 @@ def explain(
     """Explain a pod, PodGroup or queue: for a pending job, whether it can ever run as asked,
     the rule that holds it, its position, and what would let it run now (tried by the engine on
     a copy of the cluster); for a placed pod, how its node was chosen; for an evicted one, by
-    whom and why; for a queue, its shares and pending jobs in order."""
-    from pykai.cli.explain import explain_pod, explain_podgroup, explain_queue, text
+    whom and why; for a queue, its shares and pending jobs in order. For a job Kueue manages
+    (a workload, rayjob, raycluster or job, or their pods): its Workload's state in Kueue, the
+    rule that holds it (ClusterQueue quota, flavors, admission checks) and its positions."""
+    from pykai.cli.explain import (
+        explain_managed,
+        explain_pod,
+        explain_podgroup,
+        explain_queue,
+        text,
+    )
     from pykai.cli.kinds import resolve_target
     from pykai.cli.printers import OutputError
 
@@ -59,7 +68,10 @@ def explain(
             message = f'unable to match a printer suitable for the output format "{output}"'
             raise OutputError(message)
     if info.kind not in _KINDS:
-        fail(f"explain takes a pod, podgroup or queue, not {info.resource}")
+        fail(
+            "explain takes a pod, podgroup, queue, workload, rayjob, raycluster or job, "
+            f"not {info.resource}"
+        )
     if name is None:
         fail(f"explain needs the name of the {info.kind.lower()}")
     live = kubeconfig is not None or context is not None
@@ -67,9 +79,12 @@ def explain(
         found = reader.get(info.kind, name, namespace)
         if found is None:
             fail(not_found(info.resource, name))
-        answer = {"Pod": explain_pod, "PodGroup": explain_podgroup, "Queue": explain_queue}[
-            info.kind
-        ](reader, found)
+        explainer = {
+            "Pod": explain_pod,
+            "PodGroup": explain_podgroup,
+            "Queue": explain_queue,
+        }.get(info.kind, explain_managed)
+        answer = explainer(reader, found)
     if output == "json":
         import json
 
