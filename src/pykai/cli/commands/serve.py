@@ -163,7 +163,7 @@ def run(
     from pykai.kube.visibility import Visibility
 
     metrics = RunMetrics(chosen, stall_after=max(60.0, 30 * period))
-    metrics.count_requests(api.http)
+    metrics.count_requests(api.http, api.poster)
     visibility = Visibility()  # Kueue's pendingworkloads, beside the metrics
     server = None
     pending = PendingBoard() if "scheduler" in chosen else None
