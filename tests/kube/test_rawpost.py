@@ -17,7 +17,9 @@ import pytest
 from pykai.kube.api import ApiError, AuthError, KubeApi
 from pykai.kube.auth import BearerToken
 from pykai.kube.kubeconfig import Connection
+from pykai.kube.metrics import RunMetrics
 from pykai.kube.rawpost import RawPoster
+from tests.kube.test_metrics import scrape, value
 
 
 class _Server(ThreadingHTTPServer):
@@ -75,7 +77,7 @@ def test_a_bind_is_one_post_with_the_credentials(server: _Server) -> None:
     api = _api(server, fallback)
     answered: list[tuple[str, int]] = []
     assert api.poster is not None
-    api.poster.answered.append(lambda method, status: answered.append((method, status)))
+    api.poster.answered.append(lambda method, path, status: answered.append((method, status)))
     api.bind("ns", "pod-a", "node-1", uid="u-1")
     api.bind("ns", "pod-b", "node-2")
     assert [(path, auth) for path, auth, _ in server.seen] == [
@@ -121,3 +123,16 @@ def test_no_answer_is_a_transport_error() -> None:
     connection = Connection("http://127.0.0.1:9", ssl.create_default_context(), None, (), "x")
     with pytest.raises(httpx.TransportError):
         RawPoster(connection, timeout=5.0).post("/x", b"{}")
+
+
+def test_raw_answers_are_counted_with_httpxs(server: _Server) -> None:
+    api = _api(server, [])
+    metrics = RunMetrics({"scheduler"})
+    metrics.count_requests(api.http, api.poster)
+    api.bind("ns", "pod-a", "node-1")
+    server.status = 409
+    with pytest.raises(ApiError):
+        api.bind("ns", "pod-b", "node-1")
+    samples = scrape(metrics)
+    assert value(samples, "pykai_api_requests_total", method="POST", code="201") == 1
+    assert value(samples, "pykai_api_requests_total", method="POST", code="409") == 1

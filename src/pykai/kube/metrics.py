@@ -182,7 +182,7 @@ class RunMetrics:
         client.event_hooks = {**hooks, "response": [*hooks.get("response", []), count]}
         if poster is not None:
 
-            def counted(method: str, status: int) -> None:
+            def counted(method: str, path: str, status: int) -> None:
                 self.requests.labels(method, str(status)).inc()
 
             poster.answered.append(counted)

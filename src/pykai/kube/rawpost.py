@@ -21,7 +21,7 @@ from pykai.kube.kubeconfig import Connection
 class RawPoster:
     """``post(path, body)`` -> (status, body) on this thread's connection to the apiserver;
     an error on the way is an httpx.TransportError (the callers' API_ERRORS). Each answer is
-    told to the ``answered`` hooks (method, status), as httpx's response hooks are."""
+    told to the ``answered`` hooks (method, path, status), as httpx's response hooks are."""
 
     def __init__(self, connection: Connection, timeout: float = 30.0) -> None:
         url = urlsplit(connection.server)
@@ -31,7 +31,7 @@ class RawPoster:
         self.tls, self.auth, self.timeout = connection.tls, connection.auth, timeout
         self.headers = {"Content-Type": "application/json", "Accept": "application/json"}
         self.headers |= dict(connection.headers)
-        self.answered: list[Callable[[str, int], None]] = []
+        self.answered: list[Callable[[str, str, int], None]] = []
         self._local = threading.local()
 
     def post(self, path: str, body: bytes) -> tuple[int, bytes]:
@@ -46,7 +46,7 @@ class RawPoster:
             self._local.connection = None
             raise httpx.TransportError(f"POST {path}: {exc!r}") from exc
         for hook in self.answered:
-            hook("POST", response.status)
+            hook("POST", path, response.status)
         return response.status, data
 
     def _connection(self) -> http.client.HTTPConnection:
