@@ -128,10 +128,10 @@ class KubeRunner:
         competes for the lease once every informer has listed, and renews it from its own
         thread, so a cycle may take longer than the lease. Raises RefusedAtStart (and sets
         ``stop``) if the apiserver refuses the credentials at start."""
-        self.watch.start()
         electing = ready = settled = False
         try:
             while not stop.is_set():
+                self.watch.start()  # once (unless pykai run started it already)
                 self.host.drain()
                 try:
                     ready = self.ready()
