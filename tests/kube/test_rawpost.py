@@ -14,7 +14,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import httpx
 import pytest
 
-from pykai.kube.api import ApiError, AuthError, KubeApi
+from pykai.kube.api import ApiError, AuthError, KubeApi, raw_poster
 from pykai.kube.auth import BearerToken
 from pykai.kube.kubeconfig import Connection
 from pykai.kube.metrics import RunMetrics
@@ -136,3 +136,25 @@ def test_raw_answers_are_counted_with_httpxs(server: _Server) -> None:
     samples = scrape(metrics)
     assert value(samples, "pykai_api_requests_total", method="POST", code="201") == 1
     assert value(samples, "pykai_api_requests_total", method="POST", code="409") == 1
+
+
+@pytest.mark.parametrize(
+    ("environment", "raw"),
+    [
+        ({}, True),
+        ({"HTTPS_PROXY": "http://proxy.example:3128"}, False),
+        ({"HTTPS_PROXY": "http://proxy.example:3128", "NO_PROXY": "api.example"}, True),
+        ({"HTTP_PROXY": "http://proxy.example:3128"}, True),  # not for https
+        ({"NO_PROXY": "*"}, True),
+    ],
+)
+def test_binds_go_through_httpx_where_a_proxy_stands_between(
+    monkeypatch: pytest.MonkeyPatch, environment: dict[str, str], raw: bool
+) -> None:
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY"):
+        for spelled in (name, name.lower()):
+            monkeypatch.delenv(spelled, raising=False)
+    for name, setting in environment.items():
+        monkeypatch.setenv(name, setting)
+    connection = Connection("https://api.example:6443", ssl.create_default_context(), None, (), "x")
+    assert (raw_poster(connection) is not None) == raw

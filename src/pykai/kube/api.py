@@ -14,12 +14,14 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import getproxies, proxy_bypass
 
 import httpx
 import msgspec
 
 from pykai.kube.auth import CredentialsUnavailable
-from pykai.kube.kubeconfig import SERVICE_ACCOUNT_DIR, resolve
+from pykai.kube.kubeconfig import SERVICE_ACCOUNT_DIR, Connection, resolve
 from pykai.kube.rawpost import RawPoster
 from pykai.model.errors import PykaiError
 from pykai.model.kinds import BY_KIND, KindSpec
@@ -129,7 +131,7 @@ def connect(
         timeout=httpx.Timeout(30.0, read=None),
         limits=httpx.Limits(max_connections=64),
     )
-    api = KubeApi(client, connection.credentials, RawPoster(connection))
+    api = KubeApi(client, connection.credentials, raw_poster(connection))
     try:
         api.version()
     except CredentialsUnavailable as exc:
@@ -144,6 +146,15 @@ def connect(
             f"cannot reach the apiserver at {connection.server}: {exc}; check {check}"
         ) from exc
     return api
+
+
+def raw_poster(connection: Connection) -> RawPoster | None:
+    """The raw poster for the binds, or None where the environment puts a proxy between
+    (``HTTPS_PROXY`` and the like, which httpx honours and http.client does not)."""
+    url = urlsplit(connection.server)
+    proxies = getproxies()
+    proxied = bool(proxies.get(url.scheme) or proxies.get("all"))
+    return None if proxied and not proxy_bypass(url.hostname or "") else RawPoster(connection)
 
 
 class KubeApi:
