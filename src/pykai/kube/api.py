@@ -14,12 +14,15 @@ import logging
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
+from urllib.request import getproxies, proxy_bypass
 
 import httpx
 import msgspec
 
 from pykai.kube.auth import CredentialsUnavailable
-from pykai.kube.kubeconfig import SERVICE_ACCOUNT_DIR, resolve
+from pykai.kube.kubeconfig import SERVICE_ACCOUNT_DIR, Connection, resolve
+from pykai.kube.rawpost import RawPoster
 from pykai.model.errors import PykaiError
 from pykai.model.kinds import BY_KIND, KindSpec
 from pykai.model.meta import Obj
@@ -128,7 +131,7 @@ def connect(
         timeout=httpx.Timeout(30.0, read=None),
         limits=httpx.Limits(max_connections=64),
     )
-    api = KubeApi(client, connection.credentials)
+    api = KubeApi(client, connection.credentials, raw_poster(connection))
     try:
         api.version()
     except CredentialsUnavailable as exc:
@@ -145,12 +148,24 @@ def connect(
     return api
 
 
+def raw_poster(connection: Connection) -> RawPoster | None:
+    """The raw poster for the binds, or None where the environment puts a proxy between
+    (``HTTPS_PROXY`` and the like, which httpx honours and http.client does not)."""
+    url = urlsplit(connection.server)
+    proxies = getproxies()
+    proxied = bool(proxies.get(url.scheme) or proxies.get("all"))
+    return None if proxied and not proxy_bypass(url.hostname or "") else RawPoster(connection)
+
+
 class KubeApi:
     """list / watch / create / patch / delete / bind on one apiserver. ``credentials`` says
-    which ones the client uses (for the message when the apiserver refuses them)."""
+    which ones the client uses (for the message when the apiserver refuses them); binds go
+    through ``poster`` where there is one (kube/rawpost.py), else through httpx."""
 
-    def __init__(self, client: httpx.Client, credentials: str = "unknown") -> None:
-        self.http, self.credentials = client, credentials
+    def __init__(
+        self, client: httpx.Client, credentials: str = "unknown", poster: RawPoster | None = None
+    ) -> None:
+        self.http, self.credentials, self.poster = client, credentials, poster
 
     def version(self) -> Obj:
         """The apiserver's version (``GET /version``, which every identity may read)."""
@@ -175,20 +190,22 @@ class KubeApi:
     def _refused(self, response: httpx.Response, verb: str) -> None:
         """Raise the error for a refusal: a 401/403 is an AuthError, logged at ERROR with the
         request and the credentials."""
-        if response.status_code < 300:
-            return
-        text = response.read().decode(errors="replace")
+        if response.status_code >= 300:
+            raise self._refusal(response.status_code, response.read(), verb, response.url.path)
+
+    def _refusal(self, status: int, body: bytes, verb: str, path: str) -> ApiError:
+        """The error for a refusal: a 401/403 is an AuthError, logged at ERROR with the
+        request and the credentials."""
+        text = body.decode(errors="replace")
         try:
             message = str(json.loads(text)["message"])
         except (ValueError, KeyError, TypeError):
             message = text[:500]
-        if response.status_code not in (401, 403):
-            raise ApiError(response.status_code, message)
-        error = AuthError(
-            response.status_code, message, f"{verb} {response.request.url.path}", self.credentials
-        )
+        if status not in (401, 403):
+            return ApiError(status, message)
+        error = AuthError(status, message, f"{verb} {path}", self.credentials)
         log.error("%s", error)
-        raise error
+        return error
 
     def list(
         self, kind: Kind, *, resource_version: str = "", limit: int = LIST_PAGE
@@ -281,9 +298,16 @@ class KubeApi:
             "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
-        self._refused(
-            self.http.post(self.path(KINDS["Pod"], namespace, name, "binding"), json=body), "create"
-        )
+        path = self.path(KINDS["Pod"], namespace, name, "binding")
+        content = json.dumps(body).encode()
+        if self.poster is not None:
+            status, answer = self.poster.post(path, content)
+            if status < 300:
+                return
+            if status != 401:  # a 401 is asked again through httpx, whose auth flow refreshes
+                raise self._refusal(status, answer, "create", path)
+        headers = {"Content-Type": "application/json"}
+        self._refused(self.http.post(path, content=content, headers=headers), "create")
 
 
 def _decoded(decoder: msgspec.json.Decoder[Any], data: bytes, what: str) -> Any:

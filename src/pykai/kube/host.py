@@ -84,11 +84,13 @@ class KubeHost:
         report_binds: bool = True,
         bound: Callable[[float, bool], None] = lambda seconds, failed: None,
         bind_pool: Executor | None = None,
+        changes: queue.Queue[Change] | None = None,
     ) -> None:
         """``report_binds``: this process tells a pod when the binder gave up on it (the
         scheduler's part: the controllers may not write events); ``bound(seconds, failed)``
         is told of every bind (the metrics); ``bind_pool`` makes the binds started while a
-        cycle decides (default: ``BIND_THREADS`` of their own)."""
+        cycle decides (default: ``BIND_THREADS`` of their own); ``changes`` is the queue the
+        informers feed (default: a new one)."""
         self.api, self.pool = api, pool
         self.bound = bound
         self.events = EventRecorder(api, pool)
@@ -96,7 +98,7 @@ class KubeHost:
         self.binder = Binder(api, pool, self.events)
         self.state = ClusterState()
         self.objects: dict[str, dict[Key, Obj]] = {}  # kind -> (namespace, name) -> object
-        self.changes: queue.Queue[Change] = queue.Queue()
+        self.changes: queue.Queue[Change] = queue.Queue() if changes is None else changes
         self.synced: set[str] = set()
         self.report_binds = report_binds
         self._isolations: dict[str, Isolation] = {}

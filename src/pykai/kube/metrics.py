@@ -28,6 +28,7 @@ from prometheus_client.registry import Collector
 from pykai.controllers.outcome import ACTIONS
 from pykai.engine.decisions import CycleResult
 from pykai.engine.state import ClusterState
+from pykai.kube.rawpost import RawPoster
 from pykai.model import constants as c
 from pykai.model.queue import QueueView
 from pykai.model.resources import MB, Resources
@@ -171,14 +172,20 @@ class RunMetrics:
         """A cycle that failed: ``api`` or ``bug``."""
         self.failures.labels(cause).inc()
 
-    def count_requests(self, client: httpx.Client) -> None:
-        """Count every response ``client`` gets, by method and status code."""
+    def count_requests(self, client: httpx.Client, poster: RawPoster | None = None) -> None:
+        """Count every response ``client`` (and ``poster``) gets, by method and status code."""
 
         def count(response: httpx.Response) -> None:
             self.requests.labels(response.request.method, str(response.status_code)).inc()
 
         hooks = client.event_hooks
         client.event_hooks = {**hooks, "response": [*hooks.get("response", []), count]}
+        if poster is not None:
+
+            def counted(method: str, path: str, status: int) -> None:
+                self.requests.labels(method, str(status)).inc()
+
+            poster.answered.append(counted)
 
     # ---- health ------------------------------------------------------------------------------
 

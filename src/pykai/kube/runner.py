@@ -11,10 +11,11 @@ One process runs any subset of the components (all five by default):
 - ``queuecontroller`` / ``podgroupcontroller``: queue status and PodGroup status;
 - ``kubelet`` and ``kuberay``: stand-ins for a local cluster (standins/).
 
-Nothing is decided before every informer has listed its kind, so a restarted process never acts
-on a half-filled cache. If the apiserver refuses those first lists (or the first lease request)
-with 401/403, ``run`` raises RefusedAtStart: the credentials or their RBAC are wrong, and
-retrying would only hide it.
+Nothing is decided before every kind the decisions read has been listed, so a restarted process
+never acts on a half-filled cache; the kinds only Kueue's pass reads are listed next, and that
+pass waits for them (kube/watched.py). If the apiserver refuses those first lists (or the
+first lease request) with 401/403, ``run`` raises RefusedAtStart: the credentials or their
+RBAC are wrong, and retrying would only hide it.
 """
 
 from __future__ import annotations
@@ -30,23 +31,22 @@ from pykai.controllers.kueue_admission import run_kueue
 from pykai.controllers.kueue_jobs import KUEUE_JOBS
 from pykai.controllers.round import COMPONENTS, Round
 
-__all__ = ["COMPONENTS", "DEFAULT_COMPONENTS", "KubeRunner", "parse_components"]
+__all__ = ["COMPONENTS", "DEFAULT_COMPONENTS", "KubeRunner"]
 from pykai.controllers.validation import StoredCheck
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import CycleResult
 from pykai.engine.memory import settle
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import ClusterState
-from pykai.kube.api import API_ERRORS, KINDS, KubeApi, RefusedAtStart
+from pykai.kube.api import API_ERRORS, KubeApi, RefusedAtStart
 from pykai.kube.binder import RESERVATION_NAMESPACE, groups_in_use
 from pykai.kube.host import KubeHost
-from pykai.kube.informer import Informer
 from pykai.kube.leader import LeaderElector
 from pykai.kube.metrics import RunMetrics
 from pykai.kube.visibility import Visibility
+from pykai.kube.watched import KUEUE_KINDS, OPTIONAL, Watch
 from pykai.model import constants as c
 from pykai.model.errors import AlreadyExists
-from pykai.model.kueue_jobs import MANAGED_KINDS
 from pykai.model.meta import Obj
 from pykai.standins.provisioning import answer_provisioning_requests
 from pykai.standins.workloads import KUBERAY, Controller
@@ -55,59 +55,6 @@ log = logging.getLogger("pykai.run")
 
 DEFAULT_COMPONENTS = frozenset(COMPONENTS[:5])
 STATUS_RESYNC_SECONDS = 60.0  # every object's status is checked this often (else: what changed)
-_ENGINE_KINDS = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod", "BindRequest")
-# what Kueue's controllers read, where Kueue's CRDs are installed (they run once all have listed)
-_KUEUE_KINDS = (
-    "ClusterQueue",
-    "LocalQueue",
-    "Workload",
-    "Cohort",
-    "ResourceFlavor",
-    "WorkloadPriorityClass",
-    "AdmissionCheck",
-    "ProvisioningRequestConfig",
-    "PodTemplate",  # the pod sets of the ProvisioningRequests admission checks make
-    "Namespace",  # their labels, for a ClusterQueue's namespaceSelector
-)
-# answered by the cluster autoscaler, whose CRD may be missing: never waited for
-_PROVISIONING = ("ProvisioningRequest",)
-_NEEDS: dict[str, tuple[str, ...]] = {
-    "scheduler": (*_ENGINE_KINDS, *_KUEUE_KINDS, *_PROVISIONING, *MANAGED_KINDS),
-    "binder": ("Pod", "BindRequest"),
-    "podgrouper": ("Pod", "PodGroup", "PriorityClass"),
-    "queuecontroller": _ENGINE_KINDS,
-    "podgroupcontroller": _ENGINE_KINDS,
-    "kubelet": ("Pod", "Node"),
-    "kuberay": ("Pod", "RayCluster", "RayJob", "RayService", "Job"),  # Job: a RayJob's submitter
-    # the check-capacity stand-in places a request's pods on the nodes with the engine
-    "provisioning": (*_ENGINE_KINDS, "ProvisioningRequest", "PodTemplate"),
-}
-# owners the pod-grouper reads when they exist (a missing CRD only means no such owners)
-_OWNER_KINDS = (
-    "ReplicaSet",
-    "Deployment",
-    "StatefulSet",
-    "Job",
-    "CronJob",
-    "RayCluster",
-    "RayJob",
-    "RayService",
-    "PyTorchJob",
-)
-# not waited for (CRDs may lack)
-_OPTIONAL = frozenset(_OWNER_KINDS) | frozenset(_KUEUE_KINDS) | frozenset(_PROVISIONING)
-
-
-def parse_components(text: str) -> frozenset[str]:
-    """``scheduler,binder`` -> the set; raises ValueError naming an unknown component."""
-    wanted = frozenset(part.strip() for part in text.split(",") if part.strip())
-    unknown = sorted(wanted - set(COMPONENTS))
-    if unknown or not wanted:
-        raise ValueError(
-            f"unknown component(s) {', '.join(unknown) or '(none given)'}; "
-            f"choose from {', '.join(COMPONENTS)}"
-        )
-    return wanted
 
 
 class KubeRunner:
@@ -125,9 +72,12 @@ class KubeRunner:
         observers: Sequence[Callable[[ClusterState, CycleResult, float], None]] = (),
         visibility: Visibility | None = None,
         bind_pool: Executor | None = None,
+        watch: Watch | None = None,
     ) -> None:
         """``pool`` carries out the writes (default: 32 threads), ``bind_pool`` the binds
-        started while a cycle decides (default: the host's ``BIND_THREADS``);
+        started while a cycle decides (default: the host's ``BIND_THREADS``); ``watch``: the
+        informers, maybe already listing (``pykai run`` starts them before it imports the
+        engine; default: started by ``run``);
         ``scheduled_events`` off leaves a bind one write (for benchmarks); each observer is
         handed the state, the result and the time after every cycle, in the loop's thread (the
         dashboard, the pending-positions board); ``visibility`` is told the pending Workloads'
@@ -140,6 +90,7 @@ class KubeRunner:
         if "scheduler" not in components:  # status only: fair share without actions
             config = config.model_copy(update={"actions": []})
         self.scheduler = Scheduler(config)
+        self.watch = watch or Watch(api, components)
         self.pool = pool or ThreadPoolExecutor(max_workers=32, thread_name_prefix="pykai-write")
         self.host = KubeHost(
             api,
@@ -147,6 +98,7 @@ class KubeRunner:
             report_binds="scheduler" in components,
             bound=self.metrics.bound,
             bind_pool=bind_pool,
+            changes=self.watch.changes,
         )
         kueue = "scheduler" in components
         self.round = Round(
@@ -163,9 +115,7 @@ class KubeRunner:
                 *((answer_provisioning_requests,) if "provisioning" in components else ()),
             ),
         )
-        self.kinds = sorted({k for name in components for k in _NEEDS[name]})
-        if "podgrouper" in components:
-            self.kinds = sorted(set(self.kinds) | set(_OWNER_KINDS))
+        self.kinds = self.watch.kinds
         self.observers = tuple(observers)
         self.cycles = 0  # cycles run by this process
         self._next_full_status = 0.0  # when status is next checked for every object
@@ -178,20 +128,17 @@ class KubeRunner:
         competes for the lease once every informer has listed, and renews it from its own
         thread, so a cycle may take longer than the lease. Raises RefusedAtStart (and sets
         ``stop``) if the apiserver refuses the credentials at start."""
-        informers = [
-            Informer(self.api, KINDS[kind], self.host.changes, stop) for kind in self.kinds
-        ]
-        for informer in informers:
-            informer.start()
         electing = ready = settled = False
         try:
             while not stop.is_set():
+                self.watch.start()  # once (unless pykai run started it already)
                 self.host.drain()
                 try:
                     ready = self.ready()
                     if ready and not settled:  # the initial load is in (engine/memory.py)
                         settle(self.host.state)
                         settled = True
+                        self.watch.start_later()
                     if ready and elector is not None and not electing:
                         elector.start(stop)
                         electing = True
@@ -215,12 +162,12 @@ class KubeRunner:
                     self.host.wait_for_change(period)
         except RefusedAtStart:
             stop.set()  # the other first lists end too, so their log lines come before ours
-            deadline = time.monotonic() + 5.0
-            for informer in informers:
-                informer.join(max(0.0, deadline - time.monotonic()))
+            self.watch.stop.set()
+            self.watch.join(5.0)
             raise
         finally:
-            stop.set()  # ends the informers too
+            stop.set()
+            self.watch.stop.set()
             # writes under way finish; queued ones (thousands of status patches after a big
             # cycle, each waiting out a timeout if the apiserver is gone) are dropped: the
             # next process derives them again
@@ -237,7 +184,7 @@ class KubeRunner:
 
     def ready(self) -> bool:
         """True once every required kind has been listed."""
-        return all(kind in self.host.synced for kind in self.kinds if kind not in _OPTIONAL)
+        return all(kind in self.host.synced for kind in self.kinds if kind not in OPTIONAL)
 
     def cycle(self) -> CycleResult:
         """One round of this process's components; the phases of a round that decided
@@ -283,7 +230,7 @@ class KubeRunner:
         (never where Kueue's CRDs are not installed): before that, a job's Workload, or a
         Workload's job, may exist unseen. RayJobs and RayClusters are not waited for: their
         CRDs may be missing."""
-        return all(kind in self.host.synced for kind in (*_KUEUE_KINDS, "Job"))
+        return all(kind in self.host.synced for kind in (*KUEUE_KINDS, "Job"))
 
     def _run_kueue(self, host: Host) -> None:
         """Kueue's scheduler and status writers (controllers/kueue_admission.py); an API

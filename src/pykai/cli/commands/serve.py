@@ -108,16 +108,11 @@ def run(
 ) -> None:
     """Run pykai's components against a real Kubernetes cluster (foreground; stops cleanly on
     SIGTERM)."""
-    from pykai.cli.commands.dashboard import serve_cycle_pages
+    # light imports only until the informers list: the apiserver answers while the engine loads
     from pykai.cli.manifests import ManifestError, read_manifests
-    from pykai.engine.config import SchedulerConfig, config_from_documents
     from pykai.kube.api import connect
     from pykai.kube.leader import LeaderElector
-    from pykai.kube.metrics import RunMetrics
-    from pykai.kube.metrics_server import serve_metrics
-    from pykai.kube.pending import PendingBoard
-    from pykai.kube.runner import KubeRunner, parse_components
-    from pykai.kube.visibility import Visibility
+    from pykai.kube.watched import Watch, parse_components
 
     config = None
     with reported(), refused():
@@ -135,8 +130,12 @@ def run(
             documents = read_manifests([str(scheduler_config)])
             if not documents:
                 raise ManifestError(f"{scheduler_config} holds no configuration")
+            from pykai.engine.config import config_from_documents
+
             config = config_from_documents(documents, str(scheduler_config))
         api = connect(kubeconfig, context)
+        watch = Watch(api, chosen)
+        watch.start()
         elector = None
         if leader_elect:
             try:
@@ -155,8 +154,16 @@ def run(
                 ) from exc
 
     stop = serving(log_level, log_format)
+    from pykai.cli.commands.dashboard import serve_cycle_pages
+    from pykai.engine.config import SchedulerConfig
+    from pykai.kube.metrics import RunMetrics
+    from pykai.kube.metrics_server import serve_metrics
+    from pykai.kube.pending import PendingBoard
+    from pykai.kube.runner import KubeRunner
+    from pykai.kube.visibility import Visibility
+
     metrics = RunMetrics(chosen, stall_after=max(60.0, 30 * period))
-    metrics.count_requests(api.http)
+    metrics.count_requests(api.http, api.poster)
     visibility = Visibility()  # Kueue's pendingworkloads, beside the metrics
     server = None
     pending = PendingBoard() if "scheduler" in chosen else None
@@ -181,6 +188,7 @@ def run(
                 metrics=metrics,
                 observers=observers,
                 visibility=visibility,
+                watch=watch,
             )
             runner.run(stop, period, elector)
     finally:
