@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pykai.model import constants as c
 from pykai.model.constraints import NodeConstraints, parse_constraints
@@ -115,6 +116,7 @@ def read_pod(obj: Obj) -> tuple[PodView, list[FieldProblem]]:
 _STANDARD_RESOURCES = {c.CPU_RESOURCE, c.MEMORY_RESOURCE, "ephemeral-storage"}
 
 
+@lru_cache(maxsize=1024)
 def _resource_name_problem(rname: str) -> str:
     """Why a container may not name this resource (Kubernetes' validateContainerResourceName):
     a name without a domain must be standard (cpu, memory, ephemeral-storage, hugepages-*)."""

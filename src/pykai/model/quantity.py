@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import re
 from decimal import ROUND_UP, Context, Decimal
+from functools import lru_cache
 
 from pykai.model.errors import QuantityError
 
@@ -63,6 +64,13 @@ def _decimal(value: object) -> Decimal:
             return Decimal(str(value))
         except ValueError as exc:  # an int of more digits than Python prints
             raise QuantityError(f"{exc}; write a number such as 2 or 500m") from exc
+    return _decimal_text(value)
+
+
+@lru_cache(maxsize=4096)
+def _decimal_text(value: str) -> Decimal:
+    """``_decimal`` of a text; cached, since a cluster writes the same few amounts everywhere
+    (Decimal is immutable, and a refusal is raised again, never cached)."""
     text = value.strip()
     match = _PATTERN.match(text) if len(text) <= _MAX_TEXT else None
     if not match:
