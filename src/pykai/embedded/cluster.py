@@ -27,8 +27,9 @@ from pykai.controllers.round import COMPONENTS, Round
 from pykai.controllers.validation import StoredCheck, check_queue_unused, validate_objects
 from pykai.embedded import events
 from pykai.embedded.host import ClusterHost
+from pykai.embedded.memory import MemoryStore
 from pykai.embedded.reader import ClusterReader
-from pykai.embedded.store import Store, namespace_of
+from pykai.embedded.store import ObjectStore, Store, namespace_of
 from pykai.engine.config import SchedulerConfig, config_from_mapping
 from pykai.engine.decisions import CycleResult
 from pykai.engine.memory import settle
@@ -72,7 +73,7 @@ class EmbeddedCluster(ClusterReader):
 
     def __init__(
         self,
-        store: Store,
+        store: ObjectStore,
         config: SchedulerConfig | None = None,
         scheduler: CycleRunner | None = None,
         *,
@@ -116,7 +117,9 @@ class EmbeddedCluster(ClusterReader):
         """Open a cluster at ``path`` (made, with KAI installed, if missing; None keeps it in
         memory); ``readonly`` opens an existing one for reading only; ``statuses`` and
         ``scheduled_events`` as for the constructor."""
-        store = Store(path, readonly=readonly, seed=_seed)
+        store = (
+            MemoryStore(seed=_seed) if path is None else Store(path, readonly=readonly, seed=_seed)
+        )
         return cls(store, config, scheduler, statuses=statuses, scheduled_events=scheduled_events)
 
     @property
@@ -224,6 +227,13 @@ class EmbeddedCluster(ClusterReader):
                     self.state.remove(gone["kind"], namespace_of(gone), gone["metadata"]["name"])
         self.writes += bool(removed)
         return bool(removed)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Many writes (``create``, ``update``, ``remove``) in one transaction, each shown to
+        the engine as it is made; the engine's state is current with the store after it."""
+        with self._writing():
+            yield
 
     def isolation(self, component: str) -> Isolation:
         """Per-object fault isolation for one controller (controllers/faults.py)."""
@@ -374,7 +384,7 @@ KEPT_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 """The namespaces Kubernetes refuses to delete."""
 
 
-def _seed(store: Store) -> None:
+def _seed(store: ObjectStore) -> None:
     """A new cluster looks like one with KAI installed: its priority classes, the Helm
     chart's default queues, and the namespaces of NAMESPACES."""
     for obj in [*builtin_priority_classes(), *default_queues(), *map(new_namespace, NAMESPACES)]:
