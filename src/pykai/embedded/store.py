@@ -109,8 +109,11 @@ class ObjectStore(ABC):
         if self._depth:
             if not self._writes:
                 raise RuntimeError("cannot write inside a read snapshot")
-            with self._joined():
+            self._depth += 1
+            try:
                 yield
+            finally:
+                self._depth -= 1
             return
         if self.readonly:
             raise RuntimeError(f'the cluster file "{self.path}" was opened read-only')

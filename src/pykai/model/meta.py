@@ -83,7 +83,7 @@ def merge_patch(target: Obj, patch: Obj) -> Obj:
             current = result.get(key)
             result[key] = merge_patch(current if isinstance(current, dict) else {}, value)
         else:
-            result[key] = copy.deepcopy(value)
+            result[key] = value if isinstance(value, str | int | float) else copy.deepcopy(value)
     return result
 
 
