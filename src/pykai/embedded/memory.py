@@ -16,7 +16,6 @@ from collections.abc import Callable
 from typing import Any
 
 from pykai.embedded.store import (
-    CHANGE_LOG_GENERATIONS,
     ObjectStore,
     namespace_of,
     owner_uids,
@@ -48,7 +47,7 @@ class MemoryStore(ObjectStore):
     # ---- transactions ------------------------------------------------------------------------
 
     def changes_since(self, generation: int) -> builtins.list[Key] | None:
-        if generation < self.generation - CHANGE_LOG_GENERATIONS:
+        if generation < self._log_horizon():
             return None
         changed: set[Key] = set()
         for written, keys in self._changes.items():
@@ -64,8 +63,8 @@ class MemoryStore(ObjectStore):
     def _commit(self) -> None:
         if self._dirty:
             self.generation += 1
-            oldest = self.generation - CHANGE_LOG_GENERATIONS
-            for written in [g for g in self._changes if g <= oldest]:
+            horizon = self._log_horizon()
+            for written in [g for g in self._changes if g <= horizon]:
                 del self._changes[written]
         self._undo.clear()
 

@@ -159,6 +159,10 @@ class ObjectStore(ABC):
         finally:
             self._depth -= 1
 
+    def _log_horizon(self) -> int:
+        """The change log names every change after this generation (and no earlier one)."""
+        return self.generation - CHANGE_LOG_GENERATIONS
+
     @abstractmethod
     def changes_since(self, generation: int) -> builtins.list[tuple[str, str, str]] | None:
         """(kind, namespace, name) of the objects written after ``generation`` up to the one
@@ -389,7 +393,7 @@ class Store(ObjectStore):
         """(kind, namespace, name) of the objects written after ``generation`` up to the one
         seen now (call inside a transaction or snapshot), or None when the log no longer
         reaches back that far."""
-        if generation < self.generation - CHANGE_LOG_GENERATIONS:
+        if generation < self._log_horizon():
             return None
         rows = self._db.execute(
             "SELECT DISTINCT kind, namespace, name FROM changes WHERE generation > ? "
