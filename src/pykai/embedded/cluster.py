@@ -224,7 +224,8 @@ class EmbeddedCluster(ClusterReader):
             removed = self.store.delete(kind, name, namespace)
             for gone in removed:
                 if gone["kind"] in KINDS:
-                    self.state.remove(gone["kind"], namespace_of(gone), gone["metadata"]["name"])
+                    state = self._catch_up()  # current: in the transaction _writing began
+                    state.remove(gone["kind"], namespace_of(gone), gone["metadata"]["name"])
         self.writes += bool(removed)
         return bool(removed)
 
@@ -332,8 +333,9 @@ class EmbeddedCluster(ClusterReader):
             )
 
     def _observe(self, obj: Obj) -> None:
+        """Show a written object to the engine (called inside ``_writing``)."""
         if obj.get("kind") in KINDS:
-            self.state.upsert(obj)
+            self._catch_up().upsert(obj)
 
     def _apply_one(self, manifest: Obj) -> ApplyOutcome:
         meta = manifest["metadata"]

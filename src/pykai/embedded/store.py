@@ -109,11 +109,7 @@ class ObjectStore(ABC):
         if self._depth:
             if not self._writes:
                 raise RuntimeError("cannot write inside a read snapshot")
-            self._depth += 1
-            try:
-                yield
-            finally:
-                self._depth -= 1
+            yield from self._join()
             return
         if self.readonly:
             raise RuntimeError(f'the cluster file "{self.path}" was opened read-only')
@@ -141,8 +137,7 @@ class ObjectStore(ABC):
         """Reads inside see one consistent state of the store (no writes); inside a
         transaction, that transaction's."""
         if self._depth:
-            with self._joined():
-                yield
+            yield from self._join()
             return
         self._begin(writes=False)
         try:
@@ -151,8 +146,9 @@ class ObjectStore(ABC):
             self._end_snapshot()
             self._depth = 0
 
-    @contextmanager
-    def _joined(self) -> Iterator[None]:
+    def _join(self) -> Iterator[None]:
+        """The body of a transaction or snapshot inside the one under way (a plain generator:
+        nested ones are many, a context manager each would cost)."""
         self._depth += 1
         try:
             yield
@@ -201,8 +197,12 @@ class ObjectStore(ABC):
     def counter(self, key: str, step: int = 1) -> int:
         """Add ``step`` to a named counter and return its new value."""
         with self.transaction():
-            value = self.read_counter(key) + step
-            self._set_meta(key, str(value))
+            return self._count(key, step)
+
+    def _count(self, key: str, step: int = 1) -> int:
+        """``counter`` inside the transaction under way."""
+        value = self.read_counter(key) + step
+        self._set_meta(key, str(value))
         return value
 
     def read_counter(self, key: str) -> int:
@@ -249,7 +249,7 @@ class ObjectStore(ABC):
         key = kind, namespace, _ = _key(stored)
         meta = stored["metadata"]
         with self.transaction():
-            seq = self.counter(_SEQUENCE)
+            seq = self._count(_SEQUENCE)
             meta["uid"] = meta.get("uid") or _uid(seq, f"{kind}/{namespace}/{meta['name']}")
             meta["creationTimestamp"] = meta.get("creationTimestamp") or format_time(self.now())
             meta["generation"] = 1
@@ -263,7 +263,7 @@ class ObjectStore(ABC):
     def update(self, obj: Obj) -> Obj:
         """Replace a stored object (same kind, namespace and name), bumping resourceVersion."""
         with self.transaction():
-            version = str(self.counter(_SEQUENCE))
+            version = str(self._count(_SEQUENCE))
             stored = {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
             key = _key(stored)
             if not self._replace(key, stored):
