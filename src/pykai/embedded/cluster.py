@@ -2,11 +2,11 @@
 
 Objects live in a store (a SQLite file, or dicts in memory: embedded/memory.py); a ClusterState
 mirrors the kinds the engine reads. It is built on first use (commands that only read never
-build it) and fed every write. Other processes may write the same file: every write transaction first brings the state up to the store's
-generation by replaying the objects the change log names (or, far behind, by loading it anew),
-and checks its input against the stored objects of that moment. After each change the
-controllers run in rounds until a round changes nothing: workload controllers, pod-grouper,
-scheduler, binder, evictor, fake kubelet, status.
+build it) and fed every write. Other processes may write the same file: every write
+transaction first brings the state up to the store's generation by replaying the objects the
+change log names (or, far behind, by loading it anew), and checks its input against the stored
+objects of that moment. After each change the controllers run in rounds until a round changes
+nothing: workload controllers, pod-grouper, scheduler, binder, evictor, fake kubelet, status.
 """
 
 from __future__ import annotations
