@@ -3,9 +3,10 @@
 Each object is kept as ``marshal`` bytes, so a read hands out a copy of its own at a small part
 of the cost of JSON and SQLite; otherwise it behaves as the SQLite store: the same uids,
 resource versions, counters, clock, generations and change log, and a transaction that fails
-leaves nothing behind (every write of it is undone). Values are kept as given: a tuple stays a
-tuple (JSON would make it a list); a value marshal cannot write (a date) is refused as JSON
-refuses it, with TypeError.
+leaves nothing behind (every write of it is undone). Values are kept as given: a mapping's keys
+stay in the order written (the SQLite store hands them back sorted), a tuple stays a tuple
+(JSON would make it a list); a value marshal cannot write (a date) is refused as JSON refuses
+it, with TypeError.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class MemoryStore(ObjectStore):
     def __init__(self, *, seed: Callable[[ObjectStore], None] | None = None) -> None:
         """A new, empty store (``seed`` fills it)."""
         super().__init__()
-        self._objects: dict[str, dict[tuple[str, str], bytes]] = {}  # kind -> (ns, name) ->
+        self._objects: dict[str, dict[tuple[str, str], bytes]] = {}  # kind -> (ns, name) -> body
         self._applied: dict[Key, bytes] = {}
         self._owned: dict[str, dict[Key, None]] = {}  # owner uid -> what names it
         self._owners: dict[Key, builtins.list[str]] = {}  # object -> the owner uids it names
