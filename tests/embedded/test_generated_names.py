@@ -4,6 +4,7 @@ always were."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -149,3 +150,20 @@ def test_create_named_tries_the_seed_then_numbered_variants_then_gives_up() -> N
     with pytest.raises(AlreadyExists, match="every name"):
         create_named(hopeless, named, "s")  # type: ignore[arg-type]
     assert len(hopeless.tried) == NAME_ATTEMPTS
+
+
+def test_a_replicaset_is_named_alike_on_both_stores_whatever_the_key_order(
+    tmp_path: Path,
+) -> None:
+    """The ReplicaSet's name hashes the pod template, not the order its keys were written in:
+    a SQLite file hands them back sorted, the memory store as written."""
+    reordered = deployment("web", 1)
+    template = reordered["spec"]["template"]
+    reordered["spec"]["template"] = {"spec": template["spec"], "metadata": template["metadata"]}
+    made = []
+    for path in (tmp_path / "c.db", None):
+        cluster = EmbeddedCluster.open(path)
+        cluster.apply([reordered])
+        made.append(names(cluster, "ReplicaSet"))
+        cluster.close()
+    assert made[0] == made[1] and len(made[0]) == 1

@@ -13,8 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from pykai.embedded.cluster import EmbeddedCluster
+from pykai.engine.queue_sums import QueueUsage
+from pykai.engine.state import ClusterState
+from pykai.engine.whatif import load_state
+from pykai.model import constants as c
 from pykai.model.builders import node, pod, podgroup, queue
 from pykai.model.quantity import count
+from pykai.model.resources import Resources
 
 PRIORITIES = ["train", "build-preemptible", "build", "inference"]
 GRACE = 60.0
@@ -145,3 +150,78 @@ def test_status_of_what_changed_is_the_full_status(ops: list[tuple[str, Any]]) -
         fresh = EmbeddedCluster.open(path)
         fresh.settle()
         assert fresh.writes == 0
+
+
+def _rounded(amount: Resources) -> tuple[float, float, float]:
+    return round(amount.cpu, 6), round(amount.memory), round(amount.gpu, 6)
+
+
+def _queue_sums(usage: QueueUsage) -> tuple[tuple[float, float, float], ...]:
+    return tuple(map(_rounded, (usage.allocated, usage.allocated_non_preemptible, usage.requested)))
+
+
+def counted(state: ClusterState) -> dict[str, Any]:
+    """Everything the engine counts: each node's use, each task's place, each job's counters,
+    each queue's sums, the jobs with pending pods."""
+    state.ensure_current()
+    nodes = state.nodes
+    return {
+        "nodes": {
+            name: (nodes.used[i].round(6).tolist(), nodes.releasing[i].round(6).tolist())
+            for name, i in nodes.index.items()
+        },
+        "tasks": {
+            uid: (t.status, t.node, t.gpu_groups, t.job_key, _rounded(t.request))
+            for uid, t in state.tasks.items()
+        },
+        "jobs": {
+            key: (
+                job.running,
+                job.active,
+                job.alive,
+                job.pending,
+                _rounded(job.allocated),
+                _rounded(job.pending_request),
+                job.last_start,
+                job.stale_since,
+            )
+            for key, job in state.jobs.items()
+        },
+        "queues": {  # a queue whose jobs are all gone may keep sums of zero
+            name: sums for name, u in state.usage.items() if any(map(any, sums := _queue_sums(u)))
+        },
+        "pending": sorted(state.pending_jobs),
+    }
+
+
+def shared_gpu_job(name: str) -> list[Any]:
+    """A job of two pods that each take half a GPU."""
+    half = {c.GPU_FRACTION_ANNOTATION: "0.5"}
+    return [podgroup(name, queue="a", min_member=2)] + [
+        pod(f"{name}-{i}", group=name, annotations=half, cpu="100m") for i in range(2)
+    ]
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(op_st, st.tuples(st.just("evict"), st.integers(0, 20))), max_size=10))
+def test_the_state_kept_by_writes_counts_as_one_loaded_from_the_objects(
+    ops: list[tuple[str, Any]],
+) -> None:
+    """Every write is read back into the engine (a bind or a start without touching a sum):
+    what it counts then is what a state built afresh from the stored objects counts."""
+    cluster = two_nodes_two_queues(None)
+    cluster.apply(shared_gpu_job("shared"))
+    for number, (op, arg) in enumerate([("evict", 0), *ops]):
+        if op == "evict":  # as an eviction does it: the pod terminates over its grace period
+            if pods := cluster.list("Pod"):
+                with cluster.batch():
+                    cluster.host.delete(pods[arg % len(pods)])
+                cluster.settle()
+        else:
+            run_op(cluster, op, arg, f"j{number}")
+        stored = [
+            obj
+            for kind in ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
+            for obj in cluster.list(kind)
+        ]
+        assert counted(cluster.state) == counted(load_state(stored)), f"after {op} {arg}"

@@ -1,19 +1,45 @@
-"""The SQLite store on real files: objects, apply semantics, cascades, events, uids, the clock."""
+"""The stores, in a SQLite file and in memory: objects, apply semantics, cascades, events, uids,
+the clock, generations and the change log; what only a file has (persistence, WAL, other
+processes) on real files."""
 
 from __future__ import annotations
 
 import sqlite3
+from collections.abc import Callable, Iterator
+from itertools import count
 from pathlib import Path
 
 import pytest
 
 from pykai.controllers.events import event_name
 from pykai.embedded.events import events_for, record
-from pykai.embedded.store import ClusterFileError, Store
+from pykai.embedded.memory import MemoryStore
+from pykai.embedded.store import ClusterFileError, ObjectStore, Store
 from pykai.model.builders import node, pod, podgroup
 from pykai.model.meta import Obj, format_time
 
 from .conftest import dump
+
+NewStore = Callable[[], ObjectStore]
+
+
+@pytest.fixture(params=["file", "memory"])
+def new_store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[NewStore]:
+    """Makes new stores of one kind: in a SQLite file, or in memory."""
+    numbers = count()
+    made: list[ObjectStore] = []
+
+    def make() -> ObjectStore:
+        if request.param == "memory":
+            store: ObjectStore = MemoryStore()
+        else:
+            store = Store(tmp_path / f"s{next(numbers)}.db")
+        made.append(store)
+        return store
+
+    yield make
+    for store in made:
+        store.close()
 
 
 def owned(obj: Obj, owner: Obj) -> Obj:
@@ -30,8 +56,8 @@ def test_file_is_created_with_its_folders_in_wal_mode(tmp_path: Path) -> None:
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
 
 
-def test_created_objects_have_kubernetes_metadata(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_created_objects_have_kubernetes_metadata(new_store: NewStore) -> None:
+    store = new_store()
     created = store.create(pod("a"))
     meta = created["metadata"]
     assert meta["namespace"] == "default"
@@ -44,18 +70,19 @@ def test_created_objects_have_kubernetes_metadata(tmp_path: Path) -> None:
     assert store.get("Node", "n1", "whatever") == cluster_scoped
 
 
-def test_uids_sort_in_creation_order_and_repeat_across_runs(tmp_path: Path) -> None:
-    def uids(path: Path) -> list[str]:
-        store = Store(path)
+def test_uids_sort_in_creation_order_and_repeat_across_runs(new_store: NewStore) -> None:
+    def uids(store: ObjectStore) -> list[str]:
         return [store.create(pod(name))["metadata"]["uid"] for name in ("z", "a", "m")]
 
-    first = uids(tmp_path / "one.db")
+    first = uids(new_store())
     assert first == sorted(first)
-    assert uids(tmp_path / "two.db") == first
+    assert uids(new_store()) == first
 
 
-def test_create_twice_and_update_of_a_missing_object_fail_with_the_name(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_create_twice_and_update_of_a_missing_object_fail_with_the_name(
+    new_store: NewStore,
+) -> None:
+    store = new_store()
     store.create(pod("a", namespace="team"))
     with pytest.raises(ValueError, match='Pod "team/a" already exists'):
         store.create(pod("a", namespace="team"))
@@ -63,8 +90,8 @@ def test_create_twice_and_update_of_a_missing_object_fail_with_the_name(tmp_path
         store.update({**pod("b"), "metadata": {"name": "b", "namespace": "default"}})
 
 
-def test_update_bumps_the_resource_version(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_update_bumps_the_resource_version(new_store: NewStore) -> None:
+    store = new_store()
     created = store.create(pod("a"))
     created["spec"]["nodeName"] = "n1"
     updated = store.update(created)
@@ -72,8 +99,8 @@ def test_update_bumps_the_resource_version(tmp_path: Path) -> None:
     assert store.get("Pod", "a") == updated
 
 
-def test_apply_reports_created_configured_unchanged(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_apply_reports_created_configured_unchanged(new_store: NewStore) -> None:
+    store = new_store()
     manifest = pod("a", labels={"team": "x"})
     created, action = store.apply(manifest)
     assert action == "created"
@@ -93,9 +120,9 @@ def test_apply_reports_created_configured_unchanged(tmp_path: Path) -> None:
 
 
 def test_apply_replaces_what_the_manifest_owns_and_keeps_what_the_server_wrote(
-    tmp_path: Path,
+    new_store: NewStore,
 ) -> None:
-    store = Store(tmp_path / "s.db")
+    store = new_store()
     live, _ = store.apply(pod("a", labels={"keep": "1", "drop": "1"}))
     live["spec"]["nodeName"] = "n1"
     live["metadata"]["annotations"]["pod-group-name"] = "pg-a"
@@ -110,8 +137,8 @@ def test_apply_replaces_what_the_manifest_owns_and_keeps_what_the_server_wrote(
     assert store.apply(pod("a", labels={"keep": "2"}))[1] == "unchanged"
 
 
-def test_applying_an_object_a_controller_made_merges_over_it(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_applying_an_object_a_controller_made_merges_over_it(new_store: NewStore) -> None:
+    store = new_store()
     made = store.create(podgroup("g", queue="q"))
     made["status"] = {"phase": "Running"}
     store.update(made)
@@ -120,8 +147,8 @@ def test_applying_an_object_a_controller_made_merges_over_it(tmp_path: Path) -> 
     assert merged["spec"]["minMember"] == 2 and merged["status"] == {"phase": "Running"}
 
 
-def test_delete_cascades_through_owner_references(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_delete_cascades_through_owner_references(new_store: NewStore) -> None:
+    store = new_store()
     top = store.create({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r"}})
     head = store.create(owned(pod("r-head"), top))
     store.create(owned(podgroup("pg-r", queue="q"), head))
@@ -139,7 +166,7 @@ def test_delete_cascades_through_owner_references(tmp_path: Path) -> None:
 
 def test_everything_persists_across_reopen_and_only_a_new_file_is_seeded(tmp_path: Path) -> None:
     path = tmp_path / "s.db"
-    seeded: list[Store] = []
+    seeded: list[ObjectStore] = []
     store = Store(path, seed=seeded.append)
     assert len(seeded) == 1
     created = store.create(pod("a"))
@@ -166,8 +193,52 @@ def test_a_failed_transaction_writes_nothing(tmp_path: Path) -> None:
     assert dump(path) == before
 
 
-def test_the_clock_starts_at_a_whole_second_and_only_moves_forward(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_a_failed_transaction_in_memory_leaves_everything_as_it_was() -> None:
+    store = MemoryStore()
+    top = store.create({"apiVersion": "ray.io/v1", "kind": "RayCluster", "metadata": {"name": "r"}})
+    store.create(owned(pod("r-head"), top))
+    store.apply(pod("a", labels={"team": "x"}))
+    store.counter("things")
+    generation = store.generation
+
+    def seen() -> object:
+        return (
+            store.list("Pod"),
+            store.list("RayCluster"),
+            store.owned_by(top["metadata"]["uid"]),
+            store.namespace_contents("default"),
+            store.read_counter("things"),
+            store.now(),
+            store.changes_since(generation - 1),
+        )
+
+    before = seen()
+    with pytest.raises(RuntimeError), store.transaction():
+        store.create(owned(pod("r-worker"), top))
+        store.apply(pod("a", labels={"team": "y"}))
+        store.update({**pod("r-head"), "metadata": {"name": "r-head", "namespace": "default"}})
+        store.delete("Pod", "a")
+        store.counter("things")
+        store.advance(10)
+        raise RuntimeError("crash")
+    assert store.generation == generation
+    assert seen() == before
+    assert store.apply(pod("a", labels={"team": "x"}))[1] == "unchanged"  # manifest kept
+    assert [o["metadata"]["name"] for o in store.delete("RayCluster", "r")] == ["r", "r-head"]
+
+
+def test_the_memory_store_hands_out_copies() -> None:
+    store = MemoryStore()
+    created = store.create(pod("a"))
+    created["spec"]["nodeName"] = "n1"
+    got = store.get("Pod", "a")
+    assert got is not None and "nodeName" not in got["spec"]
+    got["metadata"]["labels"]["x"] = "y"
+    assert store.list("Pod")[0]["metadata"]["labels"] == {}
+
+
+def test_the_clock_starts_at_a_whole_second_and_only_moves_forward(new_store: NewStore) -> None:
+    store = new_store()
     start = store.now()
     assert start == int(start)
     store.advance(1.5)
@@ -176,8 +247,8 @@ def test_the_clock_starts_at_a_whole_second_and_only_moves_forward(tmp_path: Pat
         store.advance(-1)
 
 
-def test_identical_events_are_counted_not_repeated(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_identical_events_are_counted_not_repeated(new_store: NewStore) -> None:
+    store = new_store()
     target = store.create(pod("a"))
     assert record(store, target, "Unschedulable", "no room", "Warning")
     assert not record(store, target, "Unschedulable", "no room", "Warning")  # same instant
@@ -199,8 +270,8 @@ def test_identical_events_are_counted_not_repeated(tmp_path: Path) -> None:
     assert events_for(store, "Pod", "a", "other") == []
 
 
-def test_each_committed_change_bumps_the_generation_once(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_each_committed_change_bumps_the_generation_once(new_store: NewStore) -> None:
+    store = new_store()
     start = store.generation
     with store.transaction():
         store.create(pod("a"))
@@ -214,16 +285,27 @@ def test_each_committed_change_bumps_the_generation_once(tmp_path: Path) -> None
     with pytest.raises(RuntimeError), store.transaction():
         store.create(pod("d"))
         raise RuntimeError("crash")
+    assert store.generation == start + 2
+    store.advance(5)
+    assert store.generation == start + 3
+
+
+def test_a_generation_another_process_commits_is_seen_at_the_next_transaction(
+    tmp_path: Path,
+) -> None:
+    store = Store(tmp_path / "s.db")
+    store.create(pod("a"))
+    start = store.generation
     other = Store(tmp_path / "s.db")
     with other.snapshot():
-        assert other.generation == start + 2  # what the file holds, seen from another open
+        assert other.generation == start  # what the file holds, seen from another open
     other.advance(5)
     with store.snapshot():
-        assert store.generation == start + 3
+        assert store.generation == start + 1
 
 
-def test_the_change_log_names_what_each_generation_wrote(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_the_change_log_names_what_each_generation_wrote(new_store: NewStore) -> None:
+    store = new_store()
     store.create(pod("a"))
     seen = store.generation
     store.create(pod("b"))
@@ -236,10 +318,10 @@ def test_the_change_log_names_what_each_generation_wrote(tmp_path: Path) -> None
 
 
 def test_a_reader_too_far_behind_the_change_log_is_told_to_reload(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    new_store: NewStore, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setattr("pykai.embedded.store.CHANGE_LOG_GENERATIONS", 3)
-    store = Store(tmp_path / "s.db")
+    store = new_store()
     seen = store.generation
     for name in "abc":
         store.create(pod(name))
@@ -269,8 +351,8 @@ def test_a_transaction_waits_for_another_writer_then_says_busy_in_one_line(
     assert waiter.create(pod("b"))["metadata"]["name"] == "b"  # free again
 
 
-def test_an_event_whose_name_another_object_holds_gets_another_name(tmp_path: Path) -> None:
-    store = Store(tmp_path / "s.db")
+def test_an_event_whose_name_another_object_holds_gets_another_name(new_store: NewStore) -> None:
+    store = new_store()
     target = store.create(pod("a"))
     taken = event_name(target, "Unschedulable", "no room", "Warning")
     squatter: Obj = {

@@ -47,13 +47,13 @@ def snapshot(reader: Reader, path: Path) -> dict[str, int]:
     """Copy the reader's scheduling state into a new cluster file at ``path``; how many
     objects of each kind were copied. FileExistsError if ``path`` exists."""
     from pykai.embedded.cluster import EmbeddedCluster
-    from pykai.embedded.store import Store
+    from pykai.embedded.store import ObjectStore, Store
 
     if path.exists():
         raise FileExistsError(f'"{path}" exists: a snapshot never replaces a file; name another')
     objects = {kind: [copied(obj) for obj in reader.list(kind)] for kind in SNAPSHOT_KINDS}
 
-    def fill(store: Store) -> None:
+    def fill(store: ObjectStore) -> None:
         for kind in SNAPSHOT_KINDS:
             for obj in objects[kind]:
                 store.create(obj)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
-from pykai.embedded.store import Store, namespace_of
+from pykai.embedded.store import ObjectStore, namespace_of
 from pykai.model.meta import Obj
 
 POLL_SECONDS = 0.25
@@ -20,7 +20,7 @@ Key = tuple[str, str]  # namespace, name
 
 
 def follow(
-    store: Store,
+    store: ObjectStore,
     kind: str,
     wanted: Callable[[Obj], bool],
     seen: list[Obj],

@@ -62,19 +62,31 @@ class Isolation:
             yield attempt
         except Exception as exc:  # the point: no object can stop the others
             attempt.failed = True
-            kind, namespace, name = identity(obj)
-            where = f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
-            if self.transient(exc):
-                log.warning("%s: %s: %s (tried again next time)", self.component, where, exc)
-                return
-            text = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
-            problem = ObjectProblem.of(obj, skip_message(self.component, text))
-            seen = (*problem.key, problem.version, problem.message)
-            if seen not in self._seen:  # once per object version and problem
-                self._seen.add(seen)
-                log.warning("%s: %s skipped: %s", self.component, where, text)
-                log.debug("%s: %s", self.component, where, exc_info=exc)
-                self.report(obj, problem)
+            self._failed(obj, exc)
+
+    def run(self, obj: Obj, work: Callable[[], object]) -> None:
+        """``work`` on ``obj`` as ``isolated`` runs it, without a context manager (a host runs
+        this for every object of every round)."""
+        try:
+            work()
+        except Exception as exc:  # the point: no object can stop the others
+            self._failed(obj, exc)
+
+    def _failed(self, obj: Obj, exc: Exception) -> None:
+        """Report (or, if transient, log) what stopped the work on ``obj``."""
+        kind, namespace, name = identity(obj)
+        where = f"{kind} {namespace}/{name}" if namespace else f"{kind} {name}"
+        if self.transient(exc):
+            log.warning("%s: %s: %s (tried again next time)", self.component, where, exc)
+            return
+        text = str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}"
+        problem = ObjectProblem.of(obj, skip_message(self.component, text))
+        seen = (*problem.key, problem.version, problem.message)
+        if seen not in self._seen:  # once per object version and problem
+            self._seen.add(seen)
+            log.warning("%s: %s skipped: %s", self.component, where, text)
+            log.debug("%s: %s", self.component, where, exc_info=exc)
+            self.report(obj, problem)
 
 
 def report_problems(

@@ -15,12 +15,13 @@ from pykai.model.pod import gpu_container_index, gpu_group_labels
 
 
 def bound_pod(pod: Obj, decision: Bind) -> Obj:
-    """The pod as the bind leaves it (``pod`` itself is left as it was)."""
-    pod = copy.deepcopy(pod)
-    pod.setdefault("spec", {})["nodeName"] = decision.node
-    if decision.gpu_groups:
-        _share_gpus(pod, decision)
-    return pod
+    """The pod as the bind leaves it (``pod`` itself is left as it was; what the bind does
+    not change is shared with it)."""
+    bound = {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": decision.node}}
+    if decision.gpu_groups:  # labels, annotations and a container's env change too
+        bound = copy.deepcopy(bound)
+        _share_gpus(bound, decision)
+    return bound
 
 
 def _share_gpus(pod: Obj, decision: Bind) -> None:

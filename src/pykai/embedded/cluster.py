@@ -1,12 +1,12 @@
 """The embedded cluster: pykai's default backend.
 
-Objects live in a SQLite store; a ClusterState mirrors the kinds the engine reads. It is built
-on first use (commands that only read never build it) and fed every write. Other processes may
-write the same file: every write transaction first brings the state up to the store's
-generation by replaying the objects the change log names (or, far behind, by loading it anew),
-and checks its input against the stored objects of that moment. After each change the
-controllers run in rounds until a round changes nothing: workload controllers, pod-grouper,
-scheduler, binder, evictor, fake kubelet, status.
+Objects live in a store (a SQLite file, or dicts in memory: embedded/memory.py); a ClusterState
+mirrors the kinds the engine reads. It is built on first use (commands that only read never
+build it) and fed every write. Other processes may write the same file: every write
+transaction first brings the state up to the store's generation by replaying the objects the
+change log names (or, far behind, by loading it anew), and checks its input against the stored
+objects of that moment. After each change the controllers run in rounds until a round changes
+nothing: workload controllers, pod-grouper, scheduler, binder, evictor, fake kubelet, status.
 """
 
 from __future__ import annotations
@@ -27,8 +27,9 @@ from pykai.controllers.round import COMPONENTS, Round
 from pykai.controllers.validation import StoredCheck, check_queue_unused, validate_objects
 from pykai.embedded import events
 from pykai.embedded.host import ClusterHost
+from pykai.embedded.memory import MemoryStore
 from pykai.embedded.reader import POSITIONS, ClusterReader
-from pykai.embedded.store import Store, namespace_of
+from pykai.embedded.store import ObjectStore, Store, namespace_of
 from pykai.engine.config import SchedulerConfig, config_from_mapping
 from pykai.engine.decisions import CycleResult
 from pykai.engine.memory import settle
@@ -74,7 +75,7 @@ class EmbeddedCluster(ClusterReader):
 
     def __init__(
         self,
-        store: Store,
+        store: ObjectStore,
         config: SchedulerConfig | None = None,
         scheduler: CycleRunner | None = None,
         *,
@@ -118,7 +119,9 @@ class EmbeddedCluster(ClusterReader):
         """Open a cluster at ``path`` (made, with KAI installed, if missing; None keeps it in
         memory); ``readonly`` opens an existing one for reading only; ``statuses`` and
         ``scheduled_events`` as for the constructor."""
-        store = Store(path, readonly=readonly, seed=_seed)
+        store = (
+            MemoryStore(seed=_seed) if path is None else Store(path, readonly=readonly, seed=_seed)
+        )
         return cls(store, config, scheduler, statuses=statuses, scheduled_events=scheduled_events)
 
     @property
@@ -223,9 +226,17 @@ class EmbeddedCluster(ClusterReader):
             removed = self.store.delete(kind, name, namespace)
             for gone in removed:
                 if gone["kind"] in KINDS:
-                    self.state.remove(gone["kind"], namespace_of(gone), gone["metadata"]["name"])
+                    state = self._catch_up()  # current: in the transaction _writing began
+                    state.remove(gone["kind"], namespace_of(gone), gone["metadata"]["name"])
         self.writes += bool(removed)
         return bool(removed)
+
+    @contextmanager
+    def batch(self) -> Iterator[None]:
+        """Many writes (``create``, ``update``, ``remove``) in one transaction, each shown to
+        the engine as it is made; the engine's state is current with the store after it."""
+        with self._writing():
+            yield
 
     def isolation(self, component: str) -> Isolation:
         """Per-object fault isolation for one controller (controllers/faults.py)."""
@@ -344,8 +355,9 @@ class EmbeddedCluster(ClusterReader):
             )
 
     def _observe(self, obj: Obj) -> None:
+        """Show a written object to the engine (called inside ``_writing``)."""
         if obj.get("kind") in KINDS:
-            self.state.upsert(obj)
+            self._catch_up().upsert(obj)
 
     def _apply_one(self, manifest: Obj) -> ApplyOutcome:
         meta = manifest["metadata"]
@@ -396,7 +408,7 @@ KEPT_NAMESPACES = frozenset({"default", "kube-system", "kube-public"})
 """The namespaces Kubernetes refuses to delete."""
 
 
-def _seed(store: Store) -> None:
+def _seed(store: ObjectStore) -> None:
     """A new cluster looks like one with KAI installed: its priority classes, the Helm
     chart's default queues, and the namespaces of NAMESPACES."""
     for obj in [*builtin_priority_classes(), *default_queues(), *map(new_namespace, NAMESPACES)]:

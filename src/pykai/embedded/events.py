@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pykai.controllers.events import NORMAL, WARNING, new_event
 from pykai.embedded.reader import events_for
-from pykai.embedded.store import Store
+from pykai.embedded.store import ObjectStore
 from pykai.model.errors import AlreadyExists
 from pykai.model.meta import Obj, format_time
 from pykai.model.problems import object_version
@@ -24,7 +24,7 @@ _IDENTITY = ("involvedObject", "type", "reason", "message")
 
 
 def record(
-    store: Store,
+    store: ObjectStore,
     involved: Obj,
     reason: str,
     message: str,

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterable
+from functools import partial
 from typing import TYPE_CHECKING
 
 from pykai.controllers.host import T, concerned
@@ -105,5 +106,4 @@ class ClusterHost:
         """``work`` on each item in turn, isolated (controllers/faults.py)."""
         isolation = self.cluster.isolation(component)
         for item in items:
-            with isolation.isolated(concerned(item)):
-                work(item)
+            isolation.run(concerned(item), partial(work, item))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import builtins
 from pathlib import Path
 
-from pykai.embedded.store import Store
+from pykai.embedded.store import ObjectStore, Store
 from pykai.model.kinds import CLUSTER_SCOPED
 from pykai.model.meta import Obj
 from pykai.model.positions import Board, decode
@@ -22,7 +22,7 @@ POSITIONS = "positions"
 class ClusterReader:
     """Objects, events and the clock of a cluster's store."""
 
-    def __init__(self, store: Store) -> None:
+    def __init__(self, store: ObjectStore) -> None:
         self.store = store
 
     def get(self, kind: str, name: str, namespace: str = "") -> Obj | None:
@@ -60,7 +60,7 @@ def open_readonly(path: str | Path) -> ClusterReader:
     return ClusterReader(Store(path, readonly=True))
 
 
-def events_for(store: Store, kind: str, name: str, namespace: str = "") -> list[Obj]:
+def events_for(store: ObjectStore, kind: str, name: str, namespace: str = "") -> list[Obj]:
     """Events about one object (by kind, namespace and name), first recorded first."""
     involved_namespace = "" if kind in CLUSTER_SCOPED else (namespace or "default")
     found = [

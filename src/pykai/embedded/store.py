@@ -1,4 +1,6 @@
-"""A persistent store of Kubernetes-shaped objects in SQLite (WAL), with a virtual clock.
+"""A store of Kubernetes-shaped objects with a virtual clock: what every store does
+(``ObjectStore``), and the persistent one in SQLite (WAL), ``Store``; the one in memory, for
+tests and trace replays, is ``embedded/memory.py``.
 
 Objects keep their shape: metadata (uid, resourceVersion, creationTimestamp, generation,
 labels, annotations, ownerReferences), spec and status. UIDs are UUID-shaped, deterministic,
@@ -23,8 +25,9 @@ import os
 import sqlite3
 import time
 import uuid
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator
-from contextlib import closing, contextmanager, suppress
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Literal
 
@@ -82,63 +85,21 @@ def namespace_of(obj: Obj) -> str:
     return scoped_namespace(str(obj.get("kind")), (obj.get("metadata") or {}).get("namespace"))
 
 
-class Store:
-    """Objects by (kind, namespace, name), their last-applied manifests, and counters."""
+class ObjectStore(ABC):
+    """Objects by (kind, namespace, name), their last-applied manifests, and counters: what
+    every store does, over the storage primitives a backend gives (SQLite: :class:`Store`;
+    dicts: ``embedded/memory.py``)."""
 
-    def __init__(
-        self,
-        path: str | Path | None = None,
-        *,
-        readonly: bool = False,
-        seed: Callable[[Store], None] | None = None,
-    ) -> None:
-        """Open the store at ``path`` (None: in memory). A missing file is made, ``seed``
-        filling it before any other process can see it; ``readonly`` opens an existing file
-        for reading only. A file that is not a usable cluster raises ClusterFileError."""
-        self.path = None if path is None else Path(path)
+    path: Path | None = None
+
+    def __init__(self, *, readonly: bool = False) -> None:
         self.readonly = readonly
         self.generation = 0
-        """The generation this connection sees: read when each transaction begins, bumped
-        when it commits a change."""
+        """The generation this store sees: read when each transaction begins, bumped when it
+        commits a change."""
         self._depth = 0
         self._writes = False
-        self._changes_at_begin = 0
         self._rollback_hooks: builtins.list[Callable[[], None]] = []
-        if self.path is None:
-            self._db = _connect(":memory:")
-            self._initialize(seed)
-            return
-        if not readonly and not self.path.exists():
-            self._create(self.path, seed)
-        self._db = _open_cluster_file(self.path, readonly)
-        self.generation = int(self._meta(_GENERATION) or 0)
-
-    def _initialize(self, seed: Callable[[Store], None] | None) -> None:
-        """Tables, then the clock at the current whole second and ``seed``."""
-        for statement in _SCHEMA:
-            self._db.execute(statement)
-        with self.transaction():
-            self._set_meta(_CLOCK, str(float(int(time.time()))))
-            if seed is not None:
-                seed(self)
-
-    @staticmethod
-    def _create(path: Path, seed: Callable[[Store], None] | None) -> None:
-        """Make a cluster file at ``path`` whole: built in memory, written beside it, then
-        linked into place, so no process sees a half-made file. If another process made one
-        first, that one stays."""
-        path.parent.mkdir(parents=True, exist_ok=True)
-        draft = path.with_name(f".{path.name}.{uuid.uuid4().hex}.new")
-        memory = Store(None, seed=seed)
-        try:
-            memory._db.execute("VACUUM INTO ?", (str(draft),))
-            with closing(_connect(str(draft))) as db:
-                db.execute("PRAGMA journal_mode=WAL")
-            with suppress(FileExistsError):
-                os.link(draft, path)
-        finally:
-            memory.close()
-            draft.unlink(missing_ok=True)
 
     # ---- transactions ------------------------------------------------------------------------
 
@@ -149,37 +110,22 @@ class Store:
         if self._depth:
             if not self._writes:
                 raise RuntimeError("cannot write inside a read snapshot")
-            with self._joined():
-                yield
+            yield from self._join()
             return
         if self.readonly:
             raise RuntimeError(f'the cluster file "{self.path}" was opened read-only')
-        self._begin("BEGIN IMMEDIATE", writes=True)
-        self._changes_at_begin = self._db.total_changes
+        self._begin(writes=True)
         try:
             yield
-            changed = self.changed()
-            if changed:
-                self._set_meta(_GENERATION, str(self.generation + 1))
-                self._db.execute(
-                    "DELETE FROM changes WHERE generation <= ?",
-                    (self.generation + 1 - CHANGE_LOG_GENERATIONS,),
-                )
-            self._db.execute("COMMIT")
-            self.generation += 1 if changed else 0
+            self._commit()
         except BaseException:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
+            self._abort()
             for hook in self._rollback_hooks:
                 hook()
             raise
         finally:
             self._depth = 0
             self._rollback_hooks.clear()
-
-    def changed(self) -> bool:
-        """True when the write transaction under way has written something."""
-        return self._db.total_changes != self._changes_at_begin
 
     def on_rollback(self, hook: Callable[[], None]) -> None:
         """Call ``hook`` if the transaction under way rolls back (once, however often it is
@@ -192,48 +138,49 @@ class Store:
         """Reads inside see one consistent state of the store (no writes); inside a
         transaction, that transaction's."""
         if self._depth:
-            with self._joined():
-                yield
+            yield from self._join()
             return
-        self._begin("BEGIN", writes=False)
+        self._begin(writes=False)
         try:
             yield
         finally:
-            if self._db.in_transaction:
-                self._db.execute("COMMIT")
+            self._end_snapshot()
             self._depth = 0
 
-    def changes_since(self, generation: int) -> builtins.list[tuple[str, str, str]] | None:
-        """(kind, namespace, name) of the objects written after ``generation`` up to the one
-        seen now (call inside a transaction or snapshot), or None when the log no longer
-        reaches back that far."""
-        if generation < self.generation - CHANGE_LOG_GENERATIONS:
-            return None
-        rows = self._db.execute(
-            "SELECT DISTINCT kind, namespace, name FROM changes WHERE generation > ? "
-            "ORDER BY kind, namespace, name",
-            (generation,),
-        )
-        return [(str(kind), str(namespace), str(name)) for kind, namespace, name in rows]
-
-    @contextmanager
-    def _joined(self) -> Iterator[None]:
+    def _join(self) -> Iterator[None]:
+        """The body of a transaction or snapshot inside the one under way (a plain generator:
+        nested ones are many, a context manager each would cost)."""
         self._depth += 1
         try:
             yield
         finally:
             self._depth -= 1
 
-    def _begin(self, statement: str, *, writes: bool) -> None:
-        """Start the outermost transaction and read the generation it sees."""
-        try:
-            self._db.execute(statement)
-            self.generation = int(self._meta(_GENERATION) or 0)
-        except sqlite3.Error as exc:
-            if self._db.in_transaction:
-                self._db.execute("ROLLBACK")
-            raise explain(self.path, exc) from None
-        self._depth, self._writes = 1, writes
+    def _log_horizon(self) -> int:
+        """The change log names every change after this generation (and no earlier one)."""
+        return self.generation - CHANGE_LOG_GENERATIONS
+
+    @abstractmethod
+    def changes_since(self, generation: int) -> builtins.list[tuple[str, str, str]] | None:
+        """(kind, namespace, name) of the objects written after ``generation`` up to the one
+        seen now (call inside a transaction or snapshot), sorted, or None when the log no
+        longer reaches back that far."""
+
+    @abstractmethod
+    def _begin(self, *, writes: bool) -> None:
+        """Start the outermost transaction (or snapshot) and read the generation it sees."""
+
+    @abstractmethod
+    def _commit(self) -> None:
+        """Commit the outermost transaction; a change bumps the generation."""
+
+    @abstractmethod
+    def _abort(self) -> None:
+        """Undo every write of the outermost transaction."""
+
+    @abstractmethod
+    def _end_snapshot(self) -> None:
+        """End a read snapshot."""
 
     # ---- clock and counters ------------------------------------------------------------------
 
@@ -251,8 +198,12 @@ class Store:
     def counter(self, key: str, step: int = 1) -> int:
         """Add ``step`` to a named counter and return its new value."""
         with self.transaction():
-            value = self.read_counter(key) + step
-            self._set_meta(key, str(value))
+            return self._count(key, step)
+
+    def _count(self, key: str, step: int = 1) -> int:
+        """``counter`` inside the transaction under way."""
+        value = self.read_counter(key) + step
+        self._set_meta(key, str(value))
         return value
 
     def read_counter(self, key: str) -> int:
@@ -260,6 +211,14 @@ class Store:
         return int(self._meta(key) or 0)
 
     # ---- values derived from the objects ----------------------------------------------------
+
+    @abstractmethod
+    def changed(self) -> bool:
+        """True when the write transaction under way has written something."""
+
+    @abstractmethod
+    def wrote(self, kinds: tuple[str, ...]) -> bool:
+        """True when the write transaction under way has written an object of ``kinds``."""
 
     def derived(self, key: str) -> tuple[str, int] | None:
         """A value kept by ``derive`` and the generation it was derived at (None if none was
@@ -273,15 +232,6 @@ class Store:
         """The generation the value kept under ``key`` was derived at (None: none kept)."""
         generation = self._meta(f"{key}{_AT}")
         return None if generation is None else int(generation)
-
-    def wrote(self, kinds: tuple[str, ...]) -> bool:
-        """True when the write transaction under way has written an object of ``kinds``."""
-        marks = ", ".join("?" * len(kinds))
-        row = self._db.execute(
-            f"SELECT 1 FROM changes WHERE generation = ? AND kind IN ({marks}) LIMIT 1",
-            (self.generation + 1, *kinds),
-        ).fetchone()
-        return row is not None
 
     def carry(self, key: str) -> None:
         """Keep the value derived under ``key`` as of the generation this write transaction
@@ -301,6 +251,242 @@ class Store:
             if kept != value:
                 self._set_meta(key, value)
             self._set_meta(f"{key}{_AT}", str(self.generation + 1))
+
+    def _start_clock(self, seed: Callable[[ObjectStore], None] | None) -> None:
+        """A new store: the clock at the current whole second, then ``seed``."""
+        with self.transaction():
+            self._set_meta(_CLOCK, str(float(int(time.time()))))
+            if seed is not None:
+                seed(self)
+
+    @abstractmethod
+    def _meta(self, key: str) -> str | None: ...
+
+    @abstractmethod
+    def _set_meta(self, key: str, value: str) -> None: ...
+
+    # ---- reading -----------------------------------------------------------------------------
+
+    @abstractmethod
+    def get(self, kind: str, name: str, namespace: str = "") -> Obj | None:
+        """One object (a copy of its own), or None."""
+
+    @abstractmethod
+    def list(self, kind: str, namespace: str | None = None) -> builtins.list[Obj]:
+        """Objects of a kind (in one namespace, or all when None), by namespace and name."""
+
+    @abstractmethod
+    def namespace_contents(self, namespace: str) -> builtins.list[tuple[str, str]]:
+        """(kind, name) of every object in ``namespace``, by kind and name."""
+
+    @abstractmethod
+    def owned_by(self, uid: str) -> builtins.list[Obj]:
+        """Objects whose ownerReferences name ``uid``, by kind, namespace and name."""
+
+    # ---- writing -----------------------------------------------------------------------------
+
+    def create(self, obj: Obj) -> Obj:
+        """Store a new object, filling uid, resourceVersion, creationTimestamp and generation
+        (a uid or creationTimestamp already in ``obj`` is kept: loading a cluster's state)."""
+        stored = _placed(obj)
+        key = kind, namespace, _ = _key(stored)
+        meta = stored["metadata"]
+        with self.transaction():
+            seq = self._count(_SEQUENCE)
+            meta["uid"] = meta.get("uid") or _uid(seq, f"{kind}/{namespace}/{meta['name']}")
+            meta["creationTimestamp"] = meta.get("creationTimestamp") or format_time(self.now())
+            meta["generation"] = 1
+            meta["resourceVersion"] = str(seq)
+            if not self._insert(key, stored):
+                raise AlreadyExists(f"{_describe(stored)} already exists")
+            self._index_owners(stored)
+            self._log_change(key)
+        return stored
+
+    def update(self, obj: Obj) -> Obj:
+        """Replace a stored object (same kind, namespace and name), bumping resourceVersion."""
+        with self.transaction():
+            version = str(self._count(_SEQUENCE))
+            stored = {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
+            key = _key(stored)
+            if not self._replace(key, stored):
+                raise LookupError(f"{_describe(stored)} does not exist; create it first")
+            self._index_owners(stored)
+            self._log_change(key)
+        return stored
+
+    def apply(self, manifest: Obj) -> tuple[Obj, Action]:
+        """Create the object, or merge the manifest into the stored one as ``kubectl apply``
+        does: fields the previous manifest set and this one dropped are removed, fields it
+        sets are replaced, everything else (spec.nodeName, status, ...) is kept. Returns the
+        stored object and what happened to it."""
+        applied = _placed(user_fields(manifest))
+        key = kind, namespace, name = _key(applied)
+        with self.transaction():
+            live = self.get(kind, name, namespace)
+            last = self._last_applied(key)
+            if _dump(applied) != _dump(last):  # rewriting the same row would still be a write
+                self._set_applied(key, applied)
+            if live is None:
+                return self.create(manifest), "created"
+            merged = three_way_merge(live, last, applied)
+            if merged == live:
+                return live, "unchanged"
+            if _content(merged) != _content(live):
+                merged["metadata"]["generation"] = int(live["metadata"]["generation"]) + 1
+            return self.update(merged), "configured"
+
+    def delete(self, kind: str, name: str, namespace: str = "") -> builtins.list[Obj]:
+        """Remove an object and, in cascade, every object it owns; returns what was removed
+        (the object first, nothing if it did not exist)."""
+        with self.transaction():
+            obj = self.get(kind, name, namespace)
+            if obj is None:
+                return []
+            removed = [obj]
+            key = _key(obj)
+            self._erase(key)
+            self._log_change(key)
+            for child in self.owned_by(obj["metadata"]["uid"]):
+                removed += self.delete(
+                    child["kind"], child["metadata"]["name"], namespace_of(child)
+                )
+        return removed
+
+    @abstractmethod
+    def close(self) -> None:
+        """Release what the store holds."""
+
+    @abstractmethod
+    def _insert(self, key: tuple[str, str, str], obj: Obj) -> bool:
+        """Store a new object; False if its key is taken."""
+
+    @abstractmethod
+    def _replace(self, key: tuple[str, str, str], obj: Obj) -> bool:
+        """Replace a stored object; False if there is none."""
+
+    @abstractmethod
+    def _erase(self, key: tuple[str, str, str]) -> None:
+        """Forget an object, its last-applied manifest and the owners it names."""
+
+    @abstractmethod
+    def _last_applied(self, key: tuple[str, str, str]) -> Obj:
+        """The manifest last applied to an object (empty for objects controllers made)."""
+
+    @abstractmethod
+    def _set_applied(self, key: tuple[str, str, str], manifest: Obj) -> None: ...
+
+    @abstractmethod
+    def _index_owners(self, obj: Obj) -> None:
+        """Index the owners ``obj`` names (replacing what its earlier version named)."""
+
+    @abstractmethod
+    def _log_change(self, key: tuple[str, str, str]) -> None:
+        """Note that the transaction wrote the object at ``key`` (in the generation its
+        commit makes)."""
+
+
+class Store(ObjectStore):
+    """A store in a SQLite file that many processes may use at once."""
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        readonly: bool = False,
+        seed: Callable[[ObjectStore], None] | None = None,
+    ) -> None:
+        """Open the store at ``path``. A missing file is made, ``seed`` filling it before any
+        other process can see it; ``readonly`` opens an existing file for reading only. A
+        file that is not a usable cluster raises ClusterFileError."""
+        super().__init__(readonly=readonly)
+        self.path = Path(path)
+        self._changes_before = 0
+        if not readonly and not self.path.exists():
+            self._create(self.path, seed)
+        self._db = _open_cluster_file(self.path, readonly)
+        self.generation = int(self._meta(_GENERATION) or 0)
+
+    @classmethod
+    def _create(cls, path: Path, seed: Callable[[ObjectStore], None] | None) -> None:
+        """Make a cluster file at ``path`` whole: built beside it, then linked into place, so
+        no process sees a half-made file. If another process made one first, that one stays."""
+        path.parent.mkdir(parents=True, exist_ok=True)
+        draft = path.with_name(f".{path.name}.{uuid.uuid4().hex}.new")
+        try:
+            builder = cls.__new__(cls)
+            ObjectStore.__init__(builder)
+            builder.path, builder._changes_before = draft, 0
+            builder._db = _connect(str(draft))
+            try:
+                for statement in _SCHEMA:
+                    builder._db.execute(statement)
+                builder._start_clock(seed)
+                builder._db.execute("PRAGMA journal_mode=WAL")
+            finally:
+                builder.close()
+            with suppress(FileExistsError):
+                os.link(draft, path)
+        finally:
+            draft.unlink(missing_ok=True)
+
+    # ---- transactions ------------------------------------------------------------------------
+
+    def changes_since(self, generation: int) -> builtins.list[tuple[str, str, str]] | None:
+        """(kind, namespace, name) of the objects written after ``generation`` up to the one
+        seen now (call inside a transaction or snapshot), or None when the log no longer
+        reaches back that far."""
+        if generation < self._log_horizon():
+            return None
+        rows = self._db.execute(
+            "SELECT DISTINCT kind, namespace, name FROM changes WHERE generation > ? "
+            "ORDER BY kind, namespace, name",
+            (generation,),
+        )
+        return [(str(kind), str(namespace), str(name)) for kind, namespace, name in rows]
+
+    def _begin(self, *, writes: bool) -> None:
+        """Start the outermost transaction and read the generation it sees."""
+        statement = "BEGIN IMMEDIATE" if writes else "BEGIN"
+        try:
+            self._db.execute(statement)
+            self.generation = int(self._meta(_GENERATION) or 0)
+        except sqlite3.Error as exc:
+            if self._db.in_transaction:
+                self._db.execute("ROLLBACK")
+            raise explain(self.path, exc) from None
+        self._depth, self._writes = 1, writes
+        self._changes_before = self._db.total_changes
+
+    def changed(self) -> bool:
+        return self._db.total_changes != self._changes_before
+
+    def wrote(self, kinds: tuple[str, ...]) -> bool:
+        marks = ", ".join("?" * len(kinds))
+        row = self._db.execute(
+            f"SELECT 1 FROM changes WHERE generation = ? AND kind IN ({marks}) LIMIT 1",
+            (self.generation + 1, *kinds),
+        ).fetchone()
+        return row is not None
+
+    def _commit(self) -> None:
+        changed = self.changed()
+        if changed:
+            self._set_meta(_GENERATION, str(self.generation + 1))
+            self._db.execute(
+                "DELETE FROM changes WHERE generation <= ?",
+                (self.generation + 1 - CHANGE_LOG_GENERATIONS,),
+            )
+        self._db.execute("COMMIT")
+        self.generation += 1 if changed else 0
+
+    def _abort(self) -> None:
+        if self._db.in_transaction:
+            self._db.execute("ROLLBACK")
+
+    def _end_snapshot(self) -> None:
+        if self._db.in_transaction:
+            self._db.execute("COMMIT")
 
     # ---- reading -----------------------------------------------------------------------------
 
@@ -344,116 +530,55 @@ class Store:
 
     # ---- writing -----------------------------------------------------------------------------
 
-    def create(self, obj: Obj) -> Obj:
-        """Store a new object, filling uid, resourceVersion, creationTimestamp and generation
-        (a uid or creationTimestamp already in ``obj`` is kept: loading a cluster's state)."""
-        stored = _placed(obj)
-        kind, namespace, _ = _key(stored)
-        meta = stored["metadata"]
-        with self.transaction():
-            seq = self.counter(_SEQUENCE)
-            meta["uid"] = meta.get("uid") or _uid(seq, f"{kind}/{namespace}/{meta['name']}")
-            meta["creationTimestamp"] = meta.get("creationTimestamp") or format_time(self.now())
-            meta["generation"] = 1
-            meta["resourceVersion"] = str(seq)
-            try:
-                self._db.execute(
-                    "INSERT INTO objects (kind, namespace, name, body) VALUES (?, ?, ?, ?)",
-                    (kind, namespace, meta["name"], _dump(stored)),
-                )
-            except sqlite3.IntegrityError:
-                raise AlreadyExists(f"{_describe(stored)} already exists") from None
-            self._index_owners(stored)
-            self._log_change(stored)
-        return stored
-
-    def update(self, obj: Obj) -> Obj:
-        """Replace a stored object (same kind, namespace and name), bumping resourceVersion."""
-        with self.transaction():
-            version = str(self.counter(_SEQUENCE))
-            stored = {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
-            written = self._db.execute(
-                "UPDATE objects SET body=? WHERE kind=? AND namespace=? AND name=?",
-                (_dump(stored), *_key(stored)),
-            ).rowcount
-            if not written:
-                raise LookupError(f"{_describe(stored)} does not exist; create it first")
-            self._index_owners(stored)
-            self._log_change(stored)
-        return stored
-
-    def apply(self, manifest: Obj) -> tuple[Obj, Action]:
-        """Create the object, or merge the manifest into the stored one as ``kubectl apply``
-        does: fields the previous manifest set and this one dropped are removed, fields it
-        sets are replaced, everything else (spec.nodeName, status, ...) is kept. Returns the
-        stored object and what happened to it."""
-        applied = _placed(user_fields(manifest))
-        key = kind, namespace, name = _key(applied)
-        with self.transaction():
-            live = self.get(kind, name, namespace)
-            last = self._last_applied(key)
-            if _dump(applied) != _dump(last):  # rewriting the same row would still be a write
-                self._db.execute(
-                    "INSERT OR REPLACE INTO applied (body, kind, namespace, name) "
-                    "VALUES (?, ?, ?, ?)",
-                    (_dump(applied), *key),
-                )
-            if live is None:
-                return self.create(manifest), "created"
-            merged = three_way_merge(live, last, applied)
-            if merged == live:
-                return live, "unchanged"
-            if _content(merged) != _content(live):
-                merged["metadata"]["generation"] = int(live["metadata"]["generation"]) + 1
-            return self.update(merged), "configured"
-
-    def delete(self, kind: str, name: str, namespace: str = "") -> builtins.list[Obj]:
-        """Remove an object and, in cascade, every object it owns; returns what was removed
-        (the object first, nothing if it did not exist)."""
-        with self.transaction():
-            obj = self.get(kind, name, namespace)
-            if obj is None:
-                return []
-            removed = [obj]
-            key = _key(obj)
-            for table in ("objects", "applied", "owners"):
-                self._db.execute(
-                    f"DELETE FROM {table} WHERE kind=? AND namespace=? AND name=?", key
-                )
-            self._log_change(obj)
-            for child in self.owned_by(obj["metadata"]["uid"]):
-                removed += self.delete(
-                    child["kind"], child["metadata"]["name"], namespace_of(child)
-                )
-        return removed
-
     def close(self) -> None:
         """Close the database."""
         self._db.close()
 
-    # ---- internals ---------------------------------------------------------------------------
+    def _insert(self, key: tuple[str, str, str], obj: Obj) -> bool:
+        try:
+            self._db.execute(
+                "INSERT INTO objects (kind, namespace, name, body) VALUES (?, ?, ?, ?)",
+                (*key, _dump(obj)),
+            )
+        except sqlite3.IntegrityError:
+            return False
+        return True
+
+    def _replace(self, key: tuple[str, str, str], obj: Obj) -> bool:
+        written: int = self._db.execute(
+            "UPDATE objects SET body=? WHERE kind=? AND namespace=? AND name=?",
+            (_dump(obj), *key),
+        ).rowcount
+        return written > 0
+
+    def _erase(self, key: tuple[str, str, str]) -> None:
+        for table in ("objects", "applied", "owners"):
+            self._db.execute(f"DELETE FROM {table} WHERE kind=? AND namespace=? AND name=?", key)
 
     def _last_applied(self, key: tuple[str, str, str]) -> Obj:
-        """The manifest last applied to an object (empty for objects controllers made)."""
         row = self._db.execute(
             "SELECT body FROM applied WHERE kind=? AND namespace=? AND name=?", key
         ).fetchone()
         return json.loads(row[0]) if row else {}
 
+    def _set_applied(self, key: tuple[str, str, str], manifest: Obj) -> None:
+        self._db.execute(
+            "INSERT OR REPLACE INTO applied (body, kind, namespace, name) VALUES (?, ?, ?, ?)",
+            (_dump(manifest), *key),
+        )
+
     def _index_owners(self, obj: Obj) -> None:
         key = _key(obj)
         self._db.execute("DELETE FROM owners WHERE kind=? AND namespace=? AND name=?", key)
-        uids = {str(ref.get("uid")) for ref in obj["metadata"].get("ownerReferences") or []}
         self._db.executemany(
             "INSERT INTO owners (owner_uid, kind, namespace, name) VALUES (?, ?, ?, ?)",
-            [(uid, *key) for uid in sorted(uids) if uid],
+            [(uid, *key) for uid in owner_uids(obj)],
         )
 
-    def _log_change(self, obj: Obj) -> None:
-        """Note that the transaction wrote ``obj`` (in the generation its commit makes)."""
+    def _log_change(self, key: tuple[str, str, str]) -> None:
         self._db.execute(
             "INSERT OR IGNORE INTO changes (generation, kind, namespace, name) VALUES (?, ?, ?, ?)",
-            (self.generation + 1, *_key(obj)),
+            (self.generation + 1, *key),
         )
 
     def _meta(self, key: str) -> str | None:
@@ -462,6 +587,12 @@ class Store:
 
     def _set_meta(self, key: str, value: str) -> None:
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
+
+
+def owner_uids(obj: Obj) -> builtins.list[str]:
+    """The uids ``obj``'s ownerReferences name, sorted, each once."""
+    uids = {str(ref.get("uid")) for ref in obj["metadata"].get("ownerReferences") or []}
+    return sorted(uid for uid in uids if uid)
 
 
 def explain(path: Path | None, exc: sqlite3.Error) -> ClusterFileError:

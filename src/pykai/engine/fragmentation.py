@@ -112,6 +112,7 @@ class FragIndex:
             ]
             index = cls(FragModel.compile(typical, admits, len(nodes)), nodes, typical)
             nodes.derived[cls] = index
+        index.typical = typical  # equal: the next call with the same one compares identity
         index.refresh()
         return index
 

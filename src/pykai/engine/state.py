@@ -53,6 +53,19 @@ def gpu_class(task: Task) -> int:
     return min(gpu.whole, 8) if gpu.whole else -1
 
 
+def _counts_alike(job: Job, group: PodGroupView, priority: int) -> bool:
+    """True if ``group`` (a new version of the job's PodGroup) leaves every figure the job
+    counts as it was: same object, spec, priority and preemptibility."""
+    before = job.group
+    return (
+        before.meta.uid == group.meta.uid
+        and before.meta.creation == group.meta.creation
+        and before.spec == group.spec
+        and job.priority == priority
+        and job.preemptible == preemptible(group, priority)
+    )
+
+
 class ClusterState:
     """Nodes, tasks, jobs, queues and priority classes, with usage kept current."""
 
@@ -254,6 +267,13 @@ class ClusterState:
         if task is not None:
             if status == TaskStatus.PENDING and task.status == TaskStatus.BINDING:
                 status, node, groups = task.status, task.node, task.gpu_groups  # assumed bind
+            if self._counts_alike(task, pod, job_key, problem, status, node, groups):
+                task.pod, task.status = pod, status  # a bind, a start: no sum changes
+                task.order_key = task_order_key(pod)
+                self._mark_ungrouped(task, ours and not group)
+                if job_key in self.jobs:
+                    self.changed_jobs.add(job_key)
+                return
             self._account(task, -1.0)
             if task.job_key != job_key:
                 self._detach(task)
@@ -272,11 +292,38 @@ class ClusterState:
         task.order_key = task_order_key(pod)
         task.status, task.node, task.gpu_groups = status, node, groups
         self.members.setdefault(job_key, {})[uid] = task
-        if ours and not group and not pod.deleting:
-            self.ungrouped[uid] = task
-        else:
-            self.ungrouped.pop(uid, None)
+        self._mark_ungrouped(task, ours and not group)
         self._account(task, 1.0)
+
+    def _counts_alike(
+        self,
+        task: Task,
+        pod: PodView,
+        job_key: str,
+        problem: str,
+        status: TaskStatus,
+        node: str,
+        groups: tuple[str, ...],
+    ) -> bool:
+        """True if the task, read again as ``pod``, counts exactly as it did: same job,
+        subgroup, place, request, GPU share and accounting class (so no sum changes)."""
+        return (
+            task.job_key == job_key
+            and task.node == node
+            and task.gpu_groups == groups
+            and ACCOUNTING_CLASS[status] == ACCOUNTING_CLASS[task.status]
+            and task.problem == problem
+            and task.subgroup == pod.meta.labels.get(c.SUBGROUP_LABEL, "")
+            and task.pod.gpu == pod.gpu
+            and task.request == self._task_request(pod)
+        )
+
+    def _mark_ungrouped(self, task: Task, ungrouped: bool) -> None:
+        """Keep a live pod of pykai's that names no PodGroup among the ungrouped."""
+        if ungrouped and not task.pod.deleting:
+            self.ungrouped[task.uid or task.pod.meta.key] = task
+        else:
+            self.ungrouped.pop(task.uid or task.pod.meta.key, None)
 
     def _task_request(self, pod: PodView) -> Resources:
         """A pod's request with GPUs counted as quota-equivalent devices."""
@@ -306,11 +353,18 @@ class ClusterState:
 
     def _upsert_job(self, group: PodGroupView) -> None:
         key = group.key
+        old = self.jobs.get(key)
+        priority = self.priority_value(group.spec.priority_class_name)
+        if old is not None and _counts_alike(old, group, priority):
+            old.group = group  # annotations or status: no sum changes
+            old.last_start = annotated_time(group, c.LAST_START_ANNOTATION, old.last_start)
+            old.stale_since = annotated_time(group, c.STALE_ANNOTATION, old.stale_since)
+            self.changed_jobs.add(key)
+            self.indexes.mark_stale(old, old.stale_since)
+            return
         members = self.members.setdefault(key, {})
         for task in members.values():
             self._account(task, -1.0)
-        old = self.jobs.get(key)
-        priority = self.priority_value(group.spec.priority_class_name)
         job = Job(
             key=key,
             group=group,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import functools
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -54,6 +55,7 @@ def parse_time(value: object) -> float:
     return parsed.timestamp()
 
 
+@functools.lru_cache(maxsize=256)  # a virtual clock repeats its instants
 def format_time(seconds: float) -> str:
     """Seconds since the epoch as an RFC 3339 UTC timestamp."""
     stamp = datetime.fromtimestamp(seconds, tz=UTC)
@@ -83,7 +85,7 @@ def merge_patch(target: Obj, patch: Obj) -> Obj:
             current = result.get(key)
             result[key] = merge_patch(current if isinstance(current, dict) else {}, value)
         else:
-            result[key] = copy.deepcopy(value)
+            result[key] = value if isinstance(value, str | int | float) else copy.deepcopy(value)
     return result
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import marshal
 import math
 from dataclasses import dataclass
 from functools import lru_cache
@@ -212,10 +213,45 @@ def _container_requests(
     return {r: a for r, a in (limits | requests).items() if r not in _IGNORED_RESOURCES}
 
 
-def _effective_requests(
-    spec: Obj, name: str, problems: list[FieldProblem]
-) -> tuple[float, float, int, dict[str, float]]:
-    """Kubernetes' rule: max(sum over containers, each init container), per resource."""
+Requests = tuple[float, float, int, dict[str, float]]  # cpu, memory, whole GPUs, extended
+_KNOWN_REQUESTS: dict[bytes, Requests] = {}  # by the containers' resources, problem-free only
+_KNOWN_REQUESTS_LIMIT = 4096
+
+
+def _effective_requests(spec: Obj, name: str, problems: list[FieldProblem]) -> Requests:
+    """Kubernetes' rule: max(sum over containers, each init container), per resource. Every
+    write of a pod is read again, and pods repeat a few shapes: requests that read without a
+    problem are remembered by the containers' resources."""
+    key = _resources_key(spec)
+    known = _KNOWN_REQUESTS.get(key) if key is not None else None
+    if known is not None:
+        cpu, memory, gpus, extended = known
+        return cpu, memory, gpus, dict(extended)
+    found = len(problems)
+    requests = _sum_requests(spec, name, problems)
+    if key is not None and len(problems) == found:
+        if len(_KNOWN_REQUESTS) >= _KNOWN_REQUESTS_LIMIT:
+            _KNOWN_REQUESTS.clear()
+        _KNOWN_REQUESTS[key] = (*requests[:3], dict(requests[3]))
+    return requests
+
+
+def _resources_key(spec: Obj) -> bytes | None:
+    """The containers' and init containers' resources, all that their requests depend on, as
+    bytes (None for values marshal cannot write, such as dates a YAML file made)."""
+    try:
+        return marshal.dumps(
+            (
+                [mapping(each.get("resources")) for each in objects(spec.get("containers"))],
+                [mapping(each.get("resources")) for each in objects(spec.get("initContainers"))],
+            )
+        )
+    except ValueError:
+        return None
+
+
+def _sum_requests(spec: Obj, name: str, problems: list[FieldProblem]) -> Requests:
+    """Sum over containers, max with each init container, per resource."""
     totals: dict[str, float] = {}
     for i, container in enumerate(objects(spec.get("containers"))):
         for rname, value in _container_requests(

@@ -159,7 +159,7 @@ def replay(
     shapes = typical_shapes(pods)
     measure = TypicalPods(tuple(shape_from(s) for s in shapes), tuple(s.count for s in shapes))
     cluster = replay_cluster(policy, shapes)
-    with cluster.store.transaction():
+    with cluster.batch():
         for node in nodes:
             cluster.create(node_object(node, f"{ranks[node.name]:04d}-{node.name}"))
     total = MILLI * sum(n.gpus for n in nodes)
@@ -168,7 +168,7 @@ def replay(
     order = arrivals(pods, seed, tune, total)[:max_pods]
     for first in range(0, len(order), batch):
         chunk = order[first : first + batch]
-        with cluster.store.transaction():
+        with cluster.batch():
             uids = [
                 cluster.create(pod_object(pod, f"p{first + i:05d}"))["metadata"]["uid"]
                 for i, pod in enumerate(chunk)
@@ -185,7 +185,7 @@ def replay(
                 unplaced.append(state.tasks[uid].name)
             buckets.add(arrived / total * 100, used / total * 100, frag)
         failed += len(unplaced)
-        with cluster.store.transaction():
+        with cluster.batch():
             for name in unplaced:
                 cluster.remove("Pod", name, "default")
     cluster.close()

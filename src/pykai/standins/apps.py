@@ -26,7 +26,17 @@ def reconcile_deployment(host: Host, deployment: Obj) -> None:
         if old is not current:
             host.delete(old)
     if current is None:
-        create_named(host, partial(_new_replicaset, deployment), repr(template))
+        create_named(host, partial(_new_replicaset, deployment), repr(_keys_in_order(template)))
+
+
+def _keys_in_order(value: object) -> object:
+    """``value`` with every mapping's keys sorted (as a SQLite store gives them back): the
+    template's hash does not depend on the order its keys were written in, nor on the store."""
+    if isinstance(value, dict):
+        return {key: _keys_in_order(value[key]) for key in sorted(value, key=str)}
+    if isinstance(value, list):
+        return [_keys_in_order(item) for item in value]
+    return value
 
 
 def _new_replicaset(deployment: Obj, token: str) -> Obj:

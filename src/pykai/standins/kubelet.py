@@ -13,6 +13,7 @@ from pykai.model.duration import parse_duration
 from pykai.model.meta import Obj, format_time, mapping, parse_time
 
 _CONDITIONS = ("PodScheduled", "Initialized", "ContainersReady", "Ready")
+_PLACED = frozenset({TaskStatus.BOUND, TaskStatus.RELEASING})  # to start, or to end
 
 
 def run_pods(host: Host) -> None:
@@ -20,13 +21,16 @@ def run_pods(host: Host) -> None:
     terminated ones."""
     now = host.now()
     starting, ending, done = [], [], []
+    running, placed = TaskStatus.RUNNING, _PLACED  # every task, every round: kept cheap
     for task in list(host.state.tasks.values()):
-        if task.status == TaskStatus.RUNNING and c.DURATION_ANNOTATION in task.pod.meta.annotations:
-            pod = host.get("Pod", task.name, task.namespace)
-            if pod is not None and _ran_its_duration(pod, now):
-                done.append(pod)
+        status = task.status
+        if status is running:
+            if c.DURATION_ANNOTATION in task.pod.meta.annotations:
+                pod = host.get("Pod", task.name, task.namespace)
+                if pod is not None and _ran_its_duration(pod, now):
+                    done.append(pod)
             continue
-        if task.status not in (TaskStatus.BOUND, TaskStatus.RELEASING):
+        if status not in placed:
             continue
         pod = host.get("Pod", task.name, task.namespace)
         if pod is None or not mapping(pod.get("spec")).get("nodeName"):
