@@ -147,10 +147,11 @@ def run_all(
         for kind in VARIANTS:
             traces[kind] = Path(folder) / f"openb_pod_list_{kind}.csv"
             write_pods(make_variant(pods, nodes, kind, VARIANT_SEED), traces[kind])
-        order = [("default", p) for p in ("fgd", "pykai")]  # parity and the comparison first
-        order += [("default", p) for p in POLICIES if p not in ("fgd", "pykai")]
-        order += [(t, p) for t in VARIANTS for p in ("fgd", "pykai")]
-        work = [(t, p, s) for t, p in order for s in seeds if replay and (t, p, s) not in done]
+        # FGD against pykai first, seed by seed (every seed adds a pair on every trace), then
+        # the other policies on the default trace
+        compared = [(t, p, s) for s in seeds for t in traces for p in ("fgd", "pykai")]
+        others = [("default", p, s) for p in POLICIES if p not in ("fgd", "pykai") for s in seeds]
+        work = [job for job in compared + others if replay and job not in done]
         with multiprocessing.get_context("spawn").Pool(jobs) as pool:
             runs = pool.imap(_run, [(nodes_csv, traces[t], p, s) for t, p, s in work])
             for (trace, policy, seed), run in zip(work, runs, strict=True):
