@@ -50,3 +50,27 @@ def test_tables_from_the_logged_runs_only(tmp_path: Path) -> None:
         "| sharing (1 seeds) | 10.00 | 9.00 | -1.00 | 1 / 0 / 0 |",
     ]
     assert len((tmp_path / "fgd-runs.jsonl").read_text().splitlines()) == len(runs)  # none run
+
+
+def test_fgd_and_pykai_are_replayed_first_seed_by_seed_and_logged_runs_are_skipped() -> None:
+    from pykai.sim.report import pending
+
+    work = pending([42, 43], ["default", "sharing"], {("default", "fgd", 42)})
+    assert work[:7] == [
+        ("default", "pykai", 42),
+        ("sharing", "fgd", 42),
+        ("sharing", "pykai", 42),
+        ("default", "fgd", 43),
+        ("default", "pykai", 43),
+        ("sharing", "fgd", 43),
+        ("sharing", "pykai", 43),
+    ]
+    assert work[7:9] == [("default", "random", 42), ("default", "random", 43)]
+    assert {policy for trace, policy, _ in work[7:]} == {
+        "random",
+        "dotprod",
+        "clustering",
+        "packing",
+        "bestfit",
+    }
+    assert all(trace == "default" for trace, _, _ in work[7:]) and len(work) == 7 + 10

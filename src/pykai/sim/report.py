@@ -14,6 +14,7 @@ import argparse
 import json
 import multiprocessing
 import tempfile
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -125,6 +126,14 @@ def _run(job: tuple[Path, Path, str, int]) -> dict[str, Any]:
     return run
 
 
+def pending(seeds: list[int], traces: list[str], done: Collection[Job]) -> list[Job]:
+    """The replays still to run, in order: FGD and pykai seed by seed (each seed adds a pair
+    on every trace), then the other policies on the default trace; those ``done`` skipped."""
+    compared = [(t, p, s) for s in seeds for t in traces for p in ("fgd", "pykai")]
+    others = [("default", p, s) for p in POLICIES if p not in ("fgd", "pykai") for s in seeds]
+    return [job for job in compared + others if job not in done]
+
+
 def run_all(
     seeds: list[int],
     nodes_csv: Path,
@@ -147,10 +156,7 @@ def run_all(
         for kind in VARIANTS:
             traces[kind] = Path(folder) / f"openb_pod_list_{kind}.csv"
             write_pods(make_variant(pods, nodes, kind, VARIANT_SEED), traces[kind])
-        order = [("default", p) for p in ("fgd", "pykai")]  # parity and the comparison first
-        order += [("default", p) for p in POLICIES if p not in ("fgd", "pykai")]
-        order += [(t, p) for t in VARIANTS for p in ("fgd", "pykai")]
-        work = [(t, p, s) for t, p in order for s in seeds if replay and (t, p, s) not in done]
+        work = pending(seeds, list(traces), done) if replay else []
         with multiprocessing.get_context("spawn").Pool(jobs) as pool:
             runs = pool.imap(_run, [(nodes_csv, traces[t], p, s) for t, p, s in work])
             for (trace, policy, seed), run in zip(work, runs, strict=True):

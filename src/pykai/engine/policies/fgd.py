@@ -40,6 +40,9 @@ class Options:
     growth: IntArray
 
 
+TIE_BREAK = 0.999  # the largest tie-break fraction: below 1, the next integer score
+
+
 def sigmoid_scores(growth: IntArray | FloatArray, total: int) -> FloatArray:
     """FGD's score: int(sigmoid(fragmentation decrease / 1000) · 100)."""
     decrease = -growth / max(total, 1) / MILLI
@@ -99,20 +102,38 @@ class FgdScorer:
         return int(found.column[int(np.argmax(self.keys(nodes, task, rows, found)))])
 
 
+def tie_breaks(*columns: FloatArray) -> FloatArray:
+    """Per option, a fraction in (0, 1] ordering the options by ``columns`` lexicographically,
+    lower values first: 1 for the best, equal for options equal in every column."""
+    order = np.lexsort(columns[::-1])
+    ranked = np.stack(columns)[:, order]
+    distinct = np.ones(len(order), dtype=bool)
+    distinct[1:] = (ranked[:, 1:] != ranked[:, :-1]).any(axis=0)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.cumsum(distinct) - 1
+    fraction: FloatArray = 1.0 - rank / (rank.max(initial=0) + 1.0)
+    return fraction
+
+
 @dataclass(frozen=True)
 class PykaiScorer(FgdScorer):
-    """FGD, aware of CPU stranding (docs/placement.md):
+    """FGD, aware of CPU stranding and at full resolution (docs/placement.md):
 
     1. for CPU-only tasks and shares, the growth of the node's stranded GPU (idle GPU milli
        beyond what its free CPU serves at the typical pods' CPU per GPU) is added to FGD's
        fragmentation growth before the sigmoid; whole-GPU tasks keep FGD's measure;
-    2. equal scores go to the placement that strands least and, for a CPU-only task, leaves
-       its node least free (BestFit), then to the first node and device, as in FGD."""
+    2. equal (integer) sigmoid scores go to the placement whose growth is least, exactly (the
+       sigmoid's truncation hides differences below about 0.04 GPU), then that strands least,
+       then, for a CPU-only task, that leaves its node least free (BestFit), then to the first
+       node and device, as in FGD.
+
+    The key is the sigmoid score plus a tie-break fraction below 1, so its integer part is
+    FGD's score of the placement."""
 
     name: str = "pykai"
 
     def keys(self, nodes: NodeTable, task: Task, rows: IntArray, found: Options) -> FloatArray:
-        """Sigmoid score, then less stranding, then (CPU-only tasks) the tighter node."""
+        """Sigmoid score, then less growth, less stranding, (CPU-only tasks) the tighter node."""
         model = FragIndex.of(nodes, self.typical).model
         at = rows[found.at]
         requested = taken_milli(nodes, task, at) * devices_of(task)
@@ -125,10 +146,11 @@ class PykaiScorer(FgdScorer):
         cpu_only = not task.request.gpu
         if cpu_only or task.pod.gpu.is_shared:
             growth = growth + strand * model.total
-        keys: FloatArray = sigmoid_scores(growth, model.total) * 1e7 - strand
+        left = np.zeros(len(at))
         if cpu_only:
-            left = (cpu - task.request.cpu) / MAX_SPEC_CPU * 0.5
-            keys = keys - (left + (idle - requested) / MAX_SPEC_GPU * 0.5) * MILLI
+            left = (cpu - task.request.cpu) / MAX_SPEC_CPU + (idle - requested) / MAX_SPEC_GPU
+        ties = tie_breaks(growth, strand, left) * TIE_BREAK
+        keys: FloatArray = sigmoid_scores(growth, model.total) + ties
         return keys
 
 
