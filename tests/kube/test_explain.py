@@ -101,6 +101,14 @@ def check(cluster: LocalCluster, tmp_path: Path) -> None:
     assert connect(cluster.kubeconfig).get(KINDS["Node"], "whatif-node") is None
 
 
+def explain_live_pod(cluster: LocalCluster, name: str) -> dict[str, object]:
+    """``pykai explain pod NAME -o json`` against the live cluster, as a mapping."""
+    done = pykai_cli("explain", "pod", name, f"--kubeconfig={cluster.kubeconfig}", "-o", "json")
+    assert done.returncode == 0, done.stderr
+    found: dict[str, object] = json.loads(done.stdout)
+    return found
+
+
 def test_explain_a_placed_pod_on_a_live_cluster(local_cluster: LocalCluster) -> None:
     """The Scheduled event pykai run wrote says how the node was chosen; explain reads it back
     from the apiserver. The node is tainted for this test's pod alone."""
@@ -118,17 +126,7 @@ def test_explain_a_placed_pod_on_a_live_cluster(local_cluster: LocalCluster) -> 
             assert wait_for(bound, timeout=60)
 
             def explained() -> dict[str, object]:
-                done = pykai_cli(
-                    "explain",
-                    "pod",
-                    "placed",
-                    f"--kubeconfig={local_cluster.kubeconfig}",
-                    "-o",
-                    "json",
-                )
-                assert done.returncode == 0, done.stderr
-                found: dict[str, object] = json.loads(done.stdout)
-                return found
+                return explain_live_pod(local_cluster, "placed")
 
             assert wait_for(
                 lambda: explained()["scheduled"], timeout=60
@@ -174,17 +172,7 @@ def test_explain_an_evicted_pod_on_a_live_cluster(local_cluster: LocalCluster) -
                 api.create(KINDS[obj["kind"]], obj)
 
             def explained() -> dict[str, object]:
-                done = pykai_cli(
-                    "explain",
-                    "pod",
-                    "evict-train-0",
-                    f"--kubeconfig={local_cluster.kubeconfig}",
-                    "-o",
-                    "json",
-                )
-                assert done.returncode == 0, done.stderr
-                found: dict[str, object] = json.loads(done.stdout)
-                return found
+                return explain_live_pod(local_cluster, "evict-train-0")
 
             assert wait_for(lambda: explained()["evicted"], timeout=120)
             answer = explained()
