@@ -53,7 +53,7 @@ def gpu_class(task: Task) -> int:
     return min(gpu.whole, 8) if gpu.whole else -1
 
 
-def _counts_alike(job: Job, group: PodGroupView, priority: int) -> bool:
+def _job_counts_alike(job: Job, group: PodGroupView, priority: int) -> bool:
     """True if ``group`` (a new version of the job's PodGroup) leaves every figure the job
     counts as it was: same object, spec, priority and preemptibility."""
     before = job.group
@@ -267,7 +267,7 @@ class ClusterState:
         if task is not None:
             if status == TaskStatus.PENDING and task.status == TaskStatus.BINDING:
                 status, node, groups = task.status, task.node, task.gpu_groups  # assumed bind
-            if self._counts_alike(task, pod, job_key, problem, status, node, groups):
+            if self._task_counts_alike(task, pod, job_key, problem, status, node, groups):
                 task.pod, task.status = pod, status  # a bind, a start: no sum changes
                 task.order_key = task_order_key(pod)
                 self._mark_ungrouped(task, ours and not group)
@@ -295,7 +295,7 @@ class ClusterState:
         self._mark_ungrouped(task, ours and not group)
         self._account(task, 1.0)
 
-    def _counts_alike(
+    def _task_counts_alike(
         self,
         task: Task,
         pod: PodView,
@@ -355,7 +355,7 @@ class ClusterState:
         key = group.key
         old = self.jobs.get(key)
         priority = self.priority_value(group.spec.priority_class_name)
-        if old is not None and _counts_alike(old, group, priority):
+        if old is not None and _job_counts_alike(old, group, priority):
             old.group = group  # annotations or status: no sum changes
             old.last_start = annotated_time(group, c.LAST_START_ANNOTATION, old.last_start)
             old.stale_since = annotated_time(group, c.STALE_ANNOTATION, old.stale_since)
