@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from pykai.cli.related import Reader
+from pykai.engine.kueue_admission import condition_of, is_true
 from pykai.engine.kueue_positions import pending_workloads
 from pykai.model.kueue_jobs import MANAGED_KINDS, is_managed, queue_name
 from pykai.model.meta import Obj, mapping, objects
@@ -78,7 +79,6 @@ def explain_kueue(reader: Reader, job: Obj, workload: Obj | None) -> Answer:
             "verdict": "Kueue has not made its Workload yet (it does on the next round)",
         }
     spec, status = mapping(workload.get("spec")), mapping(workload.get("status"))
-    conditions = {str(c.get("type")): c for c in objects(status.get("conditions"))}
     admission = mapping(status.get("admission"))
     answer |= {
         "workload": f"{namespace}/{workload['metadata']['name']}",
@@ -97,25 +97,22 @@ def explain_kueue(reader: Reader, job: Obj, workload: Obj | None) -> Answer:
             str(a.get("name")): dict(mapping(a.get("flavors")))
             for a in objects(admission.get("podSetAssignments"))
         }
-    return answer | _standing(reader, workload, conditions, checks)
+    return answer | _standing(reader, workload, str(answer["clusterQueue"]), checks)
 
 
-def _standing(
-    reader: Reader, workload: Obj, conditions: dict[str, Obj], checks: list[dict[str, Any]]
-) -> Answer:
-    """State, rule, verdict (and positions while it waits for quota)."""
-    queue = _cluster_queue(reader, workload)
-    if _true(conditions, "Finished"):
+def _standing(reader: Reader, workload: Obj, queue: str, checks: list[dict[str, Any]]) -> Answer:
+    """State, rule, verdict (and positions in ClusterQueue ``queue`` while it waits for quota)."""
+    if is_true(workload, "Finished"):
         return {"state": "finished", "rule": "none", "verdict": "it has finished"}
     if mapping(workload.get("spec")).get("active") is False:
         return {"state": "deactivated", "rule": "deactivated", "verdict": "it was deactivated"}
-    if _true(conditions, "Admitted"):
+    if is_true(workload, "Admitted"):
         return {
             "state": "admitted",
             "rule": "none",
             "verdict": f"admitted through ClusterQueue {queue}; its pods are scheduled",
         }
-    if _true(conditions, "QuotaReserved"):
+    if is_true(workload, "QuotaReserved"):
         waiting = [c for c in checks if c["state"] != "Ready"]
         named = ", ".join(f"{c['name']} ({c['state']}: {c['message']})" for c in waiting)
         return {
@@ -124,7 +121,7 @@ def _standing(
             "verdict": f"quota reserved in ClusterQueue {queue}; it waits for the admission "
             f"check(s) {named or 'to be written'}",
         }
-    reserved = conditions.get("QuotaReserved") or {}
+    reserved = condition_of(workload, "QuotaReserved")
     reason, message = str(reserved.get("reason") or ""), str(reserved.get("message") or "")
     rule = _RULES.get(reason) or _misconfigured(message) or "not yet considered"
     verdict = message or "Kueue has not considered it yet"
@@ -146,10 +143,6 @@ def _misconfigured(message: str) -> str:
         if words in message:
             return rule
     return ""
-
-
-def _true(conditions: dict[str, Obj], kind: str) -> bool:
-    return (conditions.get(kind) or {}).get("status") == "True"
 
 
 def _cluster_queue(reader: Reader, workload: Obj) -> str:
