@@ -72,3 +72,17 @@ def test_a_small_state_is_left_alone(unfrozen: None) -> None:
     assert len(engine.state.tasks) < memory.LARGE_STATE
     assert not settle(engine.state)
     assert gc.get_freeze_count() == 0
+
+
+def test_a_long_running_process_freezes_its_imports_and_collects_young_objects_less_often(
+    unfrozen: None,
+) -> None:
+    before = gc.get_threshold()
+    imported = id(memory)  # a module: imported before the call, alive for good
+    try:
+        memory.long_running()
+        assert gc.get_threshold() == (memory.YOUNG_EVERY, *before[1:])
+        assert gc.get_freeze_count() > 0
+        assert imported not in {id(o) for o in gc.get_objects()}
+    finally:
+        gc.set_threshold(*before)

@@ -37,8 +37,9 @@ def test_every_row_binds_every_pod() -> None:
     assert isinstance(runs, list) and [r["row"] for r in runs] == list(ROWS)
     for run in runs:
         assert run["pods"] == 24 and 0 < run["first_bind_s"] <= run["all_bound_s"]
-    ratios = figures["vs_kube_scheduler"]
-    assert isinstance(ratios, dict) and ratios["kube-scheduler"] == 1.0
+    for name, row in (("vs_kube_scheduler", "kube-scheduler"), ("vs_cold_ceiling", "cold-ceiling")):
+        ratios = figures[name]
+        assert isinstance(ratios, dict) and ratios[row] == 1.0
 
 
 def test_workloads_differ_only_in_what_each_scheduler_needs() -> None:
@@ -47,6 +48,8 @@ def test_workloads_differ_only_in_what_each_scheduler_needs() -> None:
     assert all(o["spec"]["schedulerName"] == "kai-scheduler" for o in grouped if o["kind"] == "Pod")
     default = workload("kube-scheduler", 8, 4)
     assert {o["spec"]["schedulerName"] for o in default} == {"default-scheduler"}
+    for ceiling in ("ceiling", "cold-ceiling"):  # no scheduler runs: only the client binds
+        assert {o["spec"]["schedulerName"] for o in workload(ceiling, 8, 4)} == {"nobody"}
     bare = workload("pykai+grouper", 8, 4)
     assert all("pod-group-name" not in (o["metadata"].get("annotations") or {}) for o in bare)
 

@@ -4,10 +4,12 @@ the same Debian source, and the apiserver's own ceiling (binding POSTs from a pa
 no scheduler). Each run gets a fresh control plane; pods exist before the scheduler starts,
 so their creation is not measured; a watch counts binds (polling would load the apiserver).
 
-Rows: ``ceiling``; ``kube-scheduler`` (client QPS/burst raised to match pykai's 32 writes in
-flight); ``pykai`` with pods already grouped (a PodGroup each, as KAI's pod-grouper leaves
-them: the scheduler's own throughput); ``pykai+grouper`` with bare pods (two more writes per
-pod: the PodGroup and the pod's annotation). kube-scheduler does no gang or queue work.
+Rows: ``ceiling``; ``cold-ceiling`` (the same binds from a fresh process that must first
+start and list the nodes and pods: bench/cold_binder.py); ``kube-scheduler`` (client QPS/burst
+raised to match pykai's 32 writes in flight); ``pykai`` with pods already grouped (a PodGroup
+each, as KAI's pod-grouper leaves them: the scheduler's own throughput); ``pykai+grouper`` with
+bare pods (two more writes per pod: the PodGroup and the pod's annotation). kube-scheduler does
+no gang or queue work.
 
 A run never leaves its control plane behind: whatever ends it (an exception, Ctrl-C, SIGTERM,
 turned into SystemExit while the bench runs), the processes it started are stopped.
@@ -29,6 +31,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from pykai.bench import KUBE_ROWS
 from pykai.kube.api import KINDS, KubeApi, connect
 from pykai.kube.localcluster import DEFAULT_BIN, LocalCluster
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
@@ -37,8 +40,10 @@ from pykai.model import constants as c
 from pykai.model.errors import InvalidRequest
 from pykai.model.meta import Obj
 
-ROWS = ("ceiling", "kube-scheduler", "pykai", "pykai+grouper")
+ROWS = KUBE_ROWS
+CEILINGS = ("ceiling", "cold-ceiling")  # no scheduler: their pods name one that does not run
 QUEUE = "default-queue"
+NOBODY = "nobody"
 
 
 @dataclass(frozen=True)
@@ -69,10 +74,10 @@ def workload(row: str, pods: int, gang: int) -> list[Obj]:
             group=group if row == "pykai" else "",
             labels={c.QUEUE_LABEL: QUEUE},
         )
-        if row in ("kube-scheduler", "ceiling"):
-            pod["spec"]["schedulerName"] = (
-                "default-scheduler" if row == "kube-scheduler" else "nobody"
-            )
+        if row == "kube-scheduler":
+            pod["spec"]["schedulerName"] = "default-scheduler"
+        elif row in CEILINGS:
+            pod["spec"]["schedulerName"] = NOBODY
         objects.append(pod)
     return objects
 
@@ -151,6 +156,8 @@ def _scheduler(
             "--port=0",
             "--secure-port=0",
         ]
+    elif row == "cold-ceiling":
+        command = [sys.executable, "-m", "pykai.bench.cold_binder", str(cluster.kubeconfig), NOBODY]
     else:
         command = [
             sys.executable,
@@ -244,8 +251,9 @@ def run_kube_bench(
         figures["vs_kube_scheduler"] = {
             row: round(value / medians["kube-scheduler"], 2) for row, value in medians.items()
         }
-    if "ceiling" in medians:
-        figures["vs_ceiling"] = {
-            row: round(value / medians["ceiling"], 2) for row, value in medians.items()
-        }
+    for ceiling in CEILINGS:
+        if ceiling in medians:
+            figures[f"vs_{ceiling.replace('-', '_')}"] = {
+                row: round(value / medians[ceiling], 2) for row, value in medians.items()
+            }
     return figures

@@ -10,6 +10,7 @@ from typing import Annotated
 
 import typer
 
+from pykai.bench import KUBE_ROWS
 from pykai.cli.errors import fail
 from pykai.cli.tables import table
 from pykai.model.errors import PykaiError
@@ -102,22 +103,23 @@ def kube(
     nodes: Annotated[int, typer.Option(help="Fake nodes of 8 GPUs")] = 1000,
     pods: Annotated[int, typer.Option(help="Pending pods of 1 GPU")] = 5000,
     gang: Annotated[int, typer.Option(help="Pods per PodGroup (pykai row)", min=1)] = 1,
-    rows: Annotated[
-        str, typer.Option(help="Comma-separated: ceiling, kube-scheduler, pykai, pykai+grouper")
-    ] = "ceiling,kube-scheduler,pykai,pykai+grouper",
+    rows: Annotated[str, typer.Option(help="Comma-separated: " + ", ".join(KUBE_ROWS))] = ",".join(
+        KUBE_ROWS
+    ),
     repeat: Annotated[int, typer.Option(help="Runs per row (medians reported)", min=1)] = 1,
     output: OutputOption = "table",
 ) -> None:
     """End to end on a real local kube-apiserver: pykai vs kube-scheduler vs the apiserver's
     binding ceiling (a fresh control plane per run; needs scripts/kube-binaries)."""
-    from pykai.bench.kube import ROWS, run_kube_bench
+    from pykai.bench.kube import run_kube_bench
     from pykai.cli.progress import steps
 
     _check_output(output)
     chosen = tuple(r.strip() for r in rows.split(",") if r.strip())
-    unknown = [r for r in chosen if r not in ROWS]
+    unknown = [r for r in chosen if r not in KUBE_ROWS]
     if unknown or not chosen:
-        fail(f"--rows: unknown {', '.join(unknown) or '(none)'}; choose from {', '.join(ROWS)}")
+        known = ", ".join(KUBE_ROWS)
+        fail(f"--rows: unknown {', '.join(unknown) or '(none)'}; choose from {known}")
     try:
         with steps("bench kube") as step:
             figures = run_kube_bench(nodes, pods, gang, chosen, repeat, step)
@@ -127,7 +129,7 @@ def kube(
         _print(figures, output)
         return
     flat: dict[str, object] = {"nodes": nodes, "pods": pods, "gang": gang}
-    for name in ("pods_per_s", "vs_kube_scheduler", "vs_ceiling"):
+    for name in ("pods_per_s", "vs_kube_scheduler", "vs_ceiling", "vs_cold_ceiling"):
         values = figures.get(name)
         if isinstance(values, dict):
             flat |= {f"{name} {row}": value for row, value in values.items()}

@@ -13,15 +13,35 @@ The backends call it once their initial load is in (the embedded cluster after l
 store, ``pykai run`` once every informer has listed), and the engine benchmark before each
 timed cycle. A small state is left alone: its collections cost little, and a full one would
 cost more than it saves.
+
+``pykai run`` also calls ``long_running`` first. At CPython's default (a young collection every
+700 allocations, an old one every 100 young ones) decoding, loading and binding 5,000 pods set
+off about 2,000 collections and 14 full ones, 0.1-0.27 s each: 2.0 s of the process's CPU,
+0.6 s of it before the first bind (`pykai bench kube`, 1,000 nodes, 5,000 pods; measured
+with ``gc.callbacks``). Collecting the young generation every ``YOUNG_EVERY`` allocations makes
+that 25 collections and 2 full ones, 1.1 s; its first bind came 1.27-1.44 s after start
+instead of 1.76-1.92 s.
 """
 
 from __future__ import annotations
 
 import gc
+from typing import TYPE_CHECKING
 
-from pykai.engine.state import ClusterState
+if TYPE_CHECKING:  # ``long_running`` is called before the engine is imported
+    from pykai.engine.state import ClusterState
 
 LARGE_STATE = 5_000  # pods from which a state is settled
+YOUNG_EVERY = 50_000  # allocations between young collections in a long-running process
+
+
+def long_running() -> None:
+    """The collector's settings for a process that will hold a cluster's state: what it has
+    imported so far is frozen (it lives as long as the process), and the young generation is
+    collected every ``YOUNG_EVERY`` allocations (the older ones as often as before, relative
+    to it)."""
+    gc.freeze()
+    gc.set_threshold(YOUNG_EVERY, *gc.get_threshold()[1:])
 
 
 def settle(state: ClusterState) -> bool:

@@ -322,8 +322,10 @@ def _decoded(decoder: msgspec.json.Decoder[Any], data: bytes, what: str) -> Any:
 def _received(kind: Kind, obj: Obj) -> Obj:
     """An object as read: ``kind``/``apiVersion`` filled (lists leave them out), managed
     fields dropped."""
-    obj.setdefault("kind", kind.kind)
-    obj.setdefault("apiVersion", kind.api_version)
+    if "kind" not in obj:  # a watch event's object has both: nothing is worked out for it
+        obj["kind"] = kind.kind
+    if "apiVersion" not in obj:
+        obj["apiVersion"] = kind.api_version
     meta = obj.get("metadata")
     if isinstance(meta, dict):
         meta.pop("managedFields", None)

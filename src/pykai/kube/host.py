@@ -57,11 +57,12 @@ Key = tuple[str, str]  # (namespace, name)
 WRITTEN = "WRITTEN"  # a Change that is the answer to one of our own writes
 _GONE_KEPT = 100_000  # deleted uids remembered against late answers
 
-# Threads for the binds started while a cycle decides. More are slower: they contend with the
-# cycle for the interpreter (`pykai bench kube`, 1,000 nodes / 5,000 pods, one run each on a
-# quiet machine: 4 threads 541 and 421 pods/s, 8 threads 551 and 549, 16 threads 460, 32
-# threads 387, 395 and 355).
-BIND_THREADS = 8
+# Threads for the binds started while a cycle decides (as many as the client of `pykai bench
+# kube`'s ceiling). Since binds go over http.client (kube/rawpost.py), a bind costs the process
+# so little CPU that more threads win (`pykai bench kube --rows pykai`, 1,000 nodes / 5,000
+# pods, quiet, runs alternated: 8 threads 805 and 821 pods/s, 16 threads 919 and 915, 32 threads
+# 1,040, 1,046, 930 and 1,039, 64 threads 1,066 and 797). Over httpx, 8 had been best.
+BIND_THREADS = 32
 
 
 def _bind_key(decision: Bind) -> tuple[str, str, str]:

@@ -33,7 +33,7 @@ class KindSpec:
     @property
     def api_version(self) -> str:
         """``group/version`` of the preferred version, or ``v1`` for the core group."""
-        return self.api_versions[0]
+        return f"{self.group}/{self.versions[0]}" if self.group else self.versions[0]
 
     @property
     def api_versions(self) -> tuple[str, ...]:

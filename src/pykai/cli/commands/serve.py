@@ -110,10 +110,12 @@ def run(
     SIGTERM)."""
     # light imports only until the informers list: the apiserver answers while the engine loads
     from pykai.cli.manifests import ManifestError, read_manifests
+    from pykai.engine.memory import long_running
     from pykai.kube.api import connect
     from pykai.kube.leader import LeaderElector
     from pykai.kube.watched import Watch, parse_components
 
+    long_running()
     config = None
     with reported(), refused():
         address = host_port("--metrics-address", metrics_address) if metrics_address else None
