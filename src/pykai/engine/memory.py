@@ -19,8 +19,8 @@ cost more than it saves.
 off about 2,000 collections and 14 full ones, 0.1-0.27 s each: 2.0 s of the process's CPU,
 0.6 s of it before the first bind (`pykai bench kube`, 1,000 nodes, 5,000 pods; measured
 with ``gc.callbacks``). Collecting the young generation every ``YOUNG_EVERY`` allocations makes
-that 25 collections and 2 full ones, 1.1 s; its first bind came 1.27-1.44 s after start
-instead of 1.76-1.92 s.
+that 24-28 collections and 2 full ones, 1.1-1.2 s; its first bind came 1.27-1.44 s after start
+instead of 1.76-1.99 s.
 """
 
 from __future__ import annotations
