@@ -16,12 +16,7 @@ import marshal
 from collections.abc import Callable
 from typing import Any
 
-from pykai.embedded.store import (
-    ObjectStore,
-    namespace_of,
-    owner_uids,
-    scoped_namespace,
-)
+from pykai.embedded.store import ObjectStore, scoped_namespace
 from pykai.model.kinds import CLUSTER_SCOPED
 from pykai.model.meta import Obj
 
@@ -155,7 +150,7 @@ class MemoryStore(ObjectStore):
         kind, namespace, name = key
         self._pop(self._objects.get(kind, {}), (namespace, name))
         self._pop(self._applied, key)
-        self._name_owners(key, [])
+        self._index_owners(key, [])
 
     def _last_applied(self, key: Key) -> Obj:
         body = self._applied.get(key)
@@ -164,12 +159,7 @@ class MemoryStore(ObjectStore):
     def _set_applied(self, key: Key, manifest: Obj) -> None:
         self._put(self._applied, key, _dump(manifest))
 
-    def _index_owners(self, obj: Obj) -> None:
-        key = str(obj["kind"]), namespace_of(obj), str(obj["metadata"]["name"])
-        self._name_owners(key, owner_uids(obj))
-
-    def _name_owners(self, key: Key, uids: builtins.list[str]) -> None:
-        """The owner uids the object at ``key`` names are now ``uids``."""
+    def _index_owners(self, key: Key, uids: builtins.list[str]) -> None:
         before = self._owners.get(key, [])
         if before == uids:
             return

@@ -299,7 +299,7 @@ class ObjectStore(ABC):
             meta["resourceVersion"] = str(seq)
             if not self._insert(key, stored):
                 raise AlreadyExists(f"{_describe(stored)} already exists")
-            self._index_owners(stored)
+            self._index_owners(key, _owner_uids(stored))
             self._log_change(key)
         return stored
 
@@ -311,7 +311,7 @@ class ObjectStore(ABC):
             key = _key(stored)
             if not self._replace(key, stored):
                 raise LookupError(f"{_describe(stored)} does not exist; create it first")
-            self._index_owners(stored)
+            self._index_owners(key, _owner_uids(stored))
             self._log_change(key)
         return stored
 
@@ -377,8 +377,9 @@ class ObjectStore(ABC):
     def _set_applied(self, key: tuple[str, str, str], manifest: Obj) -> None: ...
 
     @abstractmethod
-    def _index_owners(self, obj: Obj) -> None:
-        """Index the owners ``obj`` names (replacing what its earlier version named)."""
+    def _index_owners(self, key: tuple[str, str, str], uids: builtins.list[str]) -> None:
+        """The owner uids the object at ``key`` names are now ``uids`` (replacing what its
+        earlier version named)."""
 
     @abstractmethod
     def _log_change(self, key: tuple[str, str, str]) -> None:
@@ -567,12 +568,11 @@ class Store(ObjectStore):
             (_dump(manifest), *key),
         )
 
-    def _index_owners(self, obj: Obj) -> None:
-        key = _key(obj)
+    def _index_owners(self, key: tuple[str, str, str], uids: builtins.list[str]) -> None:
         self._db.execute("DELETE FROM owners WHERE kind=? AND namespace=? AND name=?", key)
         self._db.executemany(
             "INSERT INTO owners (owner_uid, kind, namespace, name) VALUES (?, ?, ?, ?)",
-            [(uid, *key) for uid in owner_uids(obj)],
+            [(uid, *key) for uid in uids],
         )
 
     def _log_change(self, key: tuple[str, str, str]) -> None:
@@ -589,7 +589,7 @@ class Store(ObjectStore):
         self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, value))
 
 
-def owner_uids(obj: Obj) -> builtins.list[str]:
+def _owner_uids(obj: Obj) -> builtins.list[str]:
     """The uids ``obj``'s ownerReferences name, sorted, each once."""
     uids = {str(ref.get("uid")) for ref in obj["metadata"].get("ownerReferences") or []}
     return sorted(uid for uid in uids if uid)
