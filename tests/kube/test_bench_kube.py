@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pykai.bench.kube import ROWS, run_kube_bench, workload
+from pykai.bench import KUBE_ROWS
+from pykai.bench.kube import run_kube_bench, workload
 from pykai.kube import localcluster
 from tests.kube.conftest import wait_for
 
@@ -34,7 +35,7 @@ def processes_of(directory: Path) -> list[str]:
 def test_every_row_binds_every_pod() -> None:
     figures = run_kube_bench(nodes=4, pods=24, gang=4)
     runs = figures["runs"]
-    assert isinstance(runs, list) and [r["row"] for r in runs] == list(ROWS)
+    assert isinstance(runs, list) and [r["row"] for r in runs] == list(KUBE_ROWS)
     for run in runs:
         assert run["pods"] == 24 and 0 < run["first_bind_s"] <= run["all_bound_s"]
     for name, row in (("vs_kube_scheduler", "kube-scheduler"), ("vs_cold_ceiling", "cold-ceiling")):

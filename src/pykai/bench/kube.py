@@ -40,7 +40,6 @@ from pykai.model import constants as c
 from pykai.model.errors import InvalidRequest
 from pykai.model.meta import Obj
 
-ROWS = KUBE_ROWS
 CEILINGS = ("ceiling", "cold-ceiling")  # no scheduler: their pods name one that does not run
 QUEUE = "default-queue"
 NOBODY = "nobody"
@@ -223,7 +222,7 @@ def run_kube_bench(
     nodes: int,
     pods: int,
     gang: int = 1,
-    rows: tuple[str, ...] = ROWS,
+    rows: tuple[str, ...] = KUBE_ROWS,
     repeat: int = 1,
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, object]:
