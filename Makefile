@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: setup demo test lint bench clean kube-binaries helm-template prometheus image-builder chromium
+.PHONY: setup demo test lint bench clean peers test-peers prometheus image-builder chromium
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -23,11 +23,11 @@ lint: $(STAMP)
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 
-kube-binaries:
-	bash scripts/kube-binaries
+peers:  # every real counterpart, built from the Go modules pinned in tools/peers (cached by version)
+	bash scripts/peers > /dev/null
 
-helm-template:  # helm, or the stand-in built from Debian's Go packages (cached)
-	scripts/helm-template deploy/helm/pykai > /dev/null
+test-peers:  # the counterparts the tests use: Kubernetes v1.34, etcd, KWOK, KubeRay, Helm
+	bash scripts/peers --tests > /dev/null
 
 prometheus:  # Debian's Prometheus server, for the test that scrapes pykai run (cached)
 	bash scripts/prometheus > /dev/null
@@ -38,7 +38,7 @@ image-builder:  # buildah and a local Debian base image, to build the Dockerfile
 chromium:  # Debian's Chromium, headless, for the dashboard's browser tests (apt; idempotent)
 	bash scripts/chromium > /dev/null
 
-test: lint kube-binaries helm-template prometheus image-builder chromium
+test: lint test-peers prometheus image-builder chromium
 	$(BIN)/pytest
 
 bench: $(STAMP)

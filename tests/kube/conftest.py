@@ -1,9 +1,8 @@
-"""A real control plane (etcd + kube-apiserver + kube-controller-manager built by
-scripts/kube-binaries, with pykai's stand-in kubelet and KubeRay emulator) for kube tests."""
+"""A real control plane for kube tests: etcd, kube-apiserver and kube-controller-manager v1.34,
+KWOK and the KubeRay operator, built by scripts/peers (pykai.kube.localcluster)."""
 
 from __future__ import annotations
 
-import base64
 import json
 import re
 import signal
@@ -18,15 +17,15 @@ import httpx
 import pytest
 import yaml
 
+from pykai.kube import peers
 from pykai.kube.api import KINDS, connect
-from pykai.kube.localcluster import DEFAULT_BIN, PYKAI_CRDS, LocalCluster, free_port
+from pykai.kube.localcluster import PYKAI_CRDS, LocalCluster, free_port, kai_crds
 from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.webhook import CONFIGURATION_NAME, unregister
 from pykai.model import builders
 from pykai.model.meta import Obj
 
 ROOT = Path(__file__).resolve().parents[2]
-KAI_CRDS = Path(__file__).parent / "data/kai-crds"  # KAI Scheduler's own (see SOURCES.md)
 
 
 @pytest.fixture(scope="session")
@@ -41,7 +40,7 @@ def local_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalClu
 def crds(request: pytest.FixtureRequest) -> Path:
     """The CRDs of KAI's kinds a module's cluster runs on: pykai's, then KAI's own (so what
     pykai writes must pass KAI's schemas, and what it reads must survive their pruning)."""
-    return PYKAI_CRDS if request.param == "pykai-crds" else KAI_CRDS
+    return PYKAI_CRDS if request.param == "pykai-crds" else kai_crds()
 
 
 @contextmanager
@@ -179,10 +178,10 @@ def pykai_cli(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def kubectl(cluster: LocalCluster, *args: str, check: bool = True) -> str:
-    """Debian's kubectl 1.20 against the local cluster; fails the test on a non-zero exit
+    """kubectl v1.34 (scripts/peers) against the local cluster; fails the test on a non-zero exit
     unless ``check`` is false (then stdout and stderr are returned together)."""
     result = subprocess.run(
-        [str(DEFAULT_BIN / "kubectl"), f"--kubeconfig={cluster.kubeconfig}", *args],
+        [str(peers.binary("kubectl")), f"--kubeconfig={cluster.kubeconfig}", *args],
         capture_output=True,
         text=True,
         check=False,
@@ -236,24 +235,22 @@ def wait_for(condition: Callable[[], object], timeout: float = 30.0) -> bool:
 
 
 def account_kubeconfig(cluster: LocalCluster, namespace: str, account: str, path: Path) -> Path:
-    """A kubeconfig at ``path`` for service account ``namespace/account`` (the token the
-    controller-manager puts in its Secret), user ``account``."""
-    api = connect(cluster.kubeconfig)
+    """A kubeconfig at ``path`` for service account ``namespace/account`` (a token from the
+    TokenRequest API, as ``kubectl create token`` asks for it: Kubernetes makes no token Secrets
+    since 1.24), user ``account``."""
+    tokens: list[str] = []
 
-    def token() -> str:
-        for secret in api.list(KINDS["Secret"])[0]:
-            annotations = secret["metadata"].get("annotations") or {}
-            if (
-                secret["metadata"]["namespace"] == namespace
-                and annotations.get("kubernetes.io/service-account.name") == account
-                and "token" in (secret.get("data") or {})
-            ):
-                return base64.b64decode(secret["data"]["token"]).decode()
-        return ""
+    def token() -> bool:
+        made = kubectl(
+            cluster, "create", "token", account, "-n", namespace, "--duration=24h", check=False
+        )
+        if made.count(".") == 2 and " " not in made.strip():  # a JWT, not an error
+            tokens.append(made.strip())
+        return bool(tokens)
 
     assert wait_for(token), f"no token for service account {namespace}/{account}"
     config = yaml.safe_load(cluster.kubeconfig.read_text())
-    config["users"] = [{"name": account, "user": {"token": token()}}]
+    config["users"] = [{"name": account, "user": {"token": tokens[0]}}]
     config["contexts"][0]["context"]["user"] = account
     path.write_text(yaml.safe_dump(config))
     return path

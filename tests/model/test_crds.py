@@ -1,5 +1,5 @@
 """pykai's CRDs: generated from the models, shipped as generated, and schema-compatible with
-KAI Scheduler's own (tests/kube/data/kai-crds, copied from KAI with its licence): the same
+KAI Scheduler's own (from KAI's Go module, fetched by scripts/peers): the same
 groups, versions, names, fields, types, formats, quantity patterns and KAI's printer columns;
 pykai may be stricter (e.g. a queue's priority is an int32, ``spec.resources`` is required, as
 KAI's webhook requires it) and adds printer columns to PodGroups, nothing else."""
@@ -19,24 +19,30 @@ from pykai.cli.app import app
 from pykai.cli.columns import columns_for
 from pykai.engine.decisions import Bind
 from pykai.kube.binder import bind_request
+from pykai.kube.localcluster import kai_crds
 from pykai.model.bindrequest import BindRequestSpec, BindRequestStatus
 from pykai.model.crds import CUSTOM_RESOURCES, definition, render
 from pykai.model.meta import Obj
 
 ROOT = Path(__file__).resolve().parents[2]
 CHART_CRDS = ROOT / "deploy/helm/pykai/crds"
-KAI_CRDS = ROOT / "tests/kube/data/kai-crds"
 
 # what a node of KAI's schema says that pykai's must say alike
 SAME = ("type", "format", "pattern", "anyOf", "x-kubernetes-int-or-string", "nullable")
 KEPT_LIMITS = ("minimum", "maximum", "minLength", "maxLength")  # KAI's, where it has them
 
 
+# KAI's CRDs that are not the scheduler's API pykai serves: the operator's own configuration, and
+# the Topology kind (topology-aware placement, not built yet)
+NOT_SERVED = {"configs.kai.scheduler", "topologies.kai.scheduler"}
+
+
 def kai_definitions() -> dict[str, Obj]:
+    """KAI's CRDs of the kinds pykai serves, by name."""
     found = {}
-    for path in sorted(KAI_CRDS.glob("*.yaml")):
+    for path in sorted(kai_crds().glob("*.yaml")):
         for document in yaml.safe_load_all(path.read_text()):
-            if document:
+            if document and document["metadata"]["name"] not in NOT_SERVED:
                 found[document["metadata"]["name"]] = document
     return found
 
@@ -98,11 +104,14 @@ def test_crd_is_schema_compatible_with_kais(name: str) -> None:
 
 
 # pykai's own optional fields: on a cluster with KAI's CRDs the apiserver prunes them and pykai
-# uses their defaults (docs/placement.md)
+# uses their defaults (docs/placement.md). `actions` and `plugins` are KAI's since v0.13; the
+# KAI release the Go module proxy serves, and the tests run on, is v0.12.0 (docs/conformance.md).
 PYKAI_EXTENSIONS = {
     "schedulingshards.kai.scheduler": {
         "openAPIV3Schema.spec.placementStrategy.typicalPods: not in KAI's schema "
-        "(KAI's CRD would prune it)"
+        "(KAI's CRD would prune it)",
+        "openAPIV3Schema.spec.actions: not in KAI's schema (KAI's CRD would prune it)",
+        "openAPIV3Schema.spec.plugins: not in KAI's schema (KAI's CRD would prune it)",
     }
 }
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import re
 from decimal import ROUND_CEILING, Decimal
-from pathlib import Path
 
 import pytest
 import yaml
 from hypothesis import given
 from hypothesis import strategies as st
 
+from pykai.kube.localcluster import kai_crds
 from pykai.model.quantity import (
     MAX_QUANTITY,
     PATTERN,
@@ -22,9 +22,7 @@ from pykai.model.quantity import (
 )
 from pykai.model.resources import Resources, resource_list
 
-KAI_QUEUES = (
-    Path(__file__).resolve().parents[1] / "kube/data/kai-crds/scheduling.run.ai_queues.yaml"
-)
+KAI_QUEUES = kai_crds() / "scheduling.run.ai_queues.yaml"  # KAI's own, from its module
 
 
 def kais_pattern() -> str:

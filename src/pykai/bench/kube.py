@@ -1,8 +1,9 @@
 """End-to-end throughput on a real kube-apiserver, side by side (benchmarks.md §B): the same
-fake GPU nodes and pending pods, bound by pykai and by the real kube-scheduler v1.20 built from
-the same Debian source, and the apiserver's own ceiling (binding POSTs from a parallel client,
-no scheduler). Each run gets a fresh control plane; pods exist before the scheduler starts,
-so their creation is not measured; a watch counts binds (polling would load the apiserver).
+fake GPU nodes and pending pods, bound by pykai and by the real kube-scheduler v1.34 (built by
+scripts/peers from the same Go module as the apiserver), and the apiserver's own ceiling
+(binding POSTs from a parallel client, no scheduler). Each run gets a fresh control plane; pods
+exist before the scheduler starts, so their creation is not measured; a watch counts binds
+(polling would load the apiserver).
 
 Rows: ``ceiling``; ``cold-ceiling`` (the same binds from a fresh process that must first
 start and list the nodes and pods: bench/cold_binder.py); ``kube-scheduler`` (client QPS/burst
@@ -33,7 +34,7 @@ from pathlib import Path
 
 from pykai.bench import KUBE_ROWS
 from pykai.kube.api import KINDS, KubeApi, connect
-from pykai.kube.localcluster import DEFAULT_BIN, LocalCluster
+from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 from pykai.model import builders
 from pykai.model import constants as c
@@ -147,12 +148,14 @@ def _scheduler(
     log = open(cluster.directory / f"{row}.log", "wb")  # noqa: SIM115 - closed by stop()
     if row == "kube-scheduler":
         command = [
-            str(DEFAULT_BIN / "kube-scheduler"),
+            str(cluster.binary("kube-scheduler")),
             f"--kubeconfig={cluster.kubeconfig}",
+            f"--authentication-kubeconfig={cluster.kubeconfig}",
+            f"--authorization-kubeconfig={cluster.kubeconfig}",
             "--leader-elect=false",
             "--kube-api-qps=1000",
             "--kube-api-burst=1000",
-            "--port=0",
+            "--bind-address=127.0.0.1",
             "--secure-port=0",
         ]
     elif row == "cold-ceiling":

@@ -1,12 +1,18 @@
-"""A real control plane on loopback: etcd + kube-apiserver (+ kube-controller-manager running the
-Deployment, ReplicaSet, Job and garbage-collector controllers), built from Debian's sources by
-scripts/kube-binaries, with pykai's CRDs, KubeRay's kinds and KAI's priority classes installed,
-and (optionally) the stand-ins a cluster without kubelets needs: ``pykai run --components
-kubelet,kuberay,provisioning``. Everything binds to 127.0.0.1; state and logs live in one
-directory, kept 0700, whose keys, tokens and kubeconfig are 0600; ``down`` leaves no process
-behind. The directory's CA (``ca.crt``) signs the apiserver's serving certificate and is its
-client CA: the kubeconfig trusts it (inline), and ``issue_client_certificate`` makes users of
-it."""
+"""A real control plane on loopback, built from the Go modules pinned in tools/peers by
+scripts/peers (pykai.kube.peers finds them): etcd and kube-apiserver v1.34, with
+kube-controller-manager running the Deployment, ReplicaSet, Job (suspend included), CronJob,
+disruption-budget and garbage-collector controllers; KWOK as every node's kubelet (nodes kept Ready
+with leases; bound pods Running; a pod annotated ``pykai.io/duration`` Succeeded after it, a
+deleted one gone at the end of its grace period: the stages are KWOK's and pykai's,
+deploy/local/kwok); the real KubeRay operator (with KAI's batch-scheduler integration, as the KAI +
+KubeRay guide installs it); optionally kube-scheduler as the default scheduler. pykai's CRDs (or
+KAI's own, from its module), KubeRay's CRDs from its module, Kueue's kinds as the chart ships them,
+KAI's priority classes and default queues are installed. What no peer supplies runs as a stand-in:
+the cluster autoscaler's answer to ProvisioningRequests (``pykai run --components provisioning``).
+Everything binds to 127.0.0.1; state and logs live in one directory, kept 0700, whose keys, tokens
+and kubeconfig are 0600; ``down`` leaves no process behind. The directory's CA (``ca.crt``) signs
+the apiserver's serving certificate and is its client CA: the kubeconfig trusts it (inline), and
+``issue_client_certificate`` makes users of it."""
 
 from __future__ import annotations
 
@@ -22,27 +28,46 @@ import sys
 import time
 import urllib.request
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from pykai.kube import peers
 from pykai.kube.api import KINDS, KubeApi, connect
 from pykai.kube.certs import Authority
 from pykai.model.errors import PykaiError
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.queue import default_queues
 
-DEFAULT_BIN = Path.home() / ".cache/pykai/kubernetes-v1.20.2/bin"
-REPO = Path(__file__).resolve().parents[3]
+REPO = peers.REPO
 PYKAI_CRDS = REPO / "deploy/helm/pykai/crds"  # KAI's kinds, as pykai defines them
 KUEUE_CRDS = sorted(PYKAI_CRDS.glob("kueue.x-k8s.io_*.yaml"))  # stand-ins the chart ships too
-KUBERAY_CRDS = REPO / "deploy/local/crds"  # the KubeRay kinds the stand-in emulates
+LOCAL = REPO / "deploy/local"  # what only local clusters install: stand-in CRDs, KWOK stages
 KCM_CONTROLLERS = (
-    "garbagecollector,namespace,serviceaccount-token,deployment,replicaset,job,cronjob"
+    "garbagecollector,namespace,serviceaccount,serviceaccount-token,deployment,replicaset,job,"
+    "cronjob,disruption,ttl-after-finished"
 )
+# KWOK's own stages (from its module): a node initialised and kept Ready with a lease, a bound
+# pod Running at once; then pykai's (deploy/local/kwok): completion after pykai.io/duration,
+# removal at the end of the grace period.
+KWOK_STAGES = (
+    "kustomize/stage/node/fast/node-initialize.yaml",
+    "kustomize/stage/node/heartbeat-with-lease/node-heartbeat-with-lease.yaml",
+    "kustomize/stage/pod/fast/pod-ready.yaml",
+)
+
+
+def kai_crds() -> Path:
+    """KAI's own CRDs, from the KAI module scripts/peers fetched."""
+    return peers.module("kai") / "deployments/kai-scheduler/crds"
+
+
+def kuberay_crds() -> list[Path]:
+    """KubeRay's CRDs (RayCluster, RayJob, RayService), from the KubeRay module."""
+    return sorted((peers.module("kuberay") / "config/crd/bases").glob("ray.io_*.yaml"))
 
 
 class LocalClusterError(PykaiError, RuntimeError):
@@ -113,8 +138,9 @@ class LocalCluster:
     """The control plane kept in ``directory``."""
 
     directory: Path
-    binaries: Path = DEFAULT_BIN
     crds: Path = PYKAI_CRDS  # the CRDs of KAI's kinds to install: pykai's, or KAI's own
+    binaries: Path = field(default_factory=lambda: peers.directory() / "bin")
+    kuberay_scheduler: str = "kai-scheduler"  # KubeRay's --batch-scheduler ("": none)
 
     @property
     def kubeconfig(self) -> Path:
@@ -125,28 +151,39 @@ class LocalCluster:
     def _state(self) -> Path:
         return self.directory / "state.json"
 
+    def binary(self, name: str) -> Path:
+        """A peer binary (``kube-apiserver``, ``kwok``, …); missing: an error naming the fix."""
+        path = self.binaries / name
+        if not os.access(path, os.X_OK):
+            raise LocalClusterError(
+                f"{path} is missing: run scripts/peers (or make peers) to build it"
+            )
+        return path
+
     def up(
         self,
         *,
         controller_manager: bool = True,
         stand_ins: bool = True,
         webhook: bool = False,
+        default_scheduler: bool = False,
         timeout: float = 60.0,
         progress: Callable[[str], None] = lambda _: None,
     ) -> Path:
         """Start etcd and kube-apiserver (and kube-controller-manager), install the CRDs and
-        priority classes, start the stand-ins (and the admission webhook, registered); return
-        the kubeconfig. ``progress`` is told each step as it starts."""
+        priority classes; with ``stand_ins``, start what a cluster's nodes and operators do:
+        KWOK, the KubeRay operator and the ProvisioningRequest stand-in (and kube-scheduler with
+        ``default_scheduler``, the admission webhook, registered, with ``webhook``); return the
+        kubeconfig. ``progress`` is told each step as it starts."""
         if self.running():
             return self.kubeconfig
-        for name in ("kube-apiserver", "etcd"):
-            if name != "etcd" and not (self.binaries / name).exists():
-                raise LocalClusterError(
-                    f"{self.binaries / name} is missing: run scripts/kube-binaries first"
-                )
+        for name in ("etcd", "kube-apiserver"):
+            self.binary(name)
         private_directory(self.directory)
         try:
-            self._start_all(controller_manager, stand_ins, webhook, timeout, progress)
+            self._start_all(
+                controller_manager, stand_ins, webhook, default_scheduler, timeout, progress
+            )
         except BaseException:  # a failure, Ctrl-C: nothing started is left running
             self.down()
             raise
@@ -157,6 +194,7 @@ class LocalCluster:
         controller_manager: bool,
         stand_ins: bool,
         webhook: bool,
+        default_scheduler: bool,
         timeout: float,
         progress: Callable[[str], None],
     ) -> None:
@@ -165,23 +203,22 @@ class LocalCluster:
         ports = {"etcd": free_port(), "peer": free_port(), "api": free_port()}
         self._write_keys(token)
         progress("starting etcd and kube-apiserver")
-        pids = {"etcd": self._start("etcd", self._etcd_args(ports))}
+        pids = {"etcd": self._start(str(self.binary("etcd")), self._etcd_args(ports))}
         self._write_state(pids, ports)
         pids["kube-apiserver"] = self._start(
-            str(self.binaries / "kube-apiserver"), self._apiserver_args(ports)
+            str(self.binary("kube-apiserver")), self._apiserver_args(ports)
         )
         self._write_state(pids, ports)
         self._write_kubeconfig(ports["api"], token)
         progress("waiting for kube-apiserver")
         self._wait_ready(ports["api"], token, timeout)
-        if controller_manager and (self.binaries / "kube-controller-manager").exists():
+        if controller_manager:
             progress("starting kube-controller-manager")
             pids["kube-controller-manager"] = self._start(
-                str(self.binaries / "kube-controller-manager"),
+                str(self.binary("kube-controller-manager")),
                 [
                     f"--kubeconfig={self.kubeconfig}",
                     "--bind-address=127.0.0.1",
-                    "--port=0",
                     "--secure-port=0",
                     f"--controllers={KCM_CONTROLLERS}",
                     f"--service-account-private-key-file={self.directory / 'sa.key'}",
@@ -194,18 +231,19 @@ class LocalCluster:
         progress("installing the CRDs and priority classes")
         install_basics(connect(self.kubeconfig), timeout, self.crds)
         if stand_ins:
-            progress("starting the kubelet and KubeRay stand-ins")
-            pids["pykai-stand-ins"] = self._start(
-                sys.executable,
+            self._start_nodes_and_operators(pids, ports, progress)
+        if default_scheduler:
+            progress("starting kube-scheduler (the default scheduler)")
+            pids["kube-scheduler"] = self._start(
+                str(self.binary("kube-scheduler")),
                 [
-                    "-m",
-                    "pykai",
-                    "run",
                     f"--kubeconfig={self.kubeconfig}",
-                    "--components=kubelet,kuberay,provisioning",
-                    "--period=0.5",
+                    f"--authentication-kubeconfig={self.kubeconfig}",
+                    f"--authorization-kubeconfig={self.kubeconfig}",
+                    "--bind-address=127.0.0.1",
+                    "--secure-port=0",
+                    "--leader-elect=false",
                 ],
-                log_name="pykai-stand-ins",
             )
             self._write_state(pids, ports)
         if webhook:
@@ -225,6 +263,59 @@ class LocalCluster:
             )
             self._write_state(pids, ports)
             self._wait_registered(timeout)
+
+    def _start_nodes_and_operators(
+        self, pids: dict[str, int], ports: dict[str, int], progress: Callable[[str], None]
+    ) -> None:
+        """KWOK for every node, the KubeRay operator, and the ProvisioningRequest stand-in."""
+        progress("starting KWOK (every node's kubelet)")
+        ports["kwok"] = free_port()
+        stages = [peers.module("kwok") / stage for stage in KWOK_STAGES]
+        stages += sorted((LOCAL / "kwok").glob("*.yaml"))
+        pids["kwok"] = self._start(
+            str(self.binary("kwok")),
+            [
+                f"--kubeconfig={self.kubeconfig}",
+                "--manage-all-nodes=true",
+                f"--server-address=127.0.0.1:{ports['kwok']}",
+                "--cidr=10.0.0.1/16",
+                "--node-ip=127.0.0.1",
+                *(f"--config={path}" for path in stages),
+            ],
+        )
+        self._write_state(pids, ports)
+        progress("starting the KubeRay operator")
+        ports["kuberay-metrics"], ports["kuberay-probe"] = free_port(), free_port()
+        pids["kuberay-operator"] = self._start(
+            str(self.binary("kuberay-operator")),
+            [
+                f"--kubeconfig={self.kubeconfig}",
+                f"--metrics-addr=127.0.0.1:{ports['kuberay-metrics']}",
+                f"--health-probe-bind-address=127.0.0.1:{ports['kuberay-probe']}",
+                "--enable-leader-election=false",
+                "--log-stdout-encoder=console",
+                *(
+                    [f"--batch-scheduler={self.kuberay_scheduler}"]
+                    if self.kuberay_scheduler
+                    else []
+                ),
+            ],
+        )
+        self._write_state(pids, ports)
+        progress("starting the ProvisioningRequest stand-in")
+        pids["pykai-stand-ins"] = self._start(
+            sys.executable,
+            [
+                "-m",
+                "pykai",
+                "run",
+                f"--kubeconfig={self.kubeconfig}",
+                "--components=provisioning",
+                "--period=0.5",
+            ],
+            log_name="pykai-stand-ins",
+        )
+        self._write_state(pids, ports)
 
     def _wait_registered(self, timeout: float) -> None:
         api = connect(self.kubeconfig)
@@ -261,7 +352,7 @@ class LocalCluster:
             time.sleep(0.05)
         time.sleep(pause)
         pids["kube-apiserver"] = self._start(
-            str(self.binaries / "kube-apiserver"), self._apiserver_args(ports)
+            str(self.binary("kube-apiserver")), self._apiserver_args(ports)
         )
         self._write_state(pids, ports)
         token = (self.directory / "tokens.csv").read_text().split(",")[0]
@@ -297,6 +388,8 @@ class LocalCluster:
             f"--listen-peer-urls=http://127.0.0.1:{ports['peer']}",
             f"--initial-advertise-peer-urls=http://127.0.0.1:{ports['peer']}",
             f"--initial-cluster=default=http://127.0.0.1:{ports['peer']}",
+            "--unsafe-no-fsync",  # a throwaway store: a disk flush per write only slows tests
+            "--log-level=warn",
         ]
 
     def _apiserver_args(self, ports: dict[str, int]) -> list[str]:
@@ -410,9 +503,10 @@ class LocalCluster:
 
 
 def install_basics(api: KubeApi, timeout: float = 60.0, crds: Path = PYKAI_CRDS) -> None:
-    """Create the CRDs of KAI's kinds (from ``crds``), Kueue's and KubeRay's, KAI's priority
-    classes and default queues if missing, and wait until the CRDs serve."""
-    files = {*crds.glob("*.yaml"), *KUEUE_CRDS, *KUBERAY_CRDS.glob("*.yaml")}
+    """Create the CRDs of KAI's kinds (from ``crds``), KubeRay's (from its module), Kueue's
+    kinds as the chart ships them and the stand-in ProvisioningRequest, KAI's priority classes
+    and default queues if missing, and wait until the CRDs serve."""
+    files = {*crds.glob("*.yaml"), *KUEUE_CRDS, *kuberay_crds(), *(LOCAL / "crds").glob("*.yaml")}
     definitions = [
         doc for path in sorted(files) for doc in yaml.safe_load_all(path.read_text()) if doc
     ]
