@@ -5,9 +5,10 @@ With the webhook down, every case the apiserver stores gets in; with `pykai webh
 registered, the cases it lets through do. After each, `pykai run` must still be alive and a
 valid pod must bind within 5 s. The probe pod has a node and a queue of its own (a tainted node
 it alone tolerates), so a bad object can only keep it pending by stopping pykai, never by
-legitimately taking its room. The control plane runs without the controller-manager (a stored
-ten-million-replica Deployment would otherwise make pods for minutes), with pykai's stand-ins
-(kubelet, KubeRay emulator) inside `pykai run`.
+legitimately taking its room. The control plane runs without the controller-manager and the
+KubeRay operator (a stored ten-million-replica Deployment or RayCluster would otherwise make pods
+for minutes) and without KWOK (only binds are checked); `pykai run` runs every component a real
+cluster takes.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import yaml
 from pykai.kube.api import KINDS, KubeApi, connect
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
-from pykai.kube.runner import COMPONENTS
+from pykai.kube.watched import NEEDS
 from pykai.model import builders
 from pykai.model import constants as c
 from tests.kube.conftest import PykaiProcess, kubectl, pykai_running, wait_for, webhook_running
@@ -143,7 +144,7 @@ def test_pykai_run_survives_every_case_the_apiserver_stores(
 ) -> None:
     cases = [case for case in CASES if case.stored_by_apiserver]
     assert len(cases) >= 40
-    with pykai_running(cluster, "--components=" + ",".join(COMPONENTS)) as process:
+    with pykai_running(cluster, "--components=" + ",".join(NEEDS)) as process:
         failures, stored = survivals(cluster, cases, tmp_path, process)
         assert process.poll() is None
     assert not failures, "\n".join(failures)
@@ -156,7 +157,7 @@ def test_pykai_run_survives_what_the_webhook_lets_through(
     cases = [case for case in CASES if case.stored_by_apiserver]
     with (
         webhook_running(cluster),
-        pykai_running(cluster, "--components=" + ",".join(COMPONENTS)) as process,
+        pykai_running(cluster, "--components=" + ",".join(NEEDS)) as process,
     ):
         failures, stored = survivals(cluster, cases, tmp_path, process)
         assert process.poll() is None

@@ -44,10 +44,17 @@ def crds(request: pytest.FixtureRequest) -> Path:
 
 
 @contextmanager
-def fresh_cluster(directory: Path, crds: Path = PYKAI_CRDS) -> Iterator[LocalCluster]:
-    """A control plane of its own, for tests that need an empty cluster."""
-    cluster = LocalCluster(directory, crds=crds)
-    cluster.up()
+def fresh_cluster(
+    directory: Path,
+    crds: Path = PYKAI_CRDS,
+    *,
+    default_scheduler: bool = False,
+    kuberay_scheduler: str = "kai-scheduler",
+) -> Iterator[LocalCluster]:
+    """A control plane of its own, for tests that need an empty cluster (with kube-scheduler
+    as the default scheduler if ``default_scheduler``; KubeRay's batch scheduler as given)."""
+    cluster = LocalCluster(directory, crds=crds, kuberay_scheduler=kuberay_scheduler)
+    cluster.up(default_scheduler=default_scheduler)
     try:
         yield cluster
     finally:

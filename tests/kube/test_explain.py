@@ -159,7 +159,7 @@ def test_explain_an_evicted_pod_on_a_live_cluster(local_cluster: LocalCluster) -
 
     victim, preemptor = job("evict-train", "train"), job("evict-serve", "inference")
     try:
-        with pykai_running(local_cluster, "--fake-kubelet"):
+        with pykai_running(local_cluster):  # KWOK runs the pods
             for obj in victim:
                 api.create(KINDS[obj["kind"]], obj)
 

@@ -85,7 +85,7 @@ def test_ca_inline_in_a_file_beside_the_kubeconfig_and_a_wrong_one(
     local_cluster: LocalCluster, tmp_path: Path
 ) -> None:
     inline = connect(write(tmp_path / "inline", admin_config(local_cluster)))
-    assert inline.version()["gitVersion"].startswith("v1.20")
+    assert inline.version()["gitVersion"].startswith("v1.34")
     (tmp_path / "certs").mkdir()
     (tmp_path / "certs/ca.crt").write_bytes((local_cluster.directory / "ca.crt").read_bytes())
     config = with_user(
@@ -312,22 +312,22 @@ def test_home_kube_config_is_the_default(local_cluster: LocalCluster) -> None:
 
 
 def service_account_folder(cluster: LocalCluster, account: str, folder: Path) -> Path:
-    """What the kubelet mounts for ``default/account``: its token, the CA, the namespace."""
+    """What the kubelet mounts for ``default/account`` since Kubernetes 1.24: a token from the
+    TokenRequest API, the cluster's CA from the ``kube-root-ca.crt`` ConfigMap (which the
+    controller-manager publishes in every namespace), and the namespace."""
     kubectl(cluster, "create", "serviceaccount", account, check=False)
     api = connect(cluster.kubeconfig)
 
-    def secret() -> Config | None:
-        for found in api.list(KINDS["Secret"])[0]:
-            annotations = found["metadata"].get("annotations") or {}
-            if annotations.get("kubernetes.io/service-account.name") == account:
-                return dict(found.get("data") or {})
-        return None
+    def root_ca() -> str:
+        found = api.get(KINDS["ConfigMap"], "kube-root-ca.crt", "default") or {}
+        return str((found.get("data") or {}).get("ca.crt") or "")
 
-    assert wait_for(lambda: (secret() or {}).get("ca.crt")), "no token Secret with ca.crt"
-    data = secret() or {}
+    assert wait_for(root_ca), "no kube-root-ca.crt ConfigMap in default"
+    token = kubectl(cluster, "create", "token", account).strip()
     folder.mkdir(parents=True)
-    for name in ("token", "ca.crt", "namespace"):
-        (folder / name).write_bytes(base64.b64decode(data[name]))
+    (folder / "token").write_text(token)
+    (folder / "ca.crt").write_text(root_ca())
+    (folder / "namespace").write_text("default")
     return folder
 
 

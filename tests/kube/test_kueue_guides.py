@@ -1,7 +1,8 @@
-"""The Ray + Kueue guides replayed step by step with Debian's kubectl against a real
-kube-apiserver running ``pykai run`` and ``pykai webhook`` (Kueue's stand-in CRDs, the stand-in
-kubelet and KubeRay emulator): the guides' manifests unchanged (examples/kueue/), expected
-outcomes from the guides and Kueue's code (docs/kueue.md says where they differ)."""
+"""The Ray + Kueue guides, and Kueue's quick start, replayed step by step with kubectl v1.34
+against a real kube-apiserver v1.34 running ``pykai run`` and ``pykai webhook`` (Kueue's kinds as
+pykai's chart ships them, KWOK's nodes, the real KubeRay operator and Job controller): the
+manifests unchanged (examples/kueue/), expected outcomes from the guides and Kueue's code
+(docs/kueue.md says where they differ)."""
 
 from __future__ import annotations
 
@@ -38,9 +39,11 @@ VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta1"
 
 @contextmanager
 def guide_cluster(directory: Path, nodes: list[Obj]) -> Iterator[tuple[LocalCluster, str]]:
-    """A guide's cluster: ``nodes``, KubeRay (the emulator), Kueue (pykai run and its
-    webhook); with the base URL of pykai run's metrics and visibility server."""
-    with fresh_cluster(directory) as local:
+    """A guide's cluster as the Kueue guides set one up: ``nodes``; the KubeRay operator as
+    its chart installs it, with no batch scheduler (so Ray pods are the default scheduler's);
+    kube-scheduler, the default scheduler; Kueue (pykai run and its webhook). With the base
+    URL of pykai run's metrics and visibility server."""
+    with fresh_cluster(directory, default_scheduler=True, kuberay_scheduler="") as local:
         create_ready_nodes(connect(local.kubeconfig), nodes, time.time())
         address = f"127.0.0.1:{free_port()}"
         with webhook_running(local), pykai_running(local, f"--metrics-address={address}"):
@@ -270,3 +273,45 @@ def test_gang_guide_step_by_step(tmp_path: Path) -> None:
         assert wait_for(lambda: running(cluster, name), 120), rayjob(cluster, name)
         assert heads(cluster, name)[0]["spec"]["nodeName"] == "gpu-node"
         assert admitted() == ("True", "Admitted")
+
+
+def test_quick_start_job_is_held_suspended_then_runs(tmp_path: Path) -> None:
+    """Kueue's quick start unchanged: sample-job.yaml, a batch/v1 Job with no schedulerName.
+    Kubernetes 1.34's Job has ``spec.suspend``: the webhook creates it suspended and the real Job
+    controller makes no pod while its Workload waits (no ClusterQueue yet); once
+    single-clusterqueue-setup.yaml is applied pykai admits it (3 × 1 CPU within the quota of 9),
+    unsuspends it, the Job controller makes its 3 pods, and the default scheduler (kube-scheduler
+    v1.34) places them on the node, where KWOK runs them."""
+    node = builders.node("cpu-node", gpus=0, cpu="8", memory="32Gi")
+    with guide_cluster(tmp_path / "cluster", [node]) as (cluster, _):
+        job = create(cluster, KUEUE / "kueue-docs/sample-job.yaml")
+
+        def spec() -> Obj:
+            found: Obj = get_json(cluster, "job", job)["spec"]
+            return found
+
+        def pods() -> list[Obj]:
+            found: list[Obj] = get_json(cluster, "pods", "-l", f"job-name={job}")["items"]
+            return found
+
+        assert spec()["suspend"] is True
+        assert wait_for(lambda: workload_of(cluster, job) is not None, 60)
+        workload = workload_of(cluster, job)
+        assert workload is not None and condition(workload, "Admitted").get("status") != "True"
+        # the real Job controller honours suspend: a pending Workload holds every pod back
+        assert wait_for(
+            lambda: condition(get_json(cluster, "job", job), "Suspended").get("status") == "True",
+            60,
+        )
+        assert pods() == []
+
+        kubectl(cluster, "apply", "-f", str(KUEUE / "kueue-docs/single-clusterqueue-setup.yaml"))
+        assert wait_for(lambda: spec()["suspend"] is False, 60), spec()
+        assert condition(workload_of(cluster, job), "Admitted")["status"] == "True"
+
+        def running() -> list[Obj]:
+            return [p for p in pods() if (p.get("status") or {}).get("phase") == "Running"]
+
+        assert wait_for(lambda: len(running()) == 3, 120), pods()
+        assert {p["spec"]["schedulerName"] for p in running()} == {"default-scheduler"}
+        assert {p["spec"]["nodeName"] for p in running()} == {"cpu-node"}

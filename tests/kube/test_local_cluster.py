@@ -9,9 +9,10 @@ import sys
 import time
 from pathlib import Path
 
-from pykai.kube.api import connect
+from pykai.kube.api import KINDS, connect
 from pykai.kube.localcluster import LocalCluster, alive
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
+from pykai.model import builders
 from tests.kube.conftest import ROOT, kubectl, wait_for
 
 
@@ -118,3 +119,46 @@ def test_keys_tokens_and_kubeconfig_are_private(tmp_path: Path) -> None:
         assert "token" in cluster.kubeconfig.read_text()
     finally:
         cluster.down()
+
+
+def test_the_command_runs_kubernetes_1_34_with_kwok_and_leaves_nothing(tmp_path: Path) -> None:
+    """``pykai local-cluster up`` as a user runs it: it says the server's version (v1.34), the
+    kubeconfig last; KWOK keeps its nodes Ready and runs what is bound; ``down`` stops every
+    process it started, KWOK and the KubeRay operator included."""
+    directory = tmp_path / "cluster"
+    pykai = [sys.executable, "-m", "pykai", "local-cluster"]
+    up = subprocess.run(
+        [*pykai, "up", f"--dir={directory}", "--gpu-nodes=1", "--gpus-per-node=2"],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+    cluster = LocalCluster(directory)
+    try:
+        assert up.returncode == 0, up.stderr
+        lines = up.stdout.splitlines()
+        assert lines[0].startswith("Kubernetes v1.34.")
+        assert lines[-1] == str(directory / "kubeconfig")
+        pids = dict(cluster.status()["pids"])  # type: ignore[call-overload]
+        started = {"etcd", "kube-apiserver", "kube-controller-manager", "kwok", "kuberay-operator"}
+        assert started <= set(pids)
+        server = kubectl(cluster, "version", "-o", "json")
+        assert '"gitVersion": "v1.34.' in server
+        # bound by hand to a node no scheduler picked: KWOK, the kubelet, runs it
+        pod = builders.pod("sleeper", gpus=1, node_name="gpu-node-0", scheduler="nobody")
+        connect(cluster.kubeconfig).create(KINDS["Pod"], pod)
+
+        def phase() -> str:
+            found = connect(cluster.kubeconfig).get(KINDS["Pod"], "sleeper", "default") or {}
+            return str((found.get("status") or {}).get("phase"))
+
+        assert wait_for(lambda: phase() == "Running", 60), phase()
+        nodes = kubectl(cluster, "get", "nodes", "--no-headers")
+        assert nodes.split()[:2] == ["gpu-node-0", "Ready"]
+    finally:
+        down = subprocess.run(
+            [*pykai, "down", f"--dir={directory}"], capture_output=True, text=True, check=False
+        )
+    assert down.returncode == 0, down.stderr
+    assert not any(alive(pid) for pid in pids.values())

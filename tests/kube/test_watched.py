@@ -8,6 +8,7 @@ import pytest
 from pykai.controllers.round import COMPONENTS
 from pykai.kube.runner import DEFAULT_COMPONENTS
 from pykai.kube.watched import (
+    EMBEDDED_ONLY,
     ENGINE_KINDS,
     KUEUE_ONLY,
     NEEDS,
@@ -18,7 +19,13 @@ from pykai.kube.watched import (
 
 
 def test_every_component_names_its_kinds() -> None:
-    assert tuple(NEEDS) == COMPONENTS
+    """Every component of a round but the embedded cluster's stand-ins for a kubelet and for
+    KubeRay, which a real cluster has (and ``pykai run`` refuses by name)."""
+    assert tuple(NEEDS) == tuple(c for c in COMPONENTS if c not in EMBEDDED_ONLY)
+    assert set(EMBEDDED_ONLY) == {"kubelet", "kuberay"}
+    for name in EMBEDDED_ONLY:
+        with pytest.raises(ValueError, match=f"{name} is a stand-in of the embedded cluster only"):
+            parse_components(f"scheduler,{name}")
 
 
 def test_the_decisions_kinds_come_first_and_kueues_later() -> None:

@@ -12,7 +12,8 @@ import typer
 from pykai.cli.errors import fail, refused, reported
 
 app = typer.Typer(
-    help="A real etcd + kube-apiserver on 127.0.0.1 (binaries from scripts/kube-binaries)."
+    help="A real Kubernetes v1.34 control plane on 127.0.0.1, with KWOK's nodes and the KubeRay "
+    "operator (binaries from scripts/peers)."
 )
 DirOption = Annotated[Path, typer.Option("--dir", help="State, logs and kubeconfig")]
 DEFAULT_DIR = Path(".pykai/local-cluster")
@@ -27,13 +28,22 @@ def up(
     webhook: Annotated[
         bool, typer.Option("--webhook", help="Also run pykai's admission webhook, registered")
     ] = False,
+    default_scheduler: Annotated[
+        bool,
+        typer.Option(
+            "--default-scheduler",
+            help="Also run kube-scheduler, for pods that name no other scheduler",
+        ),
+    ] = False,
 ) -> None:
-    """Start the control plane and create fake nodes; the kubeconfig path is the last line."""
+    """Start the control plane and create fake nodes (KWOK runs them); the server's version
+    comes first, the kubeconfig path last."""
     from pykai.cli.manifests import read_manifests
     from pykai.cli.progress import steps
     from pykai.kube.api import AuthError, connect
     from pykai.kube.localcluster import LocalCluster, LocalClusterError
     from pykai.kube.nodes import create_ready_nodes, gpu_nodes
+    from pykai.kube.peers import PeerMissing
 
     objects = gpu_nodes(gpu_nodes_count, gpus_per_node)
     if nodes is not None:
@@ -43,15 +53,19 @@ def up(
     with steps("local-cluster up") as step:
         try:
             with refused():
-                kubeconfig = cluster.up(webhook=webhook, progress=step)
-        except LocalClusterError as exc:
+                kubeconfig = cluster.up(
+                    webhook=webhook, default_scheduler=default_scheduler, progress=step
+                )
+        except (LocalClusterError, PeerMissing) as exc:
             fail(str(exc))
-        if objects:
-            step(f"creating {len(objects)} node(s)")
-            try:
-                create_ready_nodes(connect(kubeconfig), objects, time.time())
-            except AuthError as exc:
-                fail(exc.advice())
+        try:
+            api = connect(kubeconfig)
+            if objects:
+                step(f"creating {len(objects)} node(s)")
+                create_ready_nodes(api, objects, time.time())
+        except AuthError as exc:
+            fail(exc.advice())
+    typer.echo(f"Kubernetes {api.version().get('gitVersion', '?')} at {api.http.base_url}")
     if objects:
         typer.echo(f"{len(objects)} node(s) ready")
     typer.echo(str(kubeconfig))

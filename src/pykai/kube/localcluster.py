@@ -47,8 +47,8 @@ PYKAI_CRDS = REPO / "deploy/helm/pykai/crds"  # KAI's kinds, as pykai defines th
 KUEUE_CRDS = sorted(PYKAI_CRDS.glob("kueue.x-k8s.io_*.yaml"))  # stand-ins the chart ships too
 LOCAL = REPO / "deploy/local"  # what only local clusters install: stand-in CRDs, KWOK stages
 KCM_CONTROLLERS = (
-    "garbagecollector,namespace,serviceaccount,serviceaccount-token,deployment,replicaset,job,"
-    "cronjob,disruption,ttl-after-finished"
+    "garbagecollector,namespace,serviceaccount,serviceaccount-token,root-ca-cert-publisher,"
+    "deployment,replicaset,job,cronjob,disruption,ttl-after-finished"
 )
 # KWOK's own stages (from its module): a node initialised and kept Ready with a lease, a bound
 # pod Running at once; then pykai's (deploy/local/kwok): completion after pykai.io/duration,

@@ -9,7 +9,11 @@ One process runs any subset of the components (all five by default):
   suspension, Workload / ClusterQueue / LocalQueue status;
 - ``binder``: carries out BindRequests (shared-GPU pods) and frees unused GPU reservations;
 - ``queuecontroller`` / ``podgroupcontroller``: queue status and PodGroup status;
-- ``kubelet`` and ``kuberay``: stand-ins for a local cluster (standins/).
+- ``provisioning``: the stand-in for a cluster autoscaler's answer to Kueue's
+  ProvisioningRequests (check-capacity), where no autoscaler runs.
+
+The embedded cluster's other stand-ins (a kubelet, the KubeRay emulator) are refused here: on a
+real cluster the kubelets (KWOK on a local one) and the KubeRay operator do their work.
 
 Nothing is decided before every kind the decisions read has been listed, so a restarted process
 never acts on a half-filled cache; the kinds only Kueue's pass reads are listed next, and that
@@ -49,7 +53,7 @@ from pykai.model import constants as c
 from pykai.model.errors import AlreadyExists
 from pykai.model.meta import Obj
 from pykai.standins.provisioning import answer_provisioning_requests
-from pykai.standins.workloads import KUBERAY, Controller
+from pykai.standins.workloads import Controller
 
 log = logging.getLogger("pykai.run")
 
@@ -105,9 +109,8 @@ class KubeRunner:
             components,
             workloads=(
                 *(((kind, self._kueue_only(job)) for kind, job in KUEUE_JOBS) if kueue else ()),
-                *(KUBERAY if "kuberay" in components else ()),
             ),
-            check=StoredCheck(),  # the KubeRay emulator stands in for KubeRay: apply's rules
+            check=StoredCheck(),  # the jobs Kueue's reconciler reads: apply's rules
             scheduled_events=scheduled_events,
             after_binds=(self._run_binder,) if "binder" in components else (),
             admission=(

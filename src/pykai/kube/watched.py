@@ -41,8 +41,6 @@ NEEDS: dict[str, tuple[str, ...]] = {
     "podgrouper": ("Pod", "PodGroup", "PriorityClass"),
     "queuecontroller": ENGINE_KINDS,
     "podgroupcontroller": ENGINE_KINDS,
-    "kubelet": ("Pod", "Node"),
-    "kuberay": ("Pod", "RayCluster", "RayJob", "RayService", "Job"),  # Job: a RayJob's submitter
     # the check-capacity stand-in places a request's pods on the nodes with the engine
     "provisioning": (*ENGINE_KINDS, "ProvisioningRequest", "PodTemplate"),
 }
@@ -63,9 +61,21 @@ OWNER_KINDS = (
 OPTIONAL = frozenset(OWNER_KINDS) | frozenset(KUEUE_KINDS) | frozenset(PROVISIONING)
 
 
+# the embedded cluster's stand-ins for parts a real cluster has: refused by name
+EMBEDDED_ONLY = {
+    "kubelet": "the kubelets (KWOK on `pykai local-cluster up`)",
+    "kuberay": "the KubeRay operator (`pykai local-cluster up` runs the real one)",
+}
+
+
 def parse_components(text: str) -> frozenset[str]:
     """``scheduler,binder`` -> the set; raises ValueError naming an unknown component."""
     wanted = frozenset(part.strip() for part in text.split(",") if part.strip())
+    for name in sorted(wanted & set(EMBEDDED_ONLY)):
+        raise ValueError(
+            f"{name} is a stand-in of the embedded cluster only; on a real cluster "
+            f"{EMBEDDED_ONLY[name]} do its work"
+        )
     unknown = sorted(wanted - set(NEEDS))
     if unknown or not wanted:
         raise ValueError(

@@ -52,13 +52,10 @@ def run(
         str,
         typer.Option(
             help="Comma-separated: scheduler, binder, podgrouper, queuecontroller, "
-            "podgroupcontroller, and for local clusters kubelet, kuberay, provisioning "
+            "podgroupcontroller, and for clusters without a cluster autoscaler provisioning "
             "(default: the first five)"
         ),
     ] = "scheduler,binder,podgrouper,queuecontroller,podgroupcontroller",
-    fake_kubelet: Annotated[
-        bool, typer.Option(help="Also run the kubelet stand-in (bound pods start Running)")
-    ] = False,
     period: Annotated[float, typer.Option(help="Seconds between cycles")] = 1.0,
     leader_elect: Annotated[bool, typer.Option(help="Act only while holding the Lease")] = False,
     lease_namespace: Annotated[str, typer.Option(help="Namespace of the Lease")] = "default",
@@ -126,8 +123,6 @@ def run(
             chosen = parse_components(components)
         except ValueError as exc:
             raise ManifestError(f"--components: {exc}") from exc
-        if fake_kubelet:
-            chosen |= {"kubelet"}
         if scheduler_config is not None:
             documents = read_manifests([str(scheduler_config)])
             if not documents:
