@@ -3,7 +3,7 @@
 Each case is applied onto BASELINE (a small valid cluster). ``pykai apply`` must refuse every
 case with a message naming the object and the field (file and line for YAML-level faults) and
 change nothing; pykai's webhook must refuse the ``webhook_refuses`` ones; a kube-apiserver
-v1.20 with pykai's CRDs and no webhook stores exactly the ``stored_by_apiserver`` ones (a test
+v1.34 with pykai's CRDs and no webhook stores exactly the ``stored_by_apiserver`` ones (a test
 checks each flag against a real apiserver, so the flags are facts). Cases are applied one at a
 time, as the file ``bad.yaml``, in the namespace ``default``.
 """
@@ -20,7 +20,7 @@ class BadInput:
     manifest: str  # YAML as a user writes it (one or more documents)
     must_name: tuple[str, ...]  # substrings the error must contain: the object's name and the
     # field path (and "bad.yaml:LINE" for YAML-level faults)
-    stored_by_apiserver: bool  # a real kube-apiserver v1.20 with pykai's CRDs and no webhook
+    stored_by_apiserver: bool  # a real kube-apiserver v1.34 with pykai's CRDs and no webhook
     # stores it (checked by a test)
     webhook_refuses: bool  # pykai's webhook must refuse it: given the case's objects of the kinds
     # it is registered for, as the apiserver sends them, it refuses one
@@ -160,6 +160,26 @@ def _job(name: str, template_extra: str = "", spec: str = "", resources: str = "
         + ("\n" if spec else "")
         + "  template:\n"
         + "\n".join(_indent(_template(template, restart if restart != "-" else ""), 4))
+        + "\n"
+    )
+
+
+def _cronjob(
+    name: str,
+    schedule: str = "'0 3 * * *'",
+    spec: str = "",
+    template: str = "",
+    api_version: str = "batch/v1",
+) -> str:
+    """A CronJob (batch/v1, as Kubernetes v1.34 serves it) whose jobTemplate runs ``template``
+    (a pod template of ``_template``'s, restartPolicy Never, by default); ``spec``: more lines
+    of its spec."""
+    return (
+        f"apiVersion: {api_version}\nkind: CronJob\nmetadata: {{name: {name}}}\nspec:\n"
+        f"  schedule: {schedule}\n"
+        + "".join(f"{line}\n" for line in _indent(spec, 2))
+        + "  jobTemplate:\n    spec:\n      template:\n"
+        + "\n".join(_indent(template or _template(extra="  restartPolicy: Never"), 8))
         + "\n"
     )
 
@@ -356,7 +376,8 @@ CASES: tuple[BadInput, ...] = (
         False,
         False,
     ),
-    BadInput("yaml-nested-too-deep", _DEEP, ("bad.yaml:5", "nested"), True, False),
+    # a v1.34 apiserver with KubeRay's CRDs: "spec.headGroupSpec: Required value"
+    BadInput("yaml-nested-too-deep", _DEEP, ("bad.yaml:5", "nested"), False, False),
     BadInput(
         "yaml-integer-too-long",
         _pod("long-number", "{requests: {cpu: " + "9" * 10_000 + "}}"),
@@ -432,15 +453,42 @@ CASES: tuple[BadInput, ...] = (
         False,
         True,
     ),
+    # kubectl v1.34 against a v1.34 apiserver (scripts/peers) answers each of these three with
+    #   error: resource mapping not found for name: "nightly" namespace: "default" from
+    #   "cj.yaml": no matches for kind "CronJob" in version "batch/v1beta1"
+    #   ensure CRDs are installed first
+    # (and the same for PodDisruptionBudget in policy/v1beta1, PriorityClass in
+    # scheduling.k8s.io/v1beta1); the apiserver itself answers 404 for the versions' paths
     BadInput(
         "cronjob-version-not-served",
-        "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: nightly}\nspec:\n"
-        "  schedule: '0 3 * * *'\n  jobTemplate:\n    spec:\n      template:\n"
-        + "\n".join(_indent(_template(extra="  restartPolicy: Never"), 8))
-        + "\n",
-        ("nightly", "apiVersion", "batch/v1beta1"),
+        _cronjob("nightly", api_version="batch/v1beta1"),
+        ("nightly", "apiVersion", 'no matches for kind "CronJob" in version "batch/v1beta1"'),
         False,
         True,
+    ),
+    BadInput(
+        "pdb-version-not-served",
+        "apiVersion: policy/v1beta1\nkind: PodDisruptionBudget\nmetadata: {name: keep-one}\n"
+        "spec: {minAvailable: 1, selector: {matchLabels: {app: web}}}\n",
+        (
+            "keep-one",
+            "apiVersion",
+            'no matches for kind "PodDisruptionBudget" in version "policy/v1beta1"',
+        ),
+        False,
+        False,
+    ),
+    BadInput(
+        "priorityclass-version-not-served",
+        "apiVersion: scheduling.k8s.io/v1beta1\nkind: PriorityClass\nmetadata: {name: old-class}\n"
+        "value: 10\n",
+        (
+            "old-class",
+            "apiVersion",
+            'no matches for kind "PriorityClass" in version "scheduling.k8s.io/v1beta1"',
+        ),
+        False,
+        False,
     ),
     BadInput(
         "api-version-missing",
@@ -520,11 +568,7 @@ CASES: tuple[BadInput, ...] = (
     ),
     BadInput(
         "cronjob-name-too-long",
-        "apiVersion: batch/v1beta1\nkind: CronJob\n"
-        f"metadata: {{name: {'c' * 53}}}\nspec:\n"
-        "  schedule: '0 3 * * *'\n  jobTemplate:\n    spec:\n      template:\n"
-        + "\n".join(_indent(_template(extra="  restartPolicy: Never"), 8))
-        + "\n",
+        _cronjob("c" * 53),
         ("c" * 53, "metadata.name", "52"),
         False,
         True,
@@ -868,11 +912,13 @@ CASES: tuple[BadInput, ...] = (
         False,
         True,
     ),
+    # v1.34: "Pod in version "v1" cannot be handled as a Pod: json: cannot unmarshal string
+    # into Go struct field PodSpec.spec.schedulingGates of type []v1.PodSchedulingGate"
     BadInput(
         "pod-scheduling-gates-is-a-string",
         _pod("gated", spec="schedulingGates: soon"),
         ("gated", "spec.schedulingGates"),
-        True,
+        False,
         True,
     ),
     BadInput(
@@ -1274,6 +1320,20 @@ CASES: tuple[BadInput, ...] = (
         True,
     ),
     BadInput(
+        "job-suspend-words",
+        _job("job-suspend", spec="suspend: 'yes'"),
+        ("job-suspend", "spec.suspend"),
+        False,
+        True,
+    ),
+    BadInput(
+        "job-completion-mode-unknown",
+        _job("job-mode", spec="completionMode: Sometimes"),
+        ("job-mode", "spec.completionMode"),
+        False,
+        True,
+    ),
+    BadInput(
         "job-without-restart-policy",
         _job("job-restartless", template_extra="-"),
         ("job-restartless", "spec.template.spec.restartPolicy"),
@@ -1315,17 +1375,12 @@ CASES: tuple[BadInput, ...] = (
     ),
     BadInput(
         "cronjob-template-gpu-fraction-above-one",
-        "apiVersion: batch/v1beta1\nkind: CronJob\nmetadata: {name: nightly-fraction}\nspec:\n"
-        "  schedule: '0 3 * * *'\n  jobTemplate:\n    spec:\n      template:\n"
-        + "\n".join(
-            _indent(
-                _template(extra="  restartPolicy: Never").replace(
-                    "labels: {app: web}", 'labels: {app: web}\n  annotations: {gpu-fraction: "2"}'
-                ),
-                8,
-            )
-        )
-        + "\n",
+        _cronjob(
+            "nightly-fraction",
+            template=_template(extra="  restartPolicy: Never").replace(
+                "labels: {app: web}", 'labels: {app: web}\n  annotations: {gpu-fraction: "2"}'
+            ),
+        ),
         (
             "nightly-fraction",
             "spec.jobTemplate.spec.template.metadata.annotations[gpu-fraction]",
@@ -1335,38 +1390,72 @@ CASES: tuple[BadInput, ...] = (
     ),
     BadInput(
         "cronjob-schedule-words",
-        "apiVersion: batch/v1beta1\nkind: CronJob\nmetadata: {name: whenever}\nspec:\n"
-        "  schedule: every day\n  jobTemplate:\n    spec:\n      template:\n"
-        + "\n".join(_indent(_template(extra="  restartPolicy: Never"), 8))
-        + "\n",
+        _cronjob("whenever", schedule="every day"),
         ("whenever", "spec.schedule"),
         False,
         True,
     ),
     BadInput(
         "cronjob-schedule-minute-60",
-        "apiVersion: batch/v1beta1\nkind: CronJob\nmetadata: {name: sixty}\nspec:\n"
-        "  schedule: '60 * * * *'\n  jobTemplate:\n    spec:\n      template:\n"
-        + "\n".join(_indent(_template(extra="  restartPolicy: Never"), 8))
-        + "\n",
+        _cronjob("sixty", schedule="'60 * * * *'"),
         ("sixty", "spec.schedule", "minute"),
         False,
         True,
     ),
     BadInput(
         "cronjob-without-job-template",
-        "apiVersion: batch/v1beta1\nkind: CronJob\nmetadata: {name: jobless}\n"
+        "apiVersion: batch/v1\nkind: CronJob\nmetadata: {name: jobless}\n"
         "spec: {schedule: '0 3 * * *'}\n",
         ("jobless", "spec.jobTemplate"),
         False,
         True,
     ),
+    # the apiserver's words for timeZone (batch/v1) and a time zone in the schedule, as a v1.34
+    # apiserver answered kubectl apply
+    BadInput(
+        "cronjob-time-zone-unknown",
+        _cronjob("on-mars", spec="timeZone: Mars/Olympus"),
+        ("on-mars", "spec.timeZone", "unknown time zone Mars/Olympus"),
+        False,
+        True,
+    ),
+    BadInput(
+        "cronjob-time-zone-local",
+        _cronjob("local-time", spec="timeZone: Local"),
+        ("local-time", "spec.timeZone", "timeZone must be an explicit time zone"),
+        False,
+        True,
+    ),
+    BadInput(
+        "cronjob-time-zone-empty",
+        _cronjob("no-zone", spec="timeZone: ''"),
+        ("no-zone", "spec.timeZone", "timeZone must be nil or non-empty string"),
+        False,
+        True,
+    ),
+    BadInput(
+        "cronjob-time-zone-in-schedule",
+        _cronjob("inline-zone", schedule="'CRON_TZ=UTC 0 3 * * *'"),
+        ("inline-zone", "spec.schedule", "cannot use TZ or CRON_TZ in schedule"),
+        False,
+        True,
+    ),
+    BadInput(
+        "cronjob-time-zone-number",
+        _cronjob("numbered-zone", spec="timeZone: 5"),
+        ("numbered-zone", "spec.timeZone"),
+        False,
+        True,
+    ),
     # ---- KubeRay ------------------------------------------------------------------------------
+    # KubeRay v1.5's CRDs on v1.34 refuse the wrong types: "spec.workerGroupSpecs[1].replicas in
+    # body must be of type integer", "…rayStartParams.num-cpus in body must be of type string",
+    # "spec.headGroupSpec: Required value", "…template in body must be of type object"
     BadInput(
         "raycluster-replicas-words",
         _raycluster("abc-ray", "replicas: abc"),
         ("abc-ray", "spec.workerGroupSpecs[1].replicas"),
-        True,
+        False,
         True,
     ),
     BadInput(
@@ -1397,7 +1486,7 @@ CASES: tuple[BadInput, ...] = (
         "raycluster-start-params-number",
         _raycluster("params-ray").replace('{dashboard-host: "0.0.0.0"}', "{num-cpus: 1}"),
         ("params-ray", "spec.headGroupSpec.rayStartParams.num-cpus"),
-        True,
+        False,
         True,
     ),
     BadInput(
@@ -1419,7 +1508,7 @@ CASES: tuple[BadInput, ...] = (
         "apiVersion: ray.io/v1\nkind: RayCluster\nmetadata: {name: headless-ray}\n"
         "spec: {workerGroupSpecs: []}\n",
         ("headless-ray", "spec.headGroupSpec"),
-        True,
+        False,
         True,
     ),
     BadInput(
@@ -1441,7 +1530,7 @@ CASES: tuple[BadInput, ...] = (
             """
         ),
         ("listed-ray", "spec.workerGroupSpecs[0].template"),
-        True,
+        False,
         True,
     ),
     BadInput(
@@ -1453,7 +1542,7 @@ CASES: tuple[BadInput, ...] = (
             nest="  entrypoint: python train.py\n  submissionMode: HTTPMode\n",
         ),
         ("abc-rayjob", "spec.rayClusterSpec.workerGroupSpecs[1].replicas"),
-        True,
+        False,
         True,
     ),
     BadInput(

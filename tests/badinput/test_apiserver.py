@@ -1,4 +1,4 @@
-"""The catalogue against a real kube-apiserver v1.20 with pykai's CRDs (etcd + apiserver only:
+"""The catalogue against a real kube-apiserver v1.34 with pykai's CRDs (etcd + apiserver only:
 no controller-manager, so a stored ten-million-replica Deployment makes nothing): without the
 webhook it stores exactly the cases flagged ``stored_by_apiserver``; with `pykai webhook`
 registered, kubectl is refused a sample of them covering every kind the webhook reviews
@@ -33,10 +33,7 @@ THROUGH_KUBECTL = (  # stored without the webhook, refused by it: one or more pe
     "replicaset-template-gpu-fraction-above-one",
     "job-template-gpu-overflow",
     "cronjob-template-gpu-fraction-above-one",
-    "raycluster-replicas-words",
     "raycluster-worker-gpu-overflow",
-    "raycluster-start-params-number",
-    "rayjob-cluster-replicas-words",
     "rayjob-submission-mode-unknown",
     "rayservice-worker-memory-negative",
     "clusterqueue-lending-above-nominal",

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pykai.cli.manifests import ManifestError, parse_documents
+from pykai.controllers.validation import StoredCheck
 from pykai.kube.webhook import MAX_BODY, PATH, configuration, generate_tls, review, serve
 from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
@@ -107,6 +108,37 @@ def test_an_update_is_refused_only_for_what_it_breaks() -> None:
     request["object"] = worse
     answer = review({"request": request}, stored)["response"]
     assert not answer["allowed"] and "metadata.labels[team]" in answer["status"]["message"]
+
+
+def test_a_cronjob_stored_with_its_time_zone_in_the_schedule_may_still_be_changed() -> None:
+    """A v1.34 apiserver refuses ``CRON_TZ=`` in a new CronJob's schedule (kubectl apply:
+    "spec.schedule: Invalid value: "CRON_TZ=UTC 0 0 * * *": cannot use TZ or CRON_TZ in
+    schedule, use timeZone field instead") but keeps and updates one stored before; so does
+    pykai, and its controllers read such a stored CronJob as valid."""
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}
+    old = {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": "zoned", "namespace": "default", "resourceVersion": "7"},
+        "spec": {
+            "schedule": "CRON_TZ=UTC 0 3 * * *",
+            "jobTemplate": {"spec": {"template": template}},
+        },
+    }
+    request = admission(old)["request"]
+    answer = review({"request": request}, stored)["response"]
+    assert not answer["allowed"] and "cannot use TZ or CRON_TZ" in answer["status"]["message"]
+    suspended = json.loads(json.dumps(old))
+    suspended["spec"]["suspend"] = True
+    request["operation"], request["object"], request["oldObject"] = "UPDATE", suspended, old
+    assert review({"request": request}, stored)["response"]["allowed"]
+    StoredCheck()(old)  # no problem: the grouper and the stand-ins read it
+    zoned = json.loads(json.dumps(old))  # Kubernetes' own validation tests: "update not
+    zoned["spec"]["timeZone"] = "UTC"  # modifying TZ but adding .spec.timeZone should fail"
+    request["object"] = zoned
+    answer = review({"request": request}, stored)["response"]
+    assert not answer["allowed"]
+    assert "cannot use both timeZone field and TZ or CRON_TZ" in answer["status"]["message"]
 
 
 def test_deleting_a_used_queue_counts_podgroups_without_naming_them() -> None:

@@ -81,6 +81,61 @@ def test_rejected_apply_lists_every_problem_and_changes_nothing(cli: Cli, tmp_pa
     assert cli("get", "queues").out == before
 
 
+def _nightly(api_version: str, **spec: object) -> Obj:
+    template = {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}
+    return {
+        "apiVersion": api_version,
+        "kind": "CronJob",
+        "metadata": {"name": "nightly", "namespace": "default"},
+        "spec": {"schedule": "0 0 * * *", "jobTemplate": {"spec": {"template": template}}, **spec},
+    }
+
+
+def test_apply_refuses_versions_kubernetes_1_34_does_not_serve_as_kubectl_does(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """kubectl v1.34 against a v1.34 apiserver, applying these three objects, printed
+    ``error: resource mapping not found for name: "nightly" namespace: "default" from "…":
+    no matches for kind "CronJob" in version "batch/v1beta1"`` and ``ensure CRDs are installed
+    first``, and the same for the PodDisruptionBudget in policy/v1beta1 and the PriorityClass
+    in scheduling.k8s.io/v1beta1 (the apiserver answers 404 for those versions' paths): apply
+    names each object, kind and version, and writes nothing."""
+    budget = {
+        "apiVersion": "policy/v1beta1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": "pdb", "namespace": "default"},
+        "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "x"}}},
+    }
+    old_class = {
+        "apiVersion": "scheduling.k8s.io/v1beta1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "old"},
+        "value": 10,
+    }
+    old = [_nightly("batch/v1beta1"), budget, old_class]
+    result = cli("apply", "-f", write(tmp_path, "old.yaml", old))
+    assert (result.code, result.out) == (1, "")
+    assert result.err.splitlines() == [
+        'error: CronJob "nightly": apiVersion: no matches for kind "CronJob" in version '
+        '"batch/v1beta1": Kubernetes v1.25 stopped serving it (use apiVersion batch/v1)',
+        'error: PodDisruptionBudget "pdb": apiVersion: no matches for kind "PodDisruptionBudget" '
+        'in version "policy/v1beta1": Kubernetes v1.25 stopped serving it '
+        "(use apiVersion policy/v1)",
+        'error: PriorityClass "old": apiVersion: no matches for kind "PriorityClass" in version '
+        '"scheduling.k8s.io/v1beta1": Kubernetes v1.22 stopped serving it '
+        "(use apiVersion scheduling.k8s.io/v1)",
+    ]
+    assert cli("get", "cronjobs,pdb").err == "No resources found in default namespace.\n"
+
+    budget["apiVersion"], old_class["apiVersion"] = "policy/v1", "scheduling.k8s.io/v1"
+    new = [_nightly("batch/v1", timeZone="Europe/Berlin", suspend=True), budget, old_class]
+    assert cli("apply", "-f", write(tmp_path, "new.yaml", new)).out.splitlines() == [
+        "cronjob.batch/nightly created",
+        "poddisruptionbudget.policy/pdb created",
+        "priorityclass.scheduling.k8s.io/old created",
+    ]
+
+
 def test_apply_refuses_a_missing_namespace_unless_it_is_among_the_objects(
     cli: Cli, tmp_path: Path
 ) -> None:

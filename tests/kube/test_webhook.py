@@ -204,6 +204,38 @@ def test_kubectl_is_refused_invalid_queues_and_annotations(
     kubectl(local_cluster, "delete", "pod", "half-ok", "--wait=false")
 
 
+def cronjob(name: str, annotations: dict[str, str], **spec: object) -> Obj:
+    """A batch/v1 CronJob (the version a v1.34 apiserver serves) running one pod a night."""
+    pod = builders.pod(name, annotations=annotations)
+    metadata = {key: pod["metadata"].get(key) or {} for key in ("labels", "annotations")}
+    template = {"metadata": metadata, "spec": {**pod["spec"], "restartPolicy": "Never"}}
+    job = {"spec": {"template": template}}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "CronJob",
+        "metadata": {"name": name, "namespace": "default"},
+        "spec": {"schedule": "0 3 * * *", "jobTemplate": job, **spec},
+    }
+
+
+def test_kubectl_is_refused_a_bad_batch_v1_cronjob(
+    local_cluster: LocalCluster, webhook: str, tmp_path: Path
+) -> None:
+    """The webhook's CronJob rule is for batch/v1, so it fires on a v1.34 apiserver (a rule for
+    batch/v1beta1, which v1.34 does not serve, never did): pykai's message reaches kubectl."""
+    bad = cronjob("nightly-too-much", {"gpu-fraction": "1.5"}, timeZone="Europe/Berlin")
+    out = apply_file(local_cluster, [bad], tmp_path / "cron.yaml")
+    assert 'admission webhook "workloads.pykai.io" denied the request' in out, out
+    assert 'CronJob "nightly-too-much"' in out
+    assert "spec.jobTemplate.spec.template.metadata.annotations[gpu-fraction]" in out
+    assert "nightly-too-much" not in kubectl(local_cluster, "get", "cronjobs")  # nothing stored
+
+    fine = cronjob("nightly-half", {"gpu-fraction": "0.5"}, timeZone="Europe/Berlin")
+    out = apply_file(local_cluster, [fine], tmp_path / "fine.yaml")
+    assert "cronjob.batch/nightly-half created" in out, out
+    kubectl(local_cluster, "delete", "cronjob", "nightly-half", "--wait=false")
+
+
 def test_a_stalled_client_does_not_block_the_webhook(webhook: str) -> None:
     host, port = webhook.split(":")
     with socket.create_connection((host, int(port))):  # connects, never says a word

@@ -26,6 +26,7 @@ from pykai.model.queue import QueueView, parse_queue, validate_queue_tree
 from pykai.model.workloads import CHECKS as WORKLOAD_CHECKS
 from pykai.model.workloads import (
     MAX_EMBEDDED_PODS,
+    new_workload_problems,
     pod_templates,
     pods_wanted,
     workload_problems,
@@ -70,11 +71,12 @@ def validate_objects(
     """Raise ValidationError listing every problem of ``objects``, alone and together with
     the stored objects (``stored(kind)``; an applied object replaces the stored one of its
     name). ``max_pods`` caps the pods one workload makes (None: only Kubernetes' int32
-    bounds, as on a real cluster)."""
+    bounds, as on a real cluster). What the apiserver refuses only in new objects is refused
+    too (the webhook lets an UPDATE keep what the old object had; StoredCheck never asks)."""
     problems: Problems = []
     valid: list[Obj] = []
     for index, obj in enumerate(objects):
-        found = object_problems(obj, index, max_pods)
+        found = object_problems(obj, index, max_pods) or new_workload_problems(obj)
         problems += found
         if not found:
             valid.append(obj)
@@ -179,12 +181,14 @@ def _identity_problem(obj: object, index: int) -> FieldProblem | None:
             f'no matches for kind "{kind}" in version "{api_version}"',
             f'did you mean "{close}"?' if close else "pykai knows the kinds `pykai get` lists",
         )
-    if api_version not in spec.api_versions:
+    if api_version not in spec.api_versions:  # kubectl's words for what the apiserver lacks
+        removed = kinds.REMOVED.get((kind, api_version))
         return FieldProblem(
             kind,
             name,
             "apiVersion",
-            f'no matches for kind "{kind}" in version "{api_version}"',
+            f'no matches for kind "{kind}" in version "{api_version}"'
+            + (f": Kubernetes {removed} stopped serving it" if removed else ""),
             f"use apiVersion {' or '.join(spec.api_versions)}",
         )
     if not isinstance(meta, dict):

@@ -4,10 +4,13 @@ apiserver's watch cache (``resourceVersion=0``, as client-go's reflector), a rel
 reads the latest from etcd (the cache may be behind what the watch already told). A 401/403
 on the first list ends the informer with a ``REFUSED`` change: the process cannot work with
 its credentials (later ones are retried like any failure: they are logged at ERROR by the
-client)."""
+client). A 404 (the apiserver serves no such kind: its CRD is not installed, or the version is
+not served) is said once, at WARNING, naming the kind and what to install, and retried
+quietly: a CRD installed later is picked up (and that is said once too)."""
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -16,7 +19,10 @@ from dataclasses import dataclass
 import httpx
 
 from pykai.kube.api import ApiError, AuthError, Kind, KubeApi, RefusedAtStart
+from pykai.model.kinds import provider
 from pykai.model.meta import Obj
+
+log = logging.getLogger("pykai.informer")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +44,7 @@ class Informer(threading.Thread):
     ) -> None:
         super().__init__(name=f"informer-{kind.plural}", daemon=True)
         self.api, self.kind, self.changes, self.stop_event = api, kind, changes, stop
+        self.missing = False  # the apiserver answered 404 for the kind (said once)
 
     def run(self) -> None:
         backoff = 0.2
@@ -50,6 +57,7 @@ class Informer(threading.Thread):
                         self.kind, resource_version="" if listed else "0"
                     )
                     listed = True
+                    self._served(len(items))
                     self.changes.put(Change(self.kind.kind, "SYNC", None, tuple(items)))
                 for event_type, obj in self.api.watch(self.kind, version, timeout=30):
                     if self.stop_event.is_set():
@@ -69,5 +77,28 @@ class Informer(threading.Thread):
                     return
                 if isinstance(exc, ApiError) and exc.status == 410:
                     version = ""
+                if isinstance(exc, ApiError) and exc.status == 404:
+                    version = ""  # gone (a CRD deleted): list again once it is back
+                    self._missing()
                 time.sleep(backoff)
                 backoff = min(backoff * 2, 5.0)
+
+    def _missing(self) -> None:
+        """The apiserver serves no such kind: said once, until it is served again."""
+        if not self.missing:
+            self.missing = True
+            log.warning(
+                "the apiserver serves no %s (%s, 404 on %s): install %s; "
+                "pykai keeps asking and picks it up once served",
+                self.kind.kind,
+                self.kind.api_version,
+                self.kind.plural,
+                provider(self.kind),
+            )
+
+    def _served(self, count: int) -> None:
+        """A kind said missing is listed now."""
+        if self.missing:
+            self.missing = False
+            kind = self.kind
+            log.info("%s (%s) is served now: %d listed", kind.kind, kind.api_version, count)

@@ -1,9 +1,12 @@
 """Cron schedules as a CronJob takes them (the standard five fields, or a descriptor such as
-@hourly or @every 1h30m, as robfig/cron's ParseStandard reads them)."""
+@hourly or @every 1h30m, as robfig/cron's ParseStandard reads them), and its time zone
+(``spec.timeZone`` of batch/v1)."""
 
 from __future__ import annotations
 
+import functools
 import re
+import zoneinfo
 
 from pykai.model.duration import parse_duration
 
@@ -22,8 +25,14 @@ _PART = re.compile(r"^(\*|\?|[0-9a-z]+(?:-[0-9a-z]+)?)(?:/([0-9]+))?$")
 
 
 def cron_problem(schedule: str) -> str:
-    """Why ``schedule`` is not a valid cron schedule, or ""."""
+    """Why ``schedule`` is not a valid cron schedule, or "" (a leading ``TZ=zone`` or
+    ``CRON_TZ=zone`` is read as robfig/cron reads it)."""
     text = schedule.strip()
+    if text.startswith(("TZ=", "CRON_TZ=")):
+        zone, _, text = text.partition("=")[2].partition(" ")
+        if zone not in ("", "UTC", "Local") and _have_zones() and not _known_zone(zone):
+            return f"provided bad location {zone}"
+        text = text.strip()
     if text.startswith("@every "):
         try:
             seconds = parse_duration(text.removeprefix("@every ").strip())
@@ -62,3 +71,38 @@ def _part_problem(part: str, low: int, high: int, names: tuple[str, ...]) -> str
     if len(bounds) == 2 and bounds[0] > bounds[1]:
         return f"range {span!r} runs backwards"
     return ""
+
+
+_ZONE_PART = re.compile(r"^[A-Za-z.\-_0-9+]{1,14}$")
+
+
+def time_zone_problem(zone: str) -> str:
+    """Why ``zone`` is not a CronJob's ``spec.timeZone`` (the apiserver's words), or ""."""
+    if not zone:
+        return "timeZone must be nil or non-empty string"
+    if zone.lower() == "local":
+        return (
+            "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"
+        )
+    parts = zone.split("/")
+    if any(p in (".", "..") or p.startswith("-") or not _ZONE_PART.match(p) for p in parts):
+        return f"unknown time zone {zone}"
+    if _have_zones() and not _known_zone(zone):
+        return f"unknown time zone {zone}"
+    return ""
+
+
+@functools.cache
+def _have_zones() -> bool:
+    """Whether this system has a time-zone database (the system's or the tzdata package): an
+    image without one cannot tell zones apart, so it refuses none."""
+    return _known_zone("Europe/Berlin")
+
+
+@functools.lru_cache(maxsize=256)
+def _known_zone(zone: str) -> bool:
+    try:
+        zoneinfo.ZoneInfo(zone)
+    except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
+        return False
+    return True

@@ -84,8 +84,9 @@ _KUEUE = (
     _kueue("ProvisioningRequestConfig", "provisioningrequestconfigs", False, "prc"),
 )
 
-# Kubernetes v1.20's built-in kinds a manifest for pykai may carry, and the custom kinds of KAI,
-# Kueue, KubeRay and Kubeflow that pykai reads.
+# Kubernetes v1.34's built-in kinds a manifest for pykai may carry, in the versions a v1.34
+# apiserver serves (`kubectl api-resources`), and the custom kinds of KAI, Kueue, KubeRay and
+# Kubeflow that pykai reads.
 KINDS: tuple[KindSpec, ...] = (
     _core("Pod", "pods", True, "po"),
     _core("Node", "nodes", False, "no"),
@@ -104,15 +105,13 @@ KINDS: tuple[KindSpec, ...] = (
     KindSpec("PodGroup", "scheduling.run.ai", ("v2alpha2",), "podgroups", True, ("pg",)),
     KindSpec("BindRequest", "scheduling.run.ai", ("v1alpha2",), "bindrequests", True),
     KindSpec("SchedulingShard", "kai.scheduler", ("v1",), "schedulingshards", False),
-    KindSpec(
-        "PriorityClass", "scheduling.k8s.io", ("v1", "v1beta1"), "priorityclasses", False, ("pc",)
-    ),
+    KindSpec("PriorityClass", "scheduling.k8s.io", ("v1",), "priorityclasses", False, ("pc",)),
     KindSpec("Deployment", "apps", ("v1",), "deployments", True, ("deploy",)),
     KindSpec("ReplicaSet", "apps", ("v1",), "replicasets", True, ("rs",)),
     KindSpec("StatefulSet", "apps", ("v1",), "statefulsets", True, ("sts",)),
     KindSpec("DaemonSet", "apps", ("v1",), "daemonsets", True, ("ds",)),
     KindSpec("Job", "batch", ("v1",), "jobs", True),
-    KindSpec("CronJob", "batch", ("v1beta1",), "cronjobs", True, ("cj",), max_name=52),
+    KindSpec("CronJob", "batch", ("v1",), "cronjobs", True, ("cj",), max_name=52),
     KindSpec("RayCluster", "ray.io", ("v1",), "rayclusters", True),
     KindSpec("RayJob", "ray.io", ("v1",), "rayjobs", True),
     KindSpec("RayService", "ray.io", ("v1",), "rayservices", True),
@@ -129,7 +128,7 @@ KINDS: tuple[KindSpec, ...] = (
     ),
     _core("PodTemplate", "podtemplates"),
     KindSpec("Lease", "coordination.k8s.io", ("v1",), "leases", True),
-    KindSpec("PodDisruptionBudget", "policy", ("v1beta1",), "poddisruptionbudgets", True, ("pdb",)),
+    KindSpec("PodDisruptionBudget", "policy", ("v1",), "poddisruptionbudgets", True, ("pdb",)),
     KindSpec("NetworkPolicy", "networking.k8s.io", ("v1",), "networkpolicies", True, ("netpol",)),
     KindSpec("Ingress", "networking.k8s.io", ("v1",), "ingresses", True, ("ing",)),
     KindSpec("StorageClass", "storage.k8s.io", ("v1",), "storageclasses", False, ("sc",)),
@@ -158,6 +157,60 @@ KINDS: tuple[KindSpec, ...] = (
 )
 BY_KIND: dict[str, KindSpec] = {k.kind: k for k in KINDS}
 CLUSTER_SCOPED = frozenset(k.kind for k in KINDS if not k.namespaced)
+
+# Versions of the built-in kinds above that Kubernetes stopped serving, and the release that
+# stopped (Kubernetes' deprecated API migration guide); a v1.34 apiserver has none of them.
+_REMOVED_IN: dict[str, dict[str, tuple[str, ...]]] = {
+    "v1.16": {
+        "NetworkPolicy": ("extensions/v1beta1",),
+        "DaemonSet": ("extensions/v1beta1", "apps/v1beta2"),
+        "Deployment": ("extensions/v1beta1", "apps/v1beta1", "apps/v1beta2"),
+        "StatefulSet": ("apps/v1beta1", "apps/v1beta2"),
+        "ReplicaSet": ("extensions/v1beta1", "apps/v1beta1", "apps/v1beta2"),
+    },
+    "v1.22": {
+        "ValidatingWebhookConfiguration": (f"{_ADMISSION}/v1beta1",),
+        "MutatingWebhookConfiguration": (f"{_ADMISSION}/v1beta1",),
+        "CustomResourceDefinition": ("apiextensions.k8s.io/v1beta1",),
+        "Lease": ("coordination.k8s.io/v1beta1",),
+        "Ingress": ("extensions/v1beta1", "networking.k8s.io/v1beta1"),
+        "Role": (f"{_RBAC}/v1beta1",),
+        "RoleBinding": (f"{_RBAC}/v1beta1",),
+        "ClusterRole": (f"{_RBAC}/v1beta1",),
+        "ClusterRoleBinding": (f"{_RBAC}/v1beta1",),
+        "PriorityClass": ("scheduling.k8s.io/v1beta1",),
+        "StorageClass": ("storage.k8s.io/v1beta1",),
+    },
+    "v1.25": {
+        "CronJob": ("batch/v1beta1",),
+        "PodDisruptionBudget": ("policy/v1beta1",),
+    },
+}
+REMOVED: dict[tuple[str, str], str] = {
+    (kind, api_version): release
+    for release, removed in _REMOVED_IN.items()
+    for kind, api_versions in removed.items()
+    for api_version in api_versions
+}
+"""(kind, apiVersion) -> the Kubernetes release that stopped serving that version of the kind."""
+
+# What serves the kinds of the API groups that are not Kubernetes' own: what to install when
+# an apiserver has none of them.
+_PROVIDERS = {
+    "scheduling.run.ai": "KAI's CRDs (`pykai crds`, or pykai's or KAI's Helm chart)",
+    "kai.scheduler": "KAI's CRDs (`pykai crds`, or pykai's or KAI's Helm chart)",
+    "kueue.x-k8s.io": "Kueue (its CRDs)",
+    "ray.io": "KubeRay (its CRDs, e.g. with the kuberay-operator Helm chart)",
+    "kubeflow.org": "Kubeflow's training operator (its CRDs)",
+    "autoscaling.x-k8s.io": "the ProvisioningRequest CRD (cluster-autoscaler's)",
+}
+
+
+def provider(spec: KindSpec) -> str:
+    """What to install for an apiserver to serve ``spec``'s kind, in words."""
+    if spec.group in _PROVIDERS:
+        return _PROVIDERS[spec.group]
+    return f"a Kubernetes apiserver that serves {spec.api_version} (v1.34 does)"
 
 
 def known(kind: str) -> KindSpec | None:

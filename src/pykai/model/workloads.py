@@ -12,7 +12,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic import ValidationError as PydanticError
 
-from pykai.model.cron import cron_problem
+from pykai.model.cron import cron_problem, time_zone_problem
 from pykai.model.errors import FieldProblem
 from pykai.model.meta import Obj
 from pykai.model.podspec import INT32_MAX, NonNegativeInt32, template_problems
@@ -60,6 +60,8 @@ class _JobSpec(BaseModel):
     manual_selector: bool | None = Field(None, alias="manualSelector")
     selector: _Selector | None = None
     template: dict[str, Any]
+    suspend: bool | None = None  # Kueue creates the jobs it manages suspended
+    completion_mode: Literal["NonIndexed", "Indexed"] | None = Field(None, alias="completionMode")
 
 
 class _JobTemplate(BaseModel):
@@ -70,11 +72,12 @@ class _JobTemplate(BaseModel):
 
 
 class _CronJobSpec(BaseModel):
-    """spec of a CronJob (batch/v1beta1)."""
+    """spec of a CronJob (batch/v1)."""
 
     model_config = _ALLOW
 
     schedule: str
+    time_zone: str | None = Field(None, alias="timeZone")
     job_template: _JobTemplate = Field(alias="jobTemplate")
     concurrency_policy: Literal["Allow", "Forbid", "Replace"] | None = Field(
         None, alias="concurrencyPolicy"
@@ -264,6 +267,20 @@ def _cron_job(obj: Obj, kind: str, name: str) -> Problems:
         problems.append(
             FieldProblem(kind, name, "spec.schedule", why, 'write five fields, e.g. "*/5 * * * *"')
         )
+    if spec.time_zone is not None and "TZ" in spec.schedule:  # (kept in one stored before)
+        problems.append(
+            FieldProblem(
+                kind,
+                name,
+                "spec.schedule",
+                "cannot use both timeZone field and TZ or CRON_TZ in schedule",
+                "drop the time zone from the schedule",
+            )
+        )
+    if spec.time_zone is not None and (why := time_zone_problem(spec.time_zone)):
+        problems.append(
+            FieldProblem(kind, name, "spec.timeZone", why, "name an IANA zone, e.g. Europe/Berlin")
+        )
     return problems + _job_spec(spec.job_template.spec, kind, name, "spec.jobTemplate.spec")
 
 
@@ -360,6 +377,27 @@ def workload_problems(obj: Obj) -> Problems:
     kind = str(obj.get("kind"))
     check = CHECKS.get(kind)
     return check(obj, kind, str(obj["metadata"]["name"])) if check else []
+
+
+def new_workload_problems(obj: Obj) -> Problems:
+    """What the apiserver refuses in a new workload (an object stored before keeps it, and may
+    be updated): a CronJob whose schedule names its time zone (``TZ=`` or ``CRON_TZ=``), which
+    a v1.34 apiserver wants in ``spec.timeZone``."""
+    spec = obj.get("spec")
+    if obj.get("kind") != "CronJob" or not isinstance(spec, dict):
+        return []
+    schedule = spec.get("schedule")
+    if not isinstance(schedule, str) or "TZ" not in schedule:
+        return []
+    return [
+        FieldProblem(
+            "CronJob",
+            str(obj["metadata"]["name"]),
+            "spec.schedule",
+            "cannot use TZ or CRON_TZ in schedule, use timeZone field instead",
+            "move the time zone to spec.timeZone",
+        )
+    ]
 
 
 # ---- what a (valid) workload makes: pod templates, pods ----------------------------------------

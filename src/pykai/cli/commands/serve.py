@@ -130,6 +130,7 @@ def run(
             from pykai.engine.config import config_from_documents
 
             config = config_from_documents(documents, str(scheduler_config))
+        stop = serving(log_level, log_format)  # before the informers, which may log at once
         api = connect(kubeconfig, context)
         watch = Watch(api, chosen)
         watch.start()
@@ -150,7 +151,6 @@ def run(
                     f"--lease-duration, --renew-deadline, --retry-period: {exc}"
                 ) from exc
 
-    stop = serving(log_level, log_format)
     from pykai.cli.commands.dashboard import serve_cycle_pages
     from pykai.engine.config import SchedulerConfig
     from pykai.kube.metrics import RunMetrics
