@@ -1,7 +1,48 @@
+{{/* The chart's name (nameOverride replaces it). */}}
+{{- define "pykai.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end -}}
+
+{{/* The prefix of every object's name: fullnameOverride, else the release's name when it
+contains the chart's name (a release named `pykai` makes `pykai-scheduler`, ...), else
+RELEASE-CHART; at most 63 characters. */}}
+{{- define "pykai.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := include "pykai.name" . }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end -}}
+
+{{/* FULLNAME-SUFFIX, the prefix cut so that the whole stays within 63 characters (a Service
+name, a label value). Called with (list $ "SUFFIX"). */}}
+{{- define "pykai.named" -}}
+{{- $suffix := index . 1 }}
+{{- $prefix := include "pykai.fullname" (index . 0) | trunc (int (sub 62 (len $suffix))) | trimSuffix "-" }}
+{{- printf "%s-%s" $prefix $suffix }}
+{{- end -}}
+
+{{- define "pykai.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end -}}
+
+{{/* The labels of every object (and pod) the chart makes. */}}
 {{- define "pykai.labels" -}}
-app.kubernetes.io/name: pykai
-app.kubernetes.io/instance: {{ .Release.Name }}
+helm.sh/chart: {{ include "pykai.chart" . }}
+{{ include "pykai.selectorLabels" . }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* What selects this release's pods (with app.kubernetes.io/component for one Deployment's). */}}
+{{- define "pykai.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "pykai.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
 {{/* The Deployments of `pykai run`: name -> its values key and its parts (the components it
@@ -35,7 +76,7 @@ pod:
   affinity: {{ toYaml ($g.affinity | default $v.affinity) | nindent 4 }}
   priorityClassName: {{ $g.priorityClassName | default $v.priorityClassName | quote }}
   securityContext: {{ toYaml ($g.podSecurityContext | default $v.podSecurityContext) | nindent 4 }}
-securityContext: {{ toYaml (mergeOverwrite (deepCopy $v.securityContext) ($g.securityContext | default dict)) | nindent 2 }}
+securityContext: {{ toYaml (mergeOverwrite (deepCopy ($v.securityContext | default dict)) ($g.securityContext | default dict)) | nindent 2 }}
 {{- /* the queues KAI's chart makes: its defaultQueue.* over pykai's defaultQueues.* */}}
 {{- $queues := deepCopy $v.defaultQueues }}
 {{- $kaiQueues := deepCopy ($v.defaultQueue | default dict) }}
@@ -53,7 +94,7 @@ components:
 {{- range $key := list "resources" "affinity" }}
 {{- if hasKey $kai $key }}{{ $_ := set $section $key (index $kai $key) }}{{ end }}
 {{- end }}
-{{- if $kai.podDisruptionBudget }}{{ $_ := set $section "podDisruptionBudget" (mergeOverwrite (deepCopy $section.podDisruptionBudget) $kai.podDisruptionBudget) }}{{ end }}
+{{- if $kai.podDisruptionBudget }}{{ $_ := set $section "podDisruptionBudget" (mergeOverwrite (deepCopy ($section.podDisruptionBudget | default dict)) $kai.podDisruptionBudget) }}{{ end }}
 {{- end }}
 {{- $kaiPorts := (index $v (first $component.parts) | default dict).ports | default dict }}
   {{ $name }}:
@@ -71,7 +112,7 @@ components:
 {{- range $key := list "resources" "affinity" }}
 {{- if hasKey $admission $key }}{{ $_ := set $webhook $key (index $admission $key) }}{{ end }}
 {{- end }}
-{{- if $admission.podDisruptionBudget }}{{ $_ := set $webhook "podDisruptionBudget" (mergeOverwrite (deepCopy $webhook.podDisruptionBudget) $admission.podDisruptionBudget) }}{{ end }}
+{{- if $admission.podDisruptionBudget }}{{ $_ := set $webhook "podDisruptionBudget" (mergeOverwrite (deepCopy ($webhook.podDisruptionBudget | default dict)) $admission.podDisruptionBudget) }}{{ end }}
 webhook: {{ toYaml $webhook | nindent 2 }}
 {{- /* KAI's scheduler.* values as a SchedulingShard spec, read after schedulerConfig */}}
 {{- $shard := dict }}
