@@ -28,7 +28,8 @@ from pykai.embedded.cluster import EmbeddedCluster
 from pykai.kube.api import KINDS, ApiError, Kind, KubeApi
 from pykai.kube.binder import RESERVATION_NAMESPACE
 from pykai.kube.informer import Change
-from pykai.kube.runner import COMPONENTS, KubeRunner
+from pykai.kube.runner import KubeRunner
+from pykai.kube.watched import NEEDS
 from pykai.model import constants as c
 from pykai.model.builders import node, pod, podgroup, queue
 from pykai.model.meta import Obj
@@ -412,11 +413,11 @@ def _merge(target: Obj, patch: Obj) -> Obj:
 
 
 def kube_runner(objects: list[Obj]) -> tuple[KubeRunner, MemoryApi]:
-    """A runner (every component, the stand-ins included) whose cache was listed from
-    ``objects`` and the clean cluster."""
+    """A runner (every component ``pykai run`` takes, the ProvisioningRequest stand-in
+    included) whose cache was listed from ``objects`` and the clean cluster."""
     api = MemoryApi()
     runner = KubeRunner(
-        api, components=frozenset(COMPONENTS), pool=InlineExecutor(), bind_pool=InlineExecutor()
+        api, components=frozenset(NEEDS), pool=InlineExecutor(), bind_pool=InlineExecutor()
     )
     api.runner = runner
     base = clean_cluster()

@@ -35,7 +35,7 @@ from pykai.controllers.kueue_admission import run_kueue
 from pykai.controllers.kueue_jobs import KUEUE_JOBS
 from pykai.controllers.round import COMPONENTS, Round
 
-__all__ = ["COMPONENTS", "DEFAULT_COMPONENTS", "KubeRunner"]
+__all__ = ["DEFAULT_COMPONENTS", "KubeRunner"]
 from pykai.controllers.validation import StoredCheck
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import CycleResult
