@@ -79,17 +79,21 @@ def reconcile_replicaset(host: Host, replicaset: Obj) -> None:
 
 def reconcile_job(host: Host, job: Obj) -> None:
     """A Job's pods: parallelism of them, no more than completions; none while suspended
-    (the active ones are deleted, as kube's Job controller does)."""
+    (the active ones are deleted, as kube's Job controller does). Labelled as kube labels a
+    Job's pods (its generated selector: the Job's uid and name, in both spellings)."""
     spec = mapping(job.get("spec"))
     parallelism = int(spec.get("parallelism", 1))
     completions = spec.get("completions")
     count = min(parallelism, int(completions)) if completions is not None else parallelism
     if spec.get("suspend") is True:
         count = 0
-    prototype = pod_from_template(
-        spec.get("template") or {},
-        f"{job['metadata']['name']}-",
-        job,
-        {"job-name": job["metadata"]["name"], "pykai.io/set": "pods"},
-    )
-    reconcile_pods(host, job, {"pods": (count, prototype)}, "pykai.io/set")
+    meta = job["metadata"]
+    uid, name = str(meta.get("uid", "")), str(meta["name"])
+    selector = {
+        "batch.kubernetes.io/controller-uid": uid,
+        "batch.kubernetes.io/job-name": name,
+        "controller-uid": uid,
+        "job-name": name,
+    }
+    prototype = pod_from_template(spec.get("template") or {}, f"{name}-", job, selector)
+    reconcile_pods(host, job, {uid: (count, prototype)}, "batch.kubernetes.io/controller-uid")
