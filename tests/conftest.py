@@ -6,6 +6,7 @@ broken teardown left) is stopped and named."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 from pathlib import Path
@@ -45,10 +46,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     base = factory.getbasetemp()
     stopped = leftovers(base)
     for pid in stopped:
-        try:
+        with contextlib.suppress(ProcessLookupError):  # gone meanwhile
             os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
     if stopped:
         lines = "\n".join(f"  {pid}: {command[:200]}" for pid, command in stopped.items())
         print(f"\nstopped {len(stopped)} process(es) a test left running:\n{lines}")
