@@ -49,12 +49,14 @@ def fresh_cluster(
     crds: Path = PYKAI_CRDS,
     *,
     default_scheduler: bool = False,
+    provisioning: bool = False,
     kuberay_scheduler: str = "kai-scheduler",
 ) -> Iterator[LocalCluster]:
     """A control plane of its own, for tests that need an empty cluster (with kube-scheduler
-    as the default scheduler if ``default_scheduler``; KubeRay's batch scheduler as given)."""
+    as the default scheduler if ``default_scheduler``, the ProvisioningRequest stand-in if
+    ``provisioning``; KubeRay's batch scheduler as given)."""
     cluster = LocalCluster(directory, crds=crds, kuberay_scheduler=kuberay_scheduler)
-    cluster.up(default_scheduler=default_scheduler)
+    cluster.up(default_scheduler=default_scheduler, provisioning=provisioning)
     try:
         yield cluster
     finally:

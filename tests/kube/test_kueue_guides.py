@@ -41,9 +41,12 @@ VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta1"
 def guide_cluster(directory: Path, nodes: list[Obj]) -> Iterator[tuple[LocalCluster, str]]:
     """A guide's cluster as the Kueue guides set one up: ``nodes``; the KubeRay operator as
     its chart installs it, with no batch scheduler (so Ray pods are the default scheduler's);
-    kube-scheduler, the default scheduler; Kueue (pykai run and its webhook). With the base
-    URL of pykai run's metrics and visibility server."""
-    with fresh_cluster(directory, default_scheduler=True, kuberay_scheduler="") as local:
+    kube-scheduler, the default scheduler; Kueue (pykai run and its webhook); the stand-in
+    answer to ProvisioningRequests (the cluster autoscaler's part). With the base URL of pykai
+    run's metrics and visibility server."""
+    with fresh_cluster(
+        directory, default_scheduler=True, provisioning=True, kuberay_scheduler=""
+    ) as local:
         create_ready_nodes(connect(local.kubeconfig), nodes, time.time())
         address = f"127.0.0.1:{free_port()}"
         with webhook_running(local), pykai_running(local, f"--metrics-address={address}"):

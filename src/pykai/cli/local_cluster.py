@@ -35,6 +35,14 @@ def up(
             help="Also run kube-scheduler, for pods that name no other scheduler",
         ),
     ] = False,
+    provisioning: Annotated[
+        bool,
+        typer.Option(
+            "--provisioning",
+            help="Also answer Kueue's ProvisioningRequests as a cluster autoscaler's "
+            "check-capacity would (a stand-in: no real autoscaler is built here)",
+        ),
+    ] = False,
 ) -> None:
     """Start the control plane and create fake nodes (KWOK runs them); the server's version
     comes first, the kubeconfig path last."""
@@ -54,7 +62,10 @@ def up(
         try:
             with refused():
                 kubeconfig = cluster.up(
-                    webhook=webhook, default_scheduler=default_scheduler, progress=step
+                    webhook=webhook,
+                    default_scheduler=default_scheduler,
+                    provisioning=provisioning,
+                    progress=step,
                 )
         except (LocalClusterError, PeerMissing) as exc:
             fail(str(exc))

@@ -7,8 +7,9 @@ deleted one gone at the end of its grace period: the stages are KWOK's and pykai
 deploy/local/kwok); the real KubeRay operator (with KAI's batch-scheduler integration, as the KAI +
 KubeRay guide installs it); optionally kube-scheduler as the default scheduler. pykai's CRDs (or
 KAI's own, from its module), KubeRay's CRDs from its module, Kueue's kinds as the chart ships them,
-KAI's priority classes and default queues are installed. What no peer supplies runs as a stand-in:
-the cluster autoscaler's answer to ProvisioningRequests (``pykai run --components provisioning``).
+KAI's priority classes and default queues are installed. What no peer supplies runs as a stand-in,
+when asked: the cluster autoscaler's answer to ProvisioningRequests (``pykai run --components
+provisioning``).
 Everything binds to 127.0.0.1; state and logs live in one directory, kept 0700, whose keys, tokens
 and kubeconfig are 0600; ``down`` leaves no process behind. The directory's CA (``ca.crt``) signs
 the apiserver's serving certificate and is its client CA: the kubeconfig trusts it (inline), and
@@ -17,6 +18,7 @@ the apiserver's serving certificate and is its client CA: the kubeconfig trusts 
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import os
 import secrets
@@ -39,6 +41,7 @@ from pykai.kube import peers
 from pykai.kube.api import KINDS, KubeApi, connect
 from pykai.kube.certs import Authority
 from pykai.model.errors import PykaiError
+from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.queue import default_queues
 
@@ -167,14 +170,16 @@ class LocalCluster:
         stand_ins: bool = True,
         webhook: bool = False,
         default_scheduler: bool = False,
+        provisioning: bool = False,
         timeout: float = 60.0,
         progress: Callable[[str], None] = lambda _: None,
     ) -> Path:
         """Start etcd and kube-apiserver (and kube-controller-manager), install the CRDs and
         priority classes; with ``stand_ins``, start what a cluster's nodes and operators do:
-        KWOK, the KubeRay operator and the ProvisioningRequest stand-in (and kube-scheduler with
-        ``default_scheduler``, the admission webhook, registered, with ``webhook``); return the
-        kubeconfig. ``progress`` is told each step as it starts."""
+        KWOK and the KubeRay operator (and the ProvisioningRequest stand-in with
+        ``provisioning``); kube-scheduler with ``default_scheduler``; the admission webhook,
+        registered, with ``webhook``. Return the kubeconfig. ``progress`` is told each step as
+        it starts."""
         if self.running():
             return self.kubeconfig
         for name in ("etcd", "kube-apiserver"):
@@ -182,7 +187,13 @@ class LocalCluster:
         private_directory(self.directory)
         try:
             self._start_all(
-                controller_manager, stand_ins, webhook, default_scheduler, timeout, progress
+                controller_manager,
+                stand_ins,
+                webhook,
+                default_scheduler,
+                provisioning,
+                timeout,
+                progress,
             )
         except BaseException:  # a failure, Ctrl-C: nothing started is left running
             self.down()
@@ -195,6 +206,7 @@ class LocalCluster:
         stand_ins: bool,
         webhook: bool,
         default_scheduler: bool,
+        provisioning: bool,
         timeout: float,
         progress: Callable[[str], None],
     ) -> None:
@@ -232,6 +244,21 @@ class LocalCluster:
         install_basics(connect(self.kubeconfig), timeout, self.crds)
         if stand_ins:
             self._start_nodes_and_operators(pids, ports, progress)
+        if provisioning:
+            progress("starting the ProvisioningRequest stand-in")
+            pids["pykai-stand-ins"] = self._start(
+                sys.executable,
+                [
+                    "-m",
+                    "pykai",
+                    "run",
+                    f"--kubeconfig={self.kubeconfig}",
+                    "--components=provisioning",
+                    "--period=0.5",
+                ],
+                log_name="pykai-stand-ins",
+            )
+            self._write_state(pids, ports)
         if default_scheduler:
             progress("starting kube-scheduler (the default scheduler)")
             pids["kube-scheduler"] = self._start(
@@ -267,7 +294,7 @@ class LocalCluster:
     def _start_nodes_and_operators(
         self, pids: dict[str, int], ports: dict[str, int], progress: Callable[[str], None]
     ) -> None:
-        """KWOK for every node, the KubeRay operator, and the ProvisioningRequest stand-in."""
+        """KWOK for every node, and the KubeRay operator."""
         progress("starting KWOK (every node's kubelet)")
         ports["kwok"] = free_port()
         stages = [peers.module("kwok") / stage for stage in KWOK_STAGES]
@@ -300,20 +327,6 @@ class LocalCluster:
                     else []
                 ),
             ],
-        )
-        self._write_state(pids, ports)
-        progress("starting the ProvisioningRequest stand-in")
-        pids["pykai-stand-ins"] = self._start(
-            sys.executable,
-            [
-                "-m",
-                "pykai",
-                "run",
-                f"--kubeconfig={self.kubeconfig}",
-                "--components=provisioning",
-                "--period=0.5",
-            ],
-            log_name="pykai-stand-ins",
         )
         self._write_state(pids, ports)
 
@@ -507,9 +520,7 @@ def install_basics(api: KubeApi, timeout: float = 60.0, crds: Path = PYKAI_CRDS)
     kinds as the chart ships them and the stand-in ProvisioningRequest, KAI's priority classes
     and default queues if missing, and wait until the CRDs serve."""
     files = {*crds.glob("*.yaml"), *KUEUE_CRDS, *kuberay_crds(), *(LOCAL / "crds").glob("*.yaml")}
-    definitions = [
-        doc for path in sorted(files) for doc in yaml.safe_load_all(path.read_text()) if doc
-    ]
+    definitions = [doc for path in sorted(files) for doc in _documents(path)]
     if not definitions:
         raise LocalClusterError(f"no CRDs under {crds}: run from a checkout of pykai")
     _create_missing(api, [*definitions, *builtin_priority_classes()])
@@ -520,6 +531,14 @@ def install_basics(api: KubeApi, timeout: float = 60.0, crds: Path = PYKAI_CRDS)
                 raise LocalClusterError(f"CRD {crd['metadata']['name']} not established")
             time.sleep(0.1)
     _create_missing(api, default_queues())
+
+
+@functools.lru_cache(maxsize=64)
+def _documents(path: Path) -> tuple[Obj, ...]:
+    """The documents of a YAML file, read once per process with libyaml (KubeRay's three CRDs
+    are 3 MB: 6 s in pure Python, 1 s in C); callers only send them, never change them."""
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return tuple(doc for doc in yaml.load_all(path.read_text(), Loader=loader) if doc)
 
 
 def _create_missing(api: KubeApi, objects: list[dict[str, object]]) -> None:

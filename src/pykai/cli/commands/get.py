@@ -217,6 +217,9 @@ def _watch(
         return bool(select([obj], selector))
 
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # Ctrl-C and SIGTERM both end it, also where SIGINT came in ignored (a shell's background
+    # job, and whatever it starts, inherits SIGINT ignored)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda *_: stop.set())
     with contextlib.suppress(KeyboardInterrupt):
         follow(reader.store, info.kind, wanted, seen, show, stop)
