@@ -213,122 +213,101 @@ class LocalCluster:
         """``up``'s work; each process is in the state file as soon as it is started."""
         token = secrets.token_hex(16)
         ports = {"etcd": free_port(), "peer": free_port(), "api": free_port()}
+        pids: dict[str, int] = {}
         self._write_keys(token)
         progress("starting etcd and kube-apiserver")
-        pids = {"etcd": self._start(str(self.binary("etcd")), self._etcd_args(ports))}
-        self._write_state(pids, ports)
-        pids["kube-apiserver"] = self._start(
-            str(self.binary("kube-apiserver")), self._apiserver_args(ports)
-        )
-        self._write_state(pids, ports)
+        self._launch(pids, ports, "etcd", self._etcd_args(ports))
+        self._launch(pids, ports, "kube-apiserver", self._apiserver_args(ports))
         self._write_kubeconfig(ports["api"], token)
         progress("waiting for kube-apiserver")
         self._wait_ready(ports["api"], token, timeout)
         if controller_manager:
             progress("starting kube-controller-manager")
-            pids["kube-controller-manager"] = self._start(
-                str(self.binary("kube-controller-manager")),
-                [
-                    f"--kubeconfig={self.kubeconfig}",
-                    "--bind-address=127.0.0.1",
-                    "--secure-port=0",
-                    f"--controllers={KCM_CONTROLLERS}",
-                    f"--service-account-private-key-file={self.directory / 'sa.key'}",
-                    f"--root-ca-file={self.directory / 'ca.crt'}",
-                    "--use-service-account-credentials=false",
-                    "--leader-elect=false",
-                ],
-            )
-            self._write_state(pids, ports)
+            self._launch(pids, ports, "kube-controller-manager", self._controller_manager_args())
         progress("installing the CRDs and priority classes")
         install_basics(connect(self.kubeconfig), timeout, self.crds)
         if stand_ins:
-            self._start_nodes_and_operators(pids, ports, progress)
+            progress("starting KWOK (every node's kubelet)")
+            ports["kwok"] = free_port()
+            self._launch(pids, ports, "kwok", self._kwok_args(ports["kwok"]))
+            progress("starting the KubeRay operator")
+            ports["kuberay-metrics"], ports["kuberay-probe"] = free_port(), free_port()
+            self._launch(pids, ports, "kuberay-operator", self._kuberay_args(ports))
         if provisioning:
             progress("starting the ProvisioningRequest stand-in")
-            pids["pykai-stand-ins"] = self._start(
-                sys.executable,
-                [
-                    "-m",
-                    "pykai",
-                    "run",
-                    f"--kubeconfig={self.kubeconfig}",
-                    "--components=provisioning",
-                    "--period=0.5",
-                ],
-                log_name="pykai-stand-ins",
-            )
-            self._write_state(pids, ports)
+            self._launch_pykai(pids, ports, "pykai-stand-ins", "run", "--components=provisioning")
         if default_scheduler:
             progress("starting kube-scheduler (the default scheduler)")
-            pids["kube-scheduler"] = self._start(
-                str(self.binary("kube-scheduler")),
-                [
-                    f"--kubeconfig={self.kubeconfig}",
-                    f"--authentication-kubeconfig={self.kubeconfig}",
-                    f"--authorization-kubeconfig={self.kubeconfig}",
-                    "--bind-address=127.0.0.1",
-                    "--secure-port=0",
-                    "--leader-elect=false",
-                ],
-            )
-            self._write_state(pids, ports)
+            self._launch(pids, ports, "kube-scheduler", self._scheduler_args())
         if webhook:
             progress("starting the admission webhook")
             ports["webhook"] = free_port()
-            pids["pykai-webhook"] = self._start(
-                sys.executable,
-                [
-                    "-m",
-                    "pykai",
-                    "webhook",
-                    f"--kubeconfig={self.kubeconfig}",
-                    f"--address=127.0.0.1:{ports['webhook']}",
-                    "--register",
-                ],
-                log_name="pykai-webhook",
-            )
-            self._write_state(pids, ports)
+            address = f"--address=127.0.0.1:{ports['webhook']}"
+            self._launch_pykai(pids, ports, "pykai-webhook", "webhook", address, "--register")
             self._wait_registered(timeout)
 
-    def _start_nodes_and_operators(
-        self, pids: dict[str, int], ports: dict[str, int], progress: Callable[[str], None]
+    def _launch(
+        self, pids: dict[str, int], ports: dict[str, int], name: str, args: list[str]
     ) -> None:
-        """KWOK for every node, and the KubeRay operator."""
-        progress("starting KWOK (every node's kubelet)")
-        ports["kwok"] = free_port()
+        """Start peer binary ``name`` and record it at once (``down`` stops what is recorded)."""
+        pids[name] = self._start(str(self.binary(name)), args)
+        self._write_state(pids, ports)
+
+    def _launch_pykai(
+        self, pids: dict[str, int], ports: dict[str, int], name: str, *args: str
+    ) -> None:
+        """Start ``pykai ARGS`` against the cluster as ``name`` (its log ``NAME.log``) and
+        record it at once."""
+        command = ["-m", "pykai", args[0], f"--kubeconfig={self.kubeconfig}", *args[1:]]
+        if args[0] == "run":
+            command.append("--period=0.5")
+        pids[name] = self._start(sys.executable, command, log_name=name)
+        self._write_state(pids, ports)
+
+    def _controller_manager_args(self) -> list[str]:
+        return [
+            f"--kubeconfig={self.kubeconfig}",
+            "--bind-address=127.0.0.1",
+            "--secure-port=0",
+            f"--controllers={KCM_CONTROLLERS}",
+            f"--service-account-private-key-file={self.directory / 'sa.key'}",
+            f"--root-ca-file={self.directory / 'ca.crt'}",
+            "--use-service-account-credentials=false",
+            "--leader-elect=false",
+        ]
+
+    def _kwok_args(self, port: int) -> list[str]:
         stages = [peers.module("kwok") / stage for stage in KWOK_STAGES]
         stages += sorted((LOCAL / "kwok").glob("*.yaml"))
-        pids["kwok"] = self._start(
-            str(self.binary("kwok")),
-            [
-                f"--kubeconfig={self.kubeconfig}",
-                "--manage-all-nodes=true",
-                f"--server-address=127.0.0.1:{ports['kwok']}",
-                "--cidr=10.0.0.1/16",
-                "--node-ip=127.0.0.1",
-                *(f"--config={path}" for path in stages),
-            ],
-        )
-        self._write_state(pids, ports)
-        progress("starting the KubeRay operator")
-        ports["kuberay-metrics"], ports["kuberay-probe"] = free_port(), free_port()
-        pids["kuberay-operator"] = self._start(
-            str(self.binary("kuberay-operator")),
-            [
-                f"--kubeconfig={self.kubeconfig}",
-                f"--metrics-addr=127.0.0.1:{ports['kuberay-metrics']}",
-                f"--health-probe-bind-address=127.0.0.1:{ports['kuberay-probe']}",
-                "--enable-leader-election=false",
-                "--log-stdout-encoder=console",
-                *(
-                    [f"--batch-scheduler={self.kuberay_scheduler}"]
-                    if self.kuberay_scheduler
-                    else []
-                ),
-            ],
-        )
-        self._write_state(pids, ports)
+        return [
+            f"--kubeconfig={self.kubeconfig}",
+            "--manage-all-nodes=true",
+            f"--server-address=127.0.0.1:{port}",
+            "--cidr=10.0.0.1/16",  # pod IPs (KWOK's default /24 holds 254 pods)
+            "--node-ip=127.0.0.1",
+            *(f"--config={path}" for path in stages),
+        ]
+
+    def _kuberay_args(self, ports: dict[str, int]) -> list[str]:
+        batch = [f"--batch-scheduler={self.kuberay_scheduler}"] if self.kuberay_scheduler else []
+        return [
+            f"--kubeconfig={self.kubeconfig}",
+            f"--metrics-addr=127.0.0.1:{ports['kuberay-metrics']}",
+            f"--health-probe-bind-address=127.0.0.1:{ports['kuberay-probe']}",
+            "--enable-leader-election=false",
+            "--log-stdout-encoder=console",
+            *batch,
+        ]
+
+    def _scheduler_args(self) -> list[str]:
+        return [
+            f"--kubeconfig={self.kubeconfig}",
+            f"--authentication-kubeconfig={self.kubeconfig}",
+            f"--authorization-kubeconfig={self.kubeconfig}",
+            "--bind-address=127.0.0.1",
+            "--secure-port=0",
+            "--leader-elect=false",
+        ]
 
     def _wait_registered(self, timeout: float) -> None:
         api = connect(self.kubeconfig)
@@ -364,10 +343,7 @@ class LocalCluster:
         while alive(pids["kube-apiserver"]):
             time.sleep(0.05)
         time.sleep(pause)
-        pids["kube-apiserver"] = self._start(
-            str(self.binary("kube-apiserver")), self._apiserver_args(ports)
-        )
-        self._write_state(pids, ports)
+        self._launch(pids, ports, "kube-apiserver", self._apiserver_args(ports))
         token = (self.directory / "tokens.csv").read_text().split(",")[0]
         self._wait_ready(ports["api"], token, timeout)
 
