@@ -1,6 +1,7 @@
-"""The public guides, chapter by chapter, applied unchanged with Debian's kubectl to a real
-kube-apiserver running ``pykai run`` (with kube-controller-manager for Deployments and the
-stand-in kubelet and KubeRay emulator). Expected outcomes follow the guides and semantics.md,
+"""The public guides, chapter by chapter, applied unchanged with kubectl v1.34 to a real
+kube-apiserver v1.34 running ``pykai run`` (with kube-controller-manager for Deployments, KWOK as
+the nodes' kubelets and the real KubeRay operator, installed as the KAI + KubeRay guide installs
+it). Expected outcomes follow the guides and semantics.md,
 as the embedded backend's tests/embedded/test_guides.py does."""
 
 from __future__ import annotations

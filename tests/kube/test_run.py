@@ -1,4 +1,4 @@
-"""`pykai run` against a real kube-apiserver: a gang of pods applied with Debian's kubectl is
+"""`pykai run` against a real kube-apiserver v1.34: a gang of pods applied with kubectl is
 bound together; a gang that does not fit stays pending whole; a bare pod is grouped and run;
 a missing queue is explained; components run in separate processes work together."""
 
@@ -64,7 +64,7 @@ def test_gang_is_bound_together_and_too_big_gang_waits(
     assert not placed["big-0"] and not placed["big-1"]  # 2 GPUs left: not enough for the gang
     status = get_json(running, "queue", "team-a")["status"]
     assert status["allocated"]["nvidia.com/gpu"] == "8"
-    assert wait_for(lambda: phase(running, "train-0") == "Running")  # the stand-in kubelet
+    assert wait_for(lambda: phase(running, "train-0") == "Running")  # KWOK, the kubelet
     group = get_json(running, "podgroup", "train")
     assert "kai.scheduler/last-start-timestamp" in group["metadata"]["annotations"]
 

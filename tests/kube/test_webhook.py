@@ -1,5 +1,5 @@
 """The admission webhook: the review itself (no network), then `pykai webhook` registered with
-a real kube-apiserver, driven by Debian's kubectl: invalid Queues, PodGroups and GPU-sharing
+a real kube-apiserver v1.34, driven by kubectl v1.34: invalid Queues, PodGroups and GPU-sharing
 annotations are refused with messages naming object and field, and nothing is stored."""
 
 from __future__ import annotations

@@ -110,7 +110,7 @@ def kube(
     output: OutputOption = "table",
 ) -> None:
     """End to end on a real local kube-apiserver: pykai vs kube-scheduler vs the apiserver's
-    binding ceiling (a fresh control plane per run; needs scripts/kube-binaries)."""
+    binding ceiling (a fresh control plane per run; needs scripts/peers)."""
     from pykai.bench.kube import run_kube_bench
     from pykai.cli.progress import steps
 
