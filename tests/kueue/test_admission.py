@@ -169,3 +169,22 @@ def test_the_gang_must_fit_on_the_nodes_before_quota_is_reserved(
     assert _running(cluster, "wide") == 0
     cluster.apply([_node("n2", "16")])
     assert _admitted(cluster, "wide") and _running(cluster, "wide") == 4
+
+
+def test_a_local_queue_before_its_cluster_queue_is_inactive_until_it_exists(
+    cluster: EmbeddedCluster,
+) -> None:
+    # Kueue stores a LocalQueue whatever its ClusterQueue (v0.17 has no LocalQueue webhook); its
+    # LocalQueue controller reports it inactive, reason ClusterQueueDoesNotExist
+    # (pkg/controller/core/localqueue_controller.go), and Ready once the ClusterQueue exists.
+    cluster.apply([_lq("early", "later")])
+
+    def active() -> tuple[str, str]:
+        local_queue = cluster.get("LocalQueue", "early", "default")
+        assert local_queue is not None
+        (found,) = [c for c in local_queue["status"]["conditions"] if c["type"] == "Active"]
+        return found["status"], found["reason"]
+
+    assert active() == ("False", "ClusterQueueDoesNotExist")
+    cluster.apply([_cq("later", "2")])
+    assert active() == ("True", "Ready")

@@ -33,7 +33,7 @@ def run_kueue(
 ) -> None:
     """One pass of Kueue's controllers and scheduler; ``provisioning``: the cluster serves
     ProvisioningRequests (else provisioning admission checks are inactive)."""
-    if not host.list("ClusterQueue") and not host.list("Workload"):
+    if not any(host.list(kind) for kind in ("ClusterQueue", "LocalQueue", "Workload")):
         return
     for workload in host.list("Workload"):
         _finish_or_release(host, workload)
