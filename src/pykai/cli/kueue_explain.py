@@ -16,8 +16,8 @@ from __future__ import annotations
 from typing import Any
 
 from pykai.cli.related import Reader
-from pykai.engine.kueue_admission import condition_of, is_true
 from pykai.engine.kueue_positions import pending_workloads
+from pykai.model.conditions import condition_of, is_true
 from pykai.model.kueue_jobs import MANAGED_KINDS, is_managed, queue_name
 from pykai.model.meta import Obj, mapping, objects
 
