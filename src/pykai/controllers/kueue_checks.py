@@ -17,7 +17,7 @@ from pykai.model.conditions import Condition, condition_of, is_true, with_condit
 from pykai.model.kueue import GROUP
 from pykai.model.kueue_jobs import with_pod_set_info
 from pykai.model.meta import Obj, format_time, mapping, objects, parse_time
-from pykai.standins.pods import owner_ref
+from pykai.model.owners import owner_ref
 
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 CONFIG_KIND = "ProvisioningRequestConfig"

@@ -22,7 +22,7 @@ from pykai.model.kueue_jobs import (
     started,
 )
 from pykai.model.meta import Obj, mapping, merge_diff, objects
-from pykai.standins.pods import owner_ref
+from pykai.model.owners import owner_ref
 
 
 def reconcile_kueue_job(host: Host, job: Obj) -> None:

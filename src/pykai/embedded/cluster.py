@@ -23,7 +23,6 @@ from pykai.controllers.events import WARNING
 from pykai.controllers.faults import INVALID, Isolation
 from pykai.controllers.kueue_admission import run_kueue
 from pykai.controllers.kueue_jobs import KUEUE_JOBS
-from pykai.controllers.round import COMPONENTS, Round
 from pykai.controllers.validation import StoredCheck, check_queue_unused, validate_objects
 from pykai.embedded import events
 from pykai.embedded.host import ClusterHost
@@ -44,6 +43,7 @@ from pykai.model.positions import encode
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.problems import ObjectProblem
 from pykai.model.queue import default_queues
+from pykai.round.steps import COMPONENTS, Round
 from pykai.standins.provisioning import answer_provisioning_requests
 from pykai.standins.workloads import APPS, KUBERAY
 

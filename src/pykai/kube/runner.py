@@ -1,5 +1,5 @@
 """``pykai run``: pykai's components against a real API server, on the same engine and the same
-controllers as the embedded cluster (controllers/round.py), with kube/host.py as their Host.
+controllers as the embedded cluster (round/steps.py), with kube/host.py as their Host.
 One process runs any subset of the components (all five by default):
 
 - ``podgrouper``: a PodGroup for every kai-scheduler pod without one (by its top owner);
@@ -33,7 +33,7 @@ from concurrent.futures import Executor, ThreadPoolExecutor
 from pykai.controllers.host import Host
 from pykai.controllers.kueue_admission import run_kueue
 from pykai.controllers.kueue_jobs import KUEUE_JOBS
-from pykai.controllers.round import COMPONENTS, Round
+from pykai.round.steps import COMPONENTS, Round
 
 __all__ = ["DEFAULT_COMPONENTS", "KubeRunner"]
 from pykai.controllers.validation import StoredCheck

@@ -43,8 +43,9 @@ from pykai.model.conditions import (
 from pykai.model.kueue_jobs import submitter_template
 from pykai.model.meta import Obj, format_time, mapping, objects
 from pykai.model.names import generated_name
+from pykai.model.owners import owner_ref
 from pykai.model.quantity import format_quantity, parse_quantity
-from pykai.standins.pods import merge_status, owner_ref, reconcile_pods, suffix
+from pykai.standins.pods import merge_status, reconcile_pods, suffix
 
 KUBERAY_VERSION = "v1.5.0"
 """The operator version the emulator follows (tools/peers pins the same)."""
