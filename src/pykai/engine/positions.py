@@ -19,7 +19,7 @@ from pykai.engine.jobs import Job
 from pykai.engine.ordering import JobQueue
 from pykai.engine.session import Session
 from pykai.engine.state import ClusterState
-from pykai.model.kueue import ADMITTED_QUEUE
+from pykai.model.kueue.api import ADMITTED_QUEUE
 from pykai.model.meta import Obj
 from pykai.model.positions import Board, Position, Reason, job_key
 from pykai.model.resources import Resources

@@ -32,7 +32,7 @@ from pykai.engine.queue_sums import QueueSums
 from pykai.engine.typical import DEFAULT_WINDOW, SeenPods, shape_of
 from pykai.model import constants as c
 from pykai.model.errors import FieldProblem, ValidationError
-from pykai.model.kueue import ADMITTED_QUEUE
+from pykai.model.kueue.api import ADMITTED_QUEUE
 from pykai.model.meta import Obj, kind_of
 from pykai.model.node import read_node
 from pykai.model.pod import PodView, read_pod

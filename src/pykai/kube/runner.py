@@ -31,8 +31,8 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 
 from pykai.controllers.host import Host
-from pykai.controllers.kueue_admission import run_kueue
-from pykai.controllers.kueue_jobs import KUEUE_JOBS
+from pykai.controllers.kueue.admission import run_kueue
+from pykai.controllers.kueue.jobs import KUEUE_JOBS
 from pykai.round.steps import COMPONENTS, Round
 
 __all__ = ["DEFAULT_COMPONENTS", "KubeRunner"]
@@ -236,7 +236,7 @@ class KubeRunner:
         return all(kind in self.host.synced for kind in (*KUEUE_KINDS, "Job"))
 
     def _run_kueue(self, host: Host) -> None:
-        """Kueue's scheduler and status writers (controllers/kueue_admission.py); an API
+        """Kueue's scheduler and status writers (controllers/kueue/admission.py); an API
         error ends the pass, not the round (KAI's scheduling goes on)."""
         if self.kueue_ready():
             served = "ProvisioningRequest" in self.host.synced  # else no autoscaler answers

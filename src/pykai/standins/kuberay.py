@@ -40,7 +40,7 @@ from pykai.model.conditions import (
     set_condition,
     with_conditions,
 )
-from pykai.model.kueue_jobs import submitter_template
+from pykai.model.kueue.jobs import submitter_template
 from pykai.model.meta import Obj, format_time, mapping, objects
 from pykai.model.names import generated_name
 from pykai.model.owners import owner_ref

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pykai.controllers.host import Host
 from pykai.engine.config import SchedulerConfig
-from pykai.engine.kueue_admission import NodeFit
+from pykai.engine.kueue.admission import NodeFit
 from pykai.model.conditions import Condition, condition_of, is_true, with_conditions
 from pykai.model.meta import Obj, mapping, objects
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pykai.controllers.events import NORMAL, WARNING
 from pykai.controllers.host import Host
 from pykai.model.conditions import condition_of, is_true
-from pykai.model.kueue_jobs import (
+from pykai.model.kueue.jobs import (
     MANAGED_KINDS,
     MissingPriorityClass,
     PodSetInfo,

@@ -1,6 +1,6 @@
 """Kueue's scheduler and its status writers, over a host: a Workload of a finished job is
 Finished and frees its quota; a preempted (Evicted) Workload whose job is suspended loses its
-reservation and is requeued; then one admission pass (engine/kueue_admission.py) and its
+reservation and is requeued; then one admission pass (engine/kueue/admission.py) and its
 outcome written as Kueue writes it: Workload conditions (QuotaReserved, Admitted, Evicted,
 Preempted, Requeued) with Kueue's reasons and messages and events, and the status of every
 ClusterQueue and LocalQueue (kubernetes-sigs/kueue ``pkg/scheduler/scheduler.go``,
@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from pykai.controllers.events import NORMAL, WARNING
 from pykai.controllers.host import Host
-from pykai.controllers.kueue_checks import run_admission_checks
+from pykai.controllers.kueue.checks import run_admission_checks
 from pykai.engine.config import SchedulerConfig
-from pykai.engine.kueue_admission import (
+from pykai.engine.kueue.admission import (
     Decisions,
     Objects,
     WorkloadView,
     admit,
     read_workload,
 )
-from pykai.engine.kueue_quota import ClusterQueueView, quantity
+from pykai.engine.kueue.quota import ClusterQueueView, quantity
 from pykai.model.conditions import Condition, condition_of, is_true, with_conditions
 from pykai.model.meta import Obj, format_time, mapping, objects
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 
 from pykai.controllers.events import NORMAL
 from pykai.controllers.host import Host
-from pykai.controllers.kueue_jobs import pod_set_infos
+from pykai.controllers.kueue.jobs import pod_set_infos
 from pykai.model.conditions import Condition, condition_of, is_true, with_conditions
-from pykai.model.kueue import GROUP
-from pykai.model.kueue_jobs import with_pod_set_info
+from pykai.model.kueue.api import GROUP
+from pykai.model.kueue.jobs import with_pod_set_info
 from pykai.model.meta import Obj, format_time, mapping, objects, parse_time
 from pykai.model.owners import owner_ref
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pykai.engine.actions.gang import place_gang
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.jobs import ON_NODE, Task
-from pykai.engine.kueue_positions import queue_order
-from pykai.engine.kueue_quota import (
+from pykai.engine.kueue.positions import queue_order
+from pykai.engine.kueue.quota import (
     Assignment,
     ClusterQueueView,
     Flavor,
@@ -35,7 +35,7 @@ from pykai.engine.state import ClusterState
 from pykai.model import constants as c
 from pykai.model.conditions import condition_of, is_true
 from pykai.model.constraints import NodeConstraints
-from pykai.model.kueue_jobs import with_pod_set_info
+from pykai.model.kueue.jobs import with_pod_set_info
 from pykai.model.meta import Obj, mapping, objects, parse_time
 from pykai.model.pod import read_pod
 

@@ -14,7 +14,7 @@ from pykai.engine.jobs import Job
 from pykai.engine.ordering import job_order_key
 from pykai.engine.placement import explain
 from pykai.engine.session import Session
-from pykai.model.kueue import ADMITTED_QUEUE
+from pykai.model.kueue.api import ADMITTED_QUEUE
 
 KUEUE_QUEUE = ADMITTED_QUEUE
 
