@@ -258,7 +258,7 @@ def test_a_failed_round_leaves_store_and_engine_state_as_they_were(
 
     path = tmp_path / "c.db"
     cluster = EmbeddedCluster(Store(path), scheduler=ScriptedScheduler())
-    monkeypatch.setattr("pykai.controllers.round.carry_out", crash)
+    monkeypatch.setattr("pykai.round.steps.carry_out", crash)
     with pytest.raises(RuntimeError, match="store crashed"):
         cluster.apply([pod("p")])
     assert cluster.get("Pod", "p", "default") is not None  # the apply itself committed

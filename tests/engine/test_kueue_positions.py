@@ -6,7 +6,7 @@ finished and deactivated Workloads and those whose LocalQueue is missing are in 
 
 from __future__ import annotations
 
-from pykai.engine.kueue_positions import in_local_queue, pending_workloads, summary
+from pykai.engine.kueue.positions import in_local_queue, pending_workloads, summary
 from pykai.kube.visibility import Visibility
 from pykai.model.meta import Obj
 

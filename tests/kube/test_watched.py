@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pytest
 
-from pykai.controllers.round import COMPONENTS
 from pykai.kube.runner import DEFAULT_COMPONENTS
 from pykai.kube.watched import (
     EMBEDDED_ONLY,
@@ -16,6 +15,7 @@ from pykai.kube.watched import (
     later_kinds,
     parse_components,
 )
+from pykai.round.steps import COMPONENTS
 
 
 def test_every_component_names_its_kinds() -> None:

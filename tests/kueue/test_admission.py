@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pykai.embedded.cluster import EmbeddedCluster
-from pykai.model.kueue import ADMITTED_QUEUE
+from pykai.model.kueue.api import ADMITTED_QUEUE
 from pykai.model.meta import Obj
 
 API = "kueue.x-k8s.io/v1beta2"

@@ -13,7 +13,7 @@ import yaml
 
 from pykai.controllers.validation import validate_objects
 from pykai.model.errors import ValidationError
-from pykai.model.kueue import as_stored, to_v1beta2
+from pykai.model.kueue.conversion import as_stored, to_v1beta2
 from pykai.model.meta import Obj
 from tests.cli.conftest import EXAMPLES, Cli
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pykai.controllers.kueue_admission import run_kueue
-from pykai.controllers.kueue_checks import UNSERVED, run_admission_checks
+from pykai.controllers.kueue.admission import run_kueue
+from pykai.controllers.kueue.checks import UNSERVED, run_admission_checks
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.model.meta import Obj
 

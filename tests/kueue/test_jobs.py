@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from pykai.embedded.cluster import EmbeddedCluster
-from pykai.model.kueue_jobs import (
+from pykai.model.kueue.jobs import (
     Priority,
     new_workload,
     pod_sets,

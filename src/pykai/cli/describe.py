@@ -288,8 +288,8 @@ def _workload(reader: Reader, workload: Obj) -> Lines:
 
 def _kueue_queue(reader: Reader, queue: Obj) -> Lines:
     """A ClusterQueue or LocalQueue: spec, status, and its pending Workloads in Kueue's order
-    with their positions (engine/kueue_positions.py, what Kueue's visibility API serves)."""
-    from pykai.engine.kueue_positions import in_local_queue, pending_workloads
+    with their positions (engine/kueue/positions.py, what Kueue's visibility API serves)."""
+    from pykai.engine.kueue.positions import in_local_queue, pending_workloads
 
     meta = queue["metadata"]
     pending = pending_workloads(

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from pykai.cli.tables import age
+from pykai.model.conditions import condition_of
 from pykai.model.meta import Obj
 
 if TYPE_CHECKING:
@@ -36,8 +37,8 @@ def _condition(kind: str) -> Cell:
     """``.status.conditions[?(@.type==kind)].status``."""
 
     def cell(obj: Obj, _: Context) -> str:
-        conditions = (obj.get("status") or {}).get("conditions") or []
-        return next((str(c.get("status")) for c in conditions if c.get("type") == kind), "")
+        found = condition_of(obj, kind)
+        return str(found.get("status")) if found else ""
 
     return cell
 

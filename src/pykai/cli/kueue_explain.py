@@ -1,14 +1,14 @@
 """``pykai explain`` for a job Kueue manages (a RayJob, RayCluster or batch Job naming a
 LocalQueue, its Workload, or one of its pods): where its Workload stands in Kueue and the rule
-that holds it, from the Workload's status as Kueue's admission wrote it (engine/
-kueue_admission.py on both backends) and the queues it names.
+that holds it, from the Workload's status as Kueue's admission wrote it (engine/kueue/
+admission.py on both backends) and the queues it names.
 
 - admitted: through which ClusterQueue, on which flavors (``status.admission``);
 - quota reserved, not admitted: the admission checks still pending (``status.admissionChecks``);
 - pending: its LocalQueue or ClusterQueue missing or inactive, or the ClusterQueue's quota
   (``WaitingForQuota``; ``ExceedsMaxQuota``: never, as asked), or nodes for its flavors, or
   preempted Workloads still leaving; its positions in the ClusterQueue and the LocalQueue as
-  Kueue's visibility API reports them (engine/kueue_positions.py).
+  Kueue's visibility API reports them (engine/kueue/positions.py).
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from __future__ import annotations
 from typing import Any
 
 from pykai.cli.related import Reader
-from pykai.engine.kueue_admission import condition_of, is_true
-from pykai.engine.kueue_positions import pending_workloads
-from pykai.model.kueue_jobs import MANAGED_KINDS, is_managed, queue_name
+from pykai.engine.kueue.positions import pending_workloads
+from pykai.model.conditions import condition_of, is_true
+from pykai.model.kueue.jobs import MANAGED_KINDS, is_managed, queue_name
 from pykai.model.meta import Obj, mapping, objects
 
 Answer = dict[str, Any]

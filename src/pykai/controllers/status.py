@@ -19,6 +19,7 @@ from pykai.controllers.outcome import evictions_by_queue
 from pykai.engine.decisions import CycleResult, Reason
 from pykai.engine.jobs import HOLDS_NODE, Job, Task, TaskStatus
 from pykai.engine.state import ClusterState
+from pykai.model.conditions import Condition, condition_of, with_conditions
 from pykai.model.meta import Obj, format_time, mapping
 from pykai.model.problems import ObjectProblem
 from pykai.model.queue_status import FAIR_SHARE_CONDITION, queue_figures
@@ -125,24 +126,10 @@ def unschedulable_conditions(pod: Obj, message: str, now: float) -> list[dict[st
     """The status.conditions of a pending pod the scheduler cannot place (or holds back, as it
     cannot be read as written): ``PodScheduled`` False, reason ``Unschedulable``, as
     kube-scheduler marks it; None if the pod says so already."""
-    conditions = [
-        c for c in mapping(pod.get("status")).get("conditions") or [] if isinstance(c, dict)
-    ]
-    current = next((c for c in conditions if c.get("type") == "PodScheduled"), None)
-    if (
-        current is not None
-        and current.get("status") == "False"
-        and current.get("message") == message
-    ):
+    current = condition_of(pod, "PodScheduled")
+    if current.get("status") == "False" and current.get("message") == message:
         return None
-    condition = {
-        "type": "PodScheduled",
-        "status": "False",
-        "reason": "Unschedulable",
-        "message": message,
-        "lastTransitionTime": format_time(now),
-    }
-    return [c for c in conditions if c.get("type") != "PodScheduled"] + [condition]
+    return with_conditions(pod, now, Condition("PodScheduled", "False", "Unschedulable", message))
 
 
 def held_pods(state: ClusterState) -> list[tuple[Task, ObjectProblem]]:

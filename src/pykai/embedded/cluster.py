@@ -21,9 +21,8 @@ from typing import Protocol
 
 from pykai.controllers.events import WARNING
 from pykai.controllers.faults import INVALID, Isolation
-from pykai.controllers.kueue_admission import run_kueue
-from pykai.controllers.kueue_jobs import KUEUE_JOBS
-from pykai.controllers.round import COMPONENTS, Round
+from pykai.controllers.kueue.admission import run_kueue
+from pykai.controllers.kueue.jobs import KUEUE_JOBS
 from pykai.controllers.validation import StoredCheck, check_queue_unused, validate_objects
 from pykai.embedded import events
 from pykai.embedded.host import ClusterHost
@@ -37,13 +36,14 @@ from pykai.engine.positions import Reasons, board, reasons_of
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import KINDS, ClusterState
 from pykai.model.errors import PykaiError
-from pykai.model.kueue import as_stored
-from pykai.model.kueue_jobs import is_managed, suspended_on_create
+from pykai.model.kueue.conversion import as_stored
+from pykai.model.kueue.jobs import is_managed, suspended_on_create
 from pykai.model.meta import Obj
 from pykai.model.positions import encode
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.problems import ObjectProblem
 from pykai.model.queue import default_queues
+from pykai.round.steps import COMPONENTS, Round
 from pykai.standins.provisioning import answer_provisioning_requests
 from pykai.standins.workloads import APPS, KUBERAY
 

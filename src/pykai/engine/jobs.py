@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from pykai.model import constants as c
+from pykai.model.kueue.api import ADMITTED_QUEUE
 from pykai.model.pod import PodView
 from pykai.model.podgroup import PodGroupView
 from pykai.model.resources import Resources
@@ -172,6 +173,12 @@ class Job:
     def uid(self) -> str:
         """The PodGroup's UID."""
         return self.group.meta.uid
+
+    @property
+    def kueue_admitted(self) -> bool:
+        """Whether Kueue admitted the job: its PodGroup names ``ADMITTED_QUEUE``, which is no
+        KAI Queue, so KAI's queues do not govern it and engine/kueue/place.py places it."""
+        return self.queue == ADMITTED_QUEUE
 
     def gang_satisfied(self) -> bool:
         """True if the job and every subgroup have at least their minimum of active tasks."""

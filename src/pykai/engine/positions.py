@@ -19,7 +19,6 @@ from pykai.engine.jobs import Job
 from pykai.engine.ordering import JobQueue
 from pykai.engine.session import Session
 from pykai.engine.state import ClusterState
-from pykai.model.kueue import ADMITTED_QUEUE
 from pykai.model.meta import Obj
 from pykai.model.positions import Board, Position, Reason, job_key
 from pykai.model.resources import Resources
@@ -64,7 +63,7 @@ def pending_positions(
     placed = {p.job for p in positions}
     for key in sorted(state.pending_jobs.union(state.held_jobs) - placed):
         job = state.jobs[key]
-        if job.queue == ADMITTED_QUEUE:
+        if job.kueue_admitted:
             continue
         why = tuple(known.get(key, ())) or tuple(session.reasons.get(key, ()))
         positions.append(Position(key, job.queue, job.priority, None, None, why))

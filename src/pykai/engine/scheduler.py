@@ -13,7 +13,7 @@ from pykai.engine.actions.reclaim import reclaim
 from pykai.engine.actions.stale_gang import stale_gang_eviction
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import Bind, CycleResult
-from pykai.engine.kueue_place import place_admitted
+from pykai.engine.kueue.place import place_admitted
 from pykai.engine.session import Session
 from pykai.engine.state import ClusterState
 

@@ -32,7 +32,6 @@ from pykai.engine.queue_sums import QueueSums
 from pykai.engine.typical import DEFAULT_WINDOW, SeenPods, shape_of
 from pykai.model import constants as c
 from pykai.model.errors import FieldProblem, ValidationError
-from pykai.model.kueue import ADMITTED_QUEUE
 from pykai.model.meta import Obj, kind_of
 from pykai.model.node import read_node
 from pykai.model.pod import PodView, read_pod
@@ -435,7 +434,7 @@ class ClusterState:
     def _kueue_task(self, task: Task) -> bool:
         """A pod of a job Kueue admitted (KAI's queues do not govern it)."""
         job = self.jobs.get(task.job_key)
-        return job is not None and job.queue == ADMITTED_QUEUE
+        return job is not None and job.kueue_admitted
 
     def portion(self, task: Task, node: str) -> float:
         """The portion of each device a shared task takes on a node."""

@@ -11,8 +11,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from pykai.model import constants as c
-from pykai.model.kueue import ADMITTED_QUEUE
-from pykai.model.kueue_jobs import is_managed
+from pykai.model.kueue.api import ADMITTED_QUEUE
+from pykai.model.kueue.jobs import is_managed
 from pykai.model.meta import Obj
 from pykai.model.names import bounded_name
 

@@ -40,6 +40,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from pykai.kube import peers
 from pykai.kube.api import KINDS, KubeApi, connect
 from pykai.kube.certs import Authority
+from pykai.model.conditions import is_true
 from pykai.model.errors import PykaiError
 from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
@@ -524,5 +525,4 @@ def _create_missing(api: KubeApi, objects: list[dict[str, object]]) -> None:
 
 def _established(api: KubeApi, name: str) -> bool:
     found = api.get(KINDS["CustomResourceDefinition"], name) or {}
-    conditions = (found.get("status") or {}).get("conditions") or []
-    return any(c["type"] == "Established" and c["status"] == "True" for c in conditions)
+    return is_true(found, "Established")

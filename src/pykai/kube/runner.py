@@ -1,5 +1,5 @@
 """``pykai run``: pykai's components against a real API server, on the same engine and the same
-controllers as the embedded cluster (controllers/round.py), with kube/host.py as their Host.
+controllers as the embedded cluster (round/steps.py), with kube/host.py as their Host.
 One process runs any subset of the components (all five by default):
 
 - ``podgrouper``: a PodGroup for every kai-scheduler pod without one (by its top owner);
@@ -31,9 +31,9 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ThreadPoolExecutor
 
 from pykai.controllers.host import Host
-from pykai.controllers.kueue_admission import run_kueue
-from pykai.controllers.kueue_jobs import KUEUE_JOBS
-from pykai.controllers.round import COMPONENTS, Round
+from pykai.controllers.kueue.admission import run_kueue
+from pykai.controllers.kueue.jobs import KUEUE_JOBS
+from pykai.round.steps import COMPONENTS, Round
 
 __all__ = ["DEFAULT_COMPONENTS", "KubeRunner"]
 from pykai.controllers.validation import StoredCheck
@@ -236,7 +236,7 @@ class KubeRunner:
         return all(kind in self.host.synced for kind in (*KUEUE_KINDS, "Job"))
 
     def _run_kueue(self, host: Host) -> None:
-        """Kueue's scheduler and status writers (controllers/kueue_admission.py); an API
+        """Kueue's scheduler and status writers (controllers/kueue/admission.py); an API
         error ends the pass, not the round (KAI's scheduling goes on)."""
         if self.kueue_ready():
             served = "ProvisioningRequest" in self.host.synced  # else no autoscaler answers

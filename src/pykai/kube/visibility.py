@@ -1,6 +1,6 @@
 """Kueue's visibility API on ``pykai run``'s HTTP server: the pending Workloads of a
 ClusterQueue or LocalQueue with their positions, at Kueue's paths and in its
-``PendingWorkloadsSummary`` shape (engine/kueue_positions.py computes them; the runner hands
+``PendingWorkloadsSummary`` shape (engine/kueue/positions.py computes them; the runner hands
 over the latest after each Kueue pass, so a request never reads the cache under the cycle):
 
 - ``/apis/visibility.kueue.x-k8s.io/VERSION/clusterqueues/NAME/pendingworkloads``
@@ -15,7 +15,7 @@ import re
 import threading
 from urllib.parse import parse_qs, urlsplit
 
-from pykai.engine.kueue_positions import (
+from pykai.engine.kueue.positions import (
     MAX_LIMIT,
     PendingWorkload,
     in_local_queue,

@@ -16,7 +16,7 @@ import time
 
 from pykai.kube.api import KINDS, KubeApi
 from pykai.kube.informer import Change, Informer
-from pykai.model.kueue_jobs import MANAGED_KINDS
+from pykai.model.kueue.jobs import MANAGED_KINDS
 
 ENGINE_KINDS = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod", "BindRequest")
 # what Kueue's controllers read, where Kueue's CRDs are installed (they run once all have listed)

@@ -6,9 +6,10 @@ import math
 from dataclasses import dataclass
 
 from pykai.model import constants as c
+from pykai.model.conditions import find_condition
 from pykai.model.constraints import Taint, parse_taints
 from pykai.model.errors import FieldProblem, QuantityError, ValidationError
-from pykai.model.meta import Meta, Obj, mapping, objects, parse_meta
+from pykai.model.meta import Meta, Obj, mapping, parse_meta
 from pykai.model.quantity import is_extended_resource, resource_amount, saturated_amount
 from pykai.model.resources import Resources
 
@@ -106,9 +107,7 @@ def read_node(obj: Obj) -> tuple[NodeView, list[FieldProblem]]:
     except ValidationError as exc:
         problems += exc.problems
         taints = ()
-    conditions = {
-        str(x.get("type")): str(x.get("status")) for x in objects(status.get("conditions"))
-    }
+    ready = find_condition(status.get("conditions"), "Ready")  # none reads as Ready
     allocatable = Resources(
         values.pop(c.CPU_RESOURCE, 0.0),
         values.pop(c.MEMORY_RESOURCE, 0.0),
@@ -121,7 +120,7 @@ def read_node(obj: Obj) -> tuple[NodeView, list[FieldProblem]]:
         gpu_memory_mib=gpu_memory,
         gpu_product=meta.labels.get(c.GPU_PRODUCT_NODE_LABEL, ""),
         taints=taints,
-        ready=conditions.get("Ready", "True") == "True",
+        ready=not ready or ready.get("status") == "True",
         unschedulable=bool(spec.get("unschedulable", False)) or bool(problems),
     )
     return view, problems

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from pykai.model.conditions import find_condition
 from pykai.model.meta import mapping
 
 FAIR_SHARE_CONDITION = "FairShare"
@@ -15,11 +16,9 @@ FAIR_SHARE_CONDITION = "FairShare"
 def queue_figures(status: object) -> dict[str, Any]:
     """pykai's figures in a queue status (``fairShare`` and ``deserved`` ResourceLists,
     ``evictions``), read from its FairShare condition; {} without one."""
-    for condition in mapping(status).get("conditions") or []:
-        if isinstance(condition, dict) and condition.get("type") == FAIR_SHARE_CONDITION:
-            try:
-                figures = json.loads(str(condition.get("message", "")))
-            except ValueError:
-                return {}
-            return figures if isinstance(figures, dict) else {}
-    return {}
+    condition = find_condition(mapping(status).get("conditions"), FAIR_SHARE_CONDITION)
+    try:
+        figures = json.loads(str(condition.get("message", "")))
+    except ValueError:
+        return {}
+    return figures if isinstance(figures, dict) else {}

@@ -11,7 +11,8 @@ from functools import partial
 from pykai.controllers.host import Host
 from pykai.model.meta import Obj, mapping
 from pykai.model.names import bounded_name
-from pykai.standins.pods import create_named, owner_ref, pod_from_template, reconcile_pods
+from pykai.model.owners import owner_ref
+from pykai.standins.pods import create_named, pod_from_template, reconcile_pods
 
 
 def reconcile_deployment(host: Host, deployment: Obj) -> None:

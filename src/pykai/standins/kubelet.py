@@ -9,6 +9,7 @@ from __future__ import annotations
 from pykai.controllers.host import Host
 from pykai.engine.jobs import TaskStatus
 from pykai.model import constants as c
+from pykai.model.conditions import Condition, with_conditions
 from pykai.model.duration import parse_duration
 from pykai.model.meta import Obj, format_time, mapping, parse_time
 
@@ -59,11 +60,7 @@ def _ran_its_duration(pod: Obj, now: float) -> bool:
 
 
 def _succeed(host: Host, pod: Obj) -> None:
-    conditions = [
-        {**condition, "status": "False"} if condition.get("type") == "Ready" else condition
-        for condition in mapping(pod.get("status")).get("conditions") or []
-        if isinstance(condition, dict)
-    ]
+    conditions = with_conditions(pod, host.now(), Condition("Ready", "False"))
     host.patch(pod, {"status": {"phase": "Succeeded", "conditions": conditions}}, status=True)
 
 

@@ -32,11 +32,20 @@ from pykai.controllers.events import WARNING
 from pykai.controllers.host import Host
 from pykai.grouping.ray import RayGroupingError, worker_groups
 from pykai.model import constants as c
-from pykai.model.kueue_jobs import submitter_template
+from pykai.model.conditions import (
+    Condition,
+    condition_of,
+    find_condition,
+    is_true,
+    set_condition,
+    with_conditions,
+)
+from pykai.model.kueue.jobs import submitter_template
 from pykai.model.meta import Obj, format_time, mapping, objects
 from pykai.model.names import generated_name
+from pykai.model.owners import owner_ref
 from pykai.model.quantity import format_quantity, parse_quantity
-from pykai.standins.pods import merge_status, owner_ref, reconcile_pods, suffix
+from pykai.standins.pods import merge_status, reconcile_pods, suffix
 
 KUBERAY_VERSION = "v1.5.0"
 """The operator version the emulator follows (tools/peers pins the same)."""
@@ -76,15 +85,14 @@ def reconcile_raycluster(host: Host, raycluster: Obj) -> None:
     except RayGroupingError as exc:
         host.record(raycluster, "InvalidWorkerGroup", str(exc), WARNING, once=True)
         return
-    conditions = _conditions(raycluster)
-    suspend_state = next((t for t in (SUSPENDING, SUSPENDED) if _true(conditions, t)), "")
+    suspend_state = next((t for t in (SUSPENDING, SUSPENDED) if is_true(raycluster, t)), "")
     if suspend_state == SUSPENDING:
         for pod in host.owned(raycluster, "Pod"):
             if not pod["metadata"].get("deletionTimestamp"):
                 host.delete(pod)
     elif not suspend_state and spec.get("suspend") is not True:
         reconcile_pods(host, raycluster, _wanted_pods(raycluster), GROUP_LABEL)
-    _raycluster_status(host, raycluster, host.owned(raycluster, "Pod"), conditions, suspend_state)
+    _raycluster_status(host, raycluster, host.owned(raycluster, "Pod"), suspend_state)
 
 
 def _wanted_pods(raycluster: Obj) -> dict[str, tuple[int, Obj]]:
@@ -263,41 +271,18 @@ def _worker_pod(raycluster: Obj, group: dict[str, Any], name: str) -> Obj:
     return pod
 
 
-def _conditions(obj: Obj) -> dict[str, dict[str, Any]]:
-    return {
-        str(found.get("type")): found
-        for found in objects(mapping(obj.get("status")).get("conditions"))
-    }
-
-
-def _true(conditions: dict[str, dict[str, Any]], kind: str) -> bool:
-    return conditions.get(kind, {}).get("status") == "True"
-
-
 def _phase(pod: Obj) -> str:
     return str(mapping(pod.get("status")).get("phase") or "Pending")
 
 
-def _ready_condition(pod: Obj) -> dict[str, Any] | None:
-    return next(
-        (
-            f
-            for f in objects(mapping(pod.get("status")).get("conditions"))
-            if f.get("type") == "Ready"
-        ),
-        None,
-    )
-
-
 def _running_and_ready(pod: Obj) -> bool:
-    ready = _ready_condition(pod)
-    return _phase(pod) == "Running" and ready is not None and ready.get("status") == "True"
+    return _phase(pod) == "Running" and is_true(pod, "Ready")
 
 
 def _all_running(pods: list[Obj]) -> bool:
     """KubeRay's CheckAllPodsRunning: some pods, all Running, none with Ready not True."""
     return bool(pods) and all(
-        _phase(p) == "Running" and (_ready_condition(p) or {}).get("status", "True") == "True"
+        _phase(p) == "Running" and condition_of(p, "Ready").get("status", "True") == "True"
         for p in pods
     )
 
@@ -306,7 +291,6 @@ def _raycluster_status(
     host: Host,
     raycluster: Obj,
     pods: list[Obj],
-    conditions: dict[str, dict[str, Any]],
     suspend_state: str,
 ) -> None:
     """KubeRay's calculateStatus: worker counts, the resources asked for, ``state`` (ready once
@@ -326,20 +310,11 @@ def _raycluster_status(
         state = "ready"
     if suspend and not pods:
         state = "suspended"
-    now = format_time(host.now())
-    new = {kind: dict(found) for kind, found in conditions.items()}
+    now = host.now()
+    new = with_conditions(raycluster, now)
 
     def put(kind: str, value: bool, reason: str, message: str = "") -> None:
-        text = "True" if value else "False"
-        old = new.get(kind, {})
-        since = old.get("lastTransitionTime") if old.get("status") == text else now
-        new[kind] = {
-            "type": kind,
-            "status": text,
-            "reason": reason,
-            "message": message,
-            "lastTransitionTime": since,
-        }
+        set_condition(new, Condition(kind, "True" if value else "False", reason, message), now)
 
     head = next(
         (p for p in pods if mapping(p["metadata"].get("labels")).get(NODE_TYPE_LABEL) == "head"),
@@ -348,7 +323,7 @@ def _raycluster_status(
     if head is None:
         put(HEAD_READY, False, "HeadPodNotFound", "Head Pod not found")
     else:
-        ready = _ready_condition(head) or {}
+        ready = condition_of(head, "Ready")
         reason = str(ready.get("reason") or "")
         if ready.get("status") == "True" and not reason:
             reason = "HeadPodRunningAndReady"
@@ -358,7 +333,7 @@ def _raycluster_status(
             reason or "Unknown",
             str(ready.get("message", "")),
         )
-    if not _true(new, PROVISIONED) and suspend_state != SUSPENDED:
+    if find_condition(new, PROVISIONED).get("status") != "True" and suspend_state != SUSPENDED:
         if _all_running(pods):
             put(
                 PROVISIONED,
@@ -387,7 +362,7 @@ def _raycluster_status(
         raycluster,
         {
             "state": state or None,
-            "conditions": sorted(new.values(), key=lambda f: str(f["type"])),
+            "conditions": sorted(new, key=lambda f: str(f["type"])),
             "desiredWorkerReplicas": desired or None,
             "minWorkerReplicas": sum(int(g.get("minReplicas", 0) or 0) * n for g, n in awake)
             or None,
@@ -633,7 +608,7 @@ def reconcile_rayservice(host: Host, service: Obj) -> None:
         "ray.io/num-worker-groups": str(len(groups)),
     }
     cluster = _child_cluster(host, service, name, config, annotations)
-    now = format_time(host.now())
+    now = host.now()
     if active or mapping(cluster.get("status")).get("state") == "ready":
         merge_status(
             host,
@@ -656,37 +631,32 @@ def reconcile_rayservice(host: Host, service: Obj) -> None:
         )
 
 
-def _service_conditions(service: Obj, now: str, ready: bool) -> list[dict[str, Any]]:
+def _service_conditions(service: Obj, now: float, ready: bool) -> list[Obj]:
     """Ready and UpgradeInProgress, as KubeRay sets them while initializing and once the
     cluster serves."""
-    old = _conditions(service)
-    wanted = (
-        ("Ready", "True", "NonZeroServeEndpoints", "Number of serve endpoints is greater than 0")
-        if ready
-        else ("Ready", "False", "Initializing", "RayService is initializing"),
-        (
-            "UpgradeInProgress",
-            "False",
-            "NoPendingCluster",
-            "Active Ray cluster exists and no pending Ray cluster",
+    if ready:
+        return with_conditions(
+            service,
+            now,
+            Condition(
+                "Ready",
+                "True",
+                "NonZeroServeEndpoints",
+                "Number of serve endpoints is greater than 0",
+            ),
+            Condition(
+                "UpgradeInProgress",
+                "False",
+                "NoPendingCluster",
+                "Active Ray cluster exists and no pending Ray cluster",
+            ),
         )
-        if ready
-        else ("UpgradeInProgress", "False", "Initializing", "RayService is initializing"),
+    return with_conditions(
+        service,
+        now,
+        Condition("Ready", "False", "Initializing", "RayService is initializing"),
+        Condition("UpgradeInProgress", "False", "Initializing", "RayService is initializing"),
     )
-    found = []
-    for kind, value, reason, message in wanted:
-        previous = old.get(kind, {})
-        since = previous.get("lastTransitionTime") if previous.get("status") == value else now
-        found.append(
-            {
-                "type": kind,
-                "status": value,
-                "reason": reason,
-                "message": message,
-                "lastTransitionTime": since,
-            }
-        )
-    return found
 
 
 def _spec_hash(spec: object) -> str:

@@ -15,6 +15,7 @@ from pykai.controllers.host import Host
 from pykai.model.errors import AlreadyExists
 from pykai.model.meta import Obj
 from pykai.model.names import generated_name
+from pykai.model.owners import owner_ref
 
 _ALPHABET = "bcdfghjklmnpqrstvwxz2456789"  # Kubernetes' suffix alphabet (no vowels)
 NAME_ATTEMPTS = 8
@@ -43,18 +44,6 @@ def with_suffix(obj: Obj, prefix: str, token: str) -> Obj:
     apiserver cuts a generateName)."""
     obj["metadata"]["name"] = generated_name(prefix, suffix(token))
     return obj
-
-
-def owner_ref(owner: Obj) -> dict[str, Any]:
-    """A controlling ownerReference to ``owner``."""
-    return {
-        "apiVersion": owner.get("apiVersion", "v1"),
-        "kind": owner["kind"],
-        "name": owner["metadata"]["name"],
-        "uid": owner["metadata"]["uid"],
-        "controller": True,
-        "blockOwnerDeletion": True,
-    }
 
 
 def pod_from_template(

@@ -11,40 +11,37 @@ from __future__ import annotations
 
 from pykai.controllers.host import Host
 from pykai.engine.config import SchedulerConfig
-from pykai.engine.kueue_admission import NodeFit
-from pykai.model.meta import Obj, format_time, mapping, objects
+from pykai.engine.kueue.admission import NodeFit
+from pykai.model.conditions import Condition, condition_of, is_true, with_conditions
+from pykai.model.meta import Obj, mapping, objects
 
-FOUND = ("True", "CapacityIsFound", "Capacity is found in the cluster")
-NOT_FOUND = ("False", "CapacityIsNotFound", "Capacity is not found, CA will try to find it later.")
+ACCEPTED = Condition("Accepted", "True", "Accepted", "ProvisioningRequest is accepted")
+FOUND = Condition("Provisioned", "True", "CapacityIsFound", "Capacity is found in the cluster")
+NOT_FOUND = Condition(
+    "Provisioned",
+    "False",
+    "CapacityIsNotFound",
+    "Capacity is not found, CA will try to find it later.",
+)
 
 
 def answer_provisioning_requests(host: Host) -> None:
-    """Answer each ProvisioningRequest not yet provisioned."""
+    """Answer each ProvisioningRequest not yet provisioned (its conditions written only when
+    a status or reason changes)."""
     for request in host.list("ProvisioningRequest"):
-        if request["metadata"].get("deletionTimestamp"):
+        if request["metadata"].get("deletionTimestamp") or is_true(request, "Provisioned"):
             continue
-        found = {
-            c.get("type"): c for c in objects(mapping(request.get("status")).get("conditions"))
-        }
-        if found.get("Provisioned", {}).get("status") == "True":
+        wanted = (ACCEPTED, FOUND if _fits(host, request) else NOT_FOUND)
+        if all(_says(request, condition) for condition in wanted):
             continue
-        state = FOUND if _fits(host, request) else NOT_FOUND
-        wanted = {
-            "Accepted": ("True", "Accepted", "ProvisioningRequest is accepted"),
-            "Provisioned": state,
-        }
-        if all(
-            (found.get(k, {}).get("status"), found.get(k, {}).get("reason")) == v[:2]
-            for k, v in wanted.items()
-        ):
-            continue
-        stamp = format_time(host.now())
-        conditions = [
-            {"type": k, "status": status, "reason": reason, "message": message,
-             "lastTransitionTime": stamp}
-            for k, (status, reason, message) in wanted.items()
-        ]  # fmt: skip
+        conditions = with_conditions(request, host.now(), *wanted)
         host.patch(request, {"status": {"conditions": conditions}}, status=True)
+
+
+def _says(obj: Obj, condition: Condition) -> bool:
+    """Whether the object has the condition with this status and reason."""
+    found = condition_of(obj, condition.type)
+    return (found.get("status"), found.get("reason")) == (condition.status, condition.reason)
 
 
 def _fits(host: Host, request: Obj) -> bool:

@@ -16,7 +16,6 @@ from pykai.engine.jobs import Job, Task, TaskStatus
 from pykai.engine.ordering import JobQueue
 from pykai.engine.placement import explain
 from pykai.engine.session import Session
-from pykai.model.kueue import ADMITTED_QUEUE
 from pykai.model.resources import Resources
 
 
@@ -56,8 +55,8 @@ def schedulable_jobs(session: Session, *, note: bool = True) -> list[Job]:
     jobs = []
     for key in sorted(state.pending_jobs.union(state.held_jobs)):
         job = state.jobs[key]
-        if job.queue == ADMITTED_QUEUE:
-            continue  # admitted by Kueue: placed by engine/kueue_place.py
+        if job.kueue_admitted:
+            continue  # admitted by Kueue: placed by engine/kueue/place.py
         blocker = _blocker(session, job)
         if blocker is None:
             jobs.append(job)

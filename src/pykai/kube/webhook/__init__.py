@@ -8,7 +8,7 @@ apply`` refuses on the embedded cluster, with the same checks and messages
   An UPDATE is refused only for problems the old object did not have, so an object stored
   before the webhook existed can still be changed (finalizers removed, labels fixed).
 - CREATE/UPDATE of Kueue's objects (kueue.x-k8s.io, any served version): Kueue's own rules
-  (model/kueue.py), with its immutable fields checked against the stored object.
+  (model/kueue/validation.py), with its immutable fields checked against the stored object.
 - DELETE of a Queue still used by child queues or PodGroups (counted, never named: they live
   in namespaces the requester may not see).
 

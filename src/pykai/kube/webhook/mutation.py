@@ -11,7 +11,7 @@ from typing import Any
 
 from pykai.kube.gpu_env import env_patch
 from pykai.kube.webhook.answer import answer
-from pykai.model.kueue_jobs import MANAGED_KINDS, is_managed
+from pykai.model.kueue.jobs import MANAGED_KINDS, is_managed
 from pykai.model.meta import Obj, mapping, objects
 
 log = logging.getLogger("pykai.webhook")

@@ -7,9 +7,9 @@ import base64
 
 from pykai.kube.api import KINDS, KubeApi
 from pykai.kube.webhook.server import MUTATE_PATH, PATH
-from pykai.model.kueue import KINDS as KUEUE_KINDS
-from pykai.model.kueue import QUEUE_NAME_LABEL
-from pykai.model.kueue_jobs import MANAGED_KINDS
+from pykai.model.kueue.api import KINDS as KUEUE_KINDS
+from pykai.model.kueue.api import QUEUE_NAME_LABEL
+from pykai.model.kueue.jobs import MANAGED_KINDS
 from pykai.model.meta import Obj
 from pykai.model.workloads import CHECKS as WORKLOAD_KINDS
 

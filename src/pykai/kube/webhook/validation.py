@@ -11,7 +11,7 @@ from pykai.kube.api import API_ERRORS, KINDS, KubeApi
 from pykai.kube.gpu_env import SHARING_ANNOTATIONS
 from pykai.kube.webhook.answer import answer
 from pykai.model.errors import FieldProblem, ValidationError
-from pykai.model.kueue import KINDS as KUEUE_KINDS
+from pykai.model.kueue.api import KINDS as KUEUE_KINDS
 from pykai.model.meta import Obj
 from pykai.model.workloads import pod_templates
 

@@ -1,6 +1,9 @@
-"""One round of pykai's controllers over a host, in the order a cluster needs them: the workload
-stand-ins make pods, the pod-grouper groups them, the scheduler decides, its decisions are carried
-out, the stand-in kubelet runs what is bound, and the status controllers write what changed.
+"""One round of pykai's controllers and stand-ins over a host, in the order a cluster needs them:
+Kueue's admission (and the provisioning stand-in's answers) first, the workload controllers and
+stand-ins make Workloads and pods, the pod-grouper groups them, the scheduler decides, its
+decisions are carried out, the stand-in kubelet runs what is bound, and the status controllers
+write what changed. It sits above controllers/ and standins/ so that neither imports the other's
+layer: the stand-ins use controllers/host.py, the controllers use nothing of the stand-ins.
 
 Which of them run is the backend's choice (``components``): the embedded cluster runs them all;
 ``pykai run`` runs those it was asked for (``--components``), the others run elsewhere.

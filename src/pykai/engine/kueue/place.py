@@ -1,34 +1,26 @@
 """Placing the pods of admitted Kueue Workloads: pykai's engine places them, KAI's queues do
-not govern them. Their PodGroups name ``KUEUE_QUEUE``, which is no KAI Queue (a Queue's name
-cannot hold a slash): allocate, reclaim, preempt and consolidation never try them and never
-take victims from them, KAI queues' fair share leaves out what they use (like pods of other
-schedulers), and they still count on nodes. Kueue's quota already admitted them, so they are
-placed first in a cycle, gang by gang, in job order; what does not fit waits (no victims)."""
+not govern them. Their PodGroups name ``ADMITTED_QUEUE`` (``Job.kueue_admitted``), which is no
+KAI Queue (a Queue's name cannot hold a slash): allocate, reclaim, preempt and consolidation
+never try them and never take victims from them, KAI queues' fair share leaves out what they use
+(like pods of other schedulers), and they still count on nodes. Kueue's quota already admitted
+them, so they are placed first in a cycle, gang by gang, in job order; what does not fit waits
+(no victims)."""
 
 from __future__ import annotations
 
 from pykai.engine.actions.allocate import tasks_to_allocate
 from pykai.engine.actions.gang import place_gang
 from pykai.engine.decisions import Reason
-from pykai.engine.jobs import Job
 from pykai.engine.ordering import job_order_key
 from pykai.engine.placement import explain
 from pykai.engine.session import Session
-from pykai.model.kueue import ADMITTED_QUEUE
-
-KUEUE_QUEUE = ADMITTED_QUEUE
-
-
-def is_kueue_job(job: Job) -> bool:
-    """Whether a job's pods were admitted by Kueue (not governed by KAI's queues)."""
-    return job.queue == KUEUE_QUEUE
 
 
 def place_admitted(session: Session) -> None:
     """Place the pending pods of Kueue-managed jobs on free resources (never evicting)."""
     state = session.state
     jobs = sorted(
-        (state.jobs[k] for k in state.pending_jobs if is_kueue_job(state.jobs[k])),
+        (state.jobs[k] for k in state.pending_jobs if state.jobs[k].kueue_admitted),
         key=job_order_key,
     )
     for job in jobs:

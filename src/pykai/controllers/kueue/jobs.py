@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pykai.controllers.events import NORMAL, WARNING
 from pykai.controllers.host import Host
-from pykai.model.kueue_jobs import (
+from pykai.model.conditions import condition_of, is_true
+from pykai.model.kueue.jobs import (
     MANAGED_KINDS,
     MissingPriorityClass,
     PodSetInfo,
@@ -21,7 +22,7 @@ from pykai.model.kueue_jobs import (
     started,
 )
 from pykai.model.meta import Obj, mapping, merge_diff, objects
-from pykai.standins.pods import owner_ref
+from pykai.model.owners import owner_ref
 
 
 def reconcile_kueue_job(host: Host, job: Obj) -> None:
@@ -35,8 +36,8 @@ def reconcile_kueue_job(host: Host, job: Obj) -> None:
         _create_workload(host, job)
         return
     workload = workloads[0]
-    evicted = condition(workload, "Evicted") == "True"
-    admitted = condition(workload, "Admitted") == "True" and not evicted
+    evicted = is_true(workload, "Evicted")
+    admitted = is_true(workload, "Admitted") and not evicted
     suspended = mapping(job.get("spec")).get("suspend") is True
     if admitted and suspended:
         admission = mapping(mapping(workload.get("status")).get("admission"))
@@ -47,11 +48,7 @@ def reconcile_kueue_job(host: Host, job: Obj) -> None:
         host.patch(job, merge_diff(job, restored(job, workload)))
         message = "Not admitted by cluster queue"
         if evicted:
-            message = next(
-                str(found.get("message") or message)
-                for found in objects(mapping(workload.get("status")).get("conditions"))
-                if found.get("type") == "Evicted"
-            )
+            message = str(condition_of(workload, "Evicted").get("message") or message)
         host.record(job, "Stopped", message, NORMAL)
 
 
@@ -67,14 +64,6 @@ def pod_set_infos(host: Host, admission: Obj) -> dict[str, PodSetInfo]:
             tolerations += objects(spec.get("tolerations"))
         infos[str(assignment.get("name"))] = (selector, tolerations)
     return infos
-
-
-def condition(obj: Obj, kind: str) -> str:
-    """The status (``True``/``False``) of a condition, or ""."""
-    for found in objects(mapping(obj.get("status")).get("conditions")):
-        if found.get("type") == kind:
-            return str(found.get("status") or "")
-    return ""
 
 
 def _managed_owner(host: Host, job: Obj) -> bool:

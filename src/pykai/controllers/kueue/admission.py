@@ -1,6 +1,6 @@
 """Kueue's scheduler and its status writers, over a host: a Workload of a finished job is
 Finished and frees its quota; a preempted (Evicted) Workload whose job is suspended loses its
-reservation and is requeued; then one admission pass (engine/kueue_admission.py) and its
+reservation and is requeued; then one admission pass (engine/kueue/admission.py) and its
 outcome written as Kueue writes it: Workload conditions (QuotaReserved, Admitted, Evicted,
 Preempted, Requeued) with Kueue's reasons and messages and events, and the status of every
 ClusterQueue and LocalQueue (kubernetes-sigs/kueue ``pkg/scheduler/scheduler.go``,
@@ -10,19 +10,17 @@ from __future__ import annotations
 
 from pykai.controllers.events import NORMAL, WARNING
 from pykai.controllers.host import Host
-from pykai.controllers.kueue_checks import run_admission_checks
-from pykai.controllers.kueue_conditions import conditions
+from pykai.controllers.kueue.checks import run_admission_checks
 from pykai.engine.config import SchedulerConfig
-from pykai.engine.kueue_admission import (
+from pykai.engine.kueue.admission import (
     Decisions,
     Objects,
     WorkloadView,
     admit,
-    condition_of,
-    is_true,
     read_workload,
 )
-from pykai.engine.kueue_quota import ClusterQueueView, quantity
+from pykai.engine.kueue.quota import ClusterQueueView, quantity
+from pykai.model.conditions import Condition, condition_of, is_true, with_conditions
 from pykai.model.meta import Obj, format_time, mapping, objects
 
 COMPONENT = "the Kueue scheduler"
@@ -105,7 +103,7 @@ def _finish_or_release(host: Host, workload: Obj) -> None:
     done = _job_finished(job) if job is not None else None
     if done is not None:
         reason, message = done
-        finished = conditions(workload, now, ("Finished", "True", reason, message))
+        finished = with_conditions(workload, now, Condition("Finished", "True", reason, message))
         host.patch(workload, {"status": {"conditions": finished}}, status=True)
         meta = workload["metadata"]
         host.record(
@@ -118,12 +116,14 @@ def _finish_or_release(host: Host, workload: Obj) -> None:
     stopped = job is None or mapping(job.get("spec")).get("suspend") is True
     if is_true(workload, "Evicted") and is_true(workload, "QuotaReserved") and stopped:
         evicted = condition_of(workload, "Evicted")
-        released = conditions(
+        released = with_conditions(
             workload,
             now,
-            ("QuotaReserved", "False", "Pending", str(evicted.get("message") or "")),
-            ("Admitted", "False", "NoReservation", "The workload has no reservation"),
-            ("Requeued", "True", str(evicted.get("reason") or ""), str(evicted.get("message"))),
+            Condition("QuotaReserved", "False", "Pending", str(evicted.get("message") or "")),
+            Condition("Admitted", "False", "NoReservation", "The workload has no reservation"),
+            Condition(
+                "Requeued", "True", str(evicted.get("reason") or ""), str(evicted.get("message"))
+            ),
         )
         host.patch(workload, {"status": {"conditions": released, "admission": None}}, status=True)
 
@@ -135,18 +135,20 @@ def _write_workloads(host: Host, decisions: Decisions) -> None:
         cq = admitted.admission["clusterQueue"]
         checks = decisions.queues[cq].checks
         changes = [
-            ("QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cq}"),
-            ("Admitted", "False", "UnsatisfiedAdmissionChecks", UNSATISFIED)
+            Condition(
+                "QuotaReserved", "True", "QuotaReserved", f"Quota reserved in ClusterQueue {cq}"
+            ),
+            Condition("Admitted", "False", "UnsatisfiedAdmissionChecks", UNSATISFIED)
             if checks
-            else ("Admitted", "True", "Admitted", "The workload is admitted"),
+            else Condition("Admitted", "True", "Admitted", "The workload is admitted"),
         ]
         for kind in ("Evicted", "Preempted"):
             if is_true(w.obj, kind):
                 previous = str(condition_of(w.obj, kind).get("message") or "")
-                changes.append((kind, "False", "QuotaReserved", f"Previously: {previous}"))
+                changes.append(Condition(kind, "False", "QuotaReserved", f"Previously: {previous}"))
         status: Obj = {
             "admission": admitted.admission,
-            "conditions": conditions(w.obj, now, *changes),
+            "conditions": with_conditions(w.obj, now, *changes),
         }
         if checks:
             status["admissionChecks"] = _pending_checks(w.obj, checks, now)
@@ -169,11 +171,11 @@ def _write_workloads(host: Host, decisions: Decisions) -> None:
         _write_pending(host, pending.workload, pending.reason, pending.message, now)
     for preempt in decisions.preempted:
         target, why = preempt.workload, preempt.reason
-        evicted = conditions(
+        evicted = with_conditions(
             target.obj,
             now,
-            ("Evicted", "True", "Preempted", preempt.message),
-            ("Preempted", "True", why, preempt.message),
+            Condition("Evicted", "True", "Preempted", preempt.message),
+            Condition("Preempted", "True", why, preempt.message),
         )
         status = {"conditions": evicted}
         held = [
@@ -220,7 +222,7 @@ def _write_pending(host: Host, w: WorkloadView, reason: str, message: str, now: 
     old = condition_of(w.obj, "QuotaReserved")
     if (old.get("status"), old.get("reason"), old.get("message")) == ("False", reason, message):
         return
-    pending = conditions(w.obj, now, ("QuotaReserved", "False", reason, message))
+    pending = with_conditions(w.obj, now, Condition("QuotaReserved", "False", reason, message))
     host.patch(w.obj, {"status": {"conditions": pending}}, status=True)
     host.record(w.obj, reason, message, WARNING)
 
@@ -324,7 +326,7 @@ def _active_state(cq: ClusterQueueView) -> tuple[str, str, str]:
 
 
 def _active(obj: Obj, now: float, state: tuple[str, str, str]) -> list[Obj]:
-    return conditions(obj, now, ("Active", *state))
+    return with_conditions(obj, now, Condition("Active", *state))
 
 
 def _patch_if_changed(host: Host, obj: Obj, status: Obj) -> None:

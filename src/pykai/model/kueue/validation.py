@@ -1,12 +1,10 @@
-"""Kueue's API (``kueue.x-k8s.io``, v1beta1 and v1beta2): the objects' shapes, Kueue's
-validation of them (its CRDs' schema and CEL rules and its webhooks, kubernetes-sigs/kueue
-``apis/kueue/v1beta2/*_types.go`` and ``pkg/webhooks/``), and the v1beta1 → v1beta2 conversion
-(``apis/kueue/v1beta1/*_conversion.go``): pykai stores and prints v1beta2, Kueue's storage
-version, and reads either."""
+"""Kueue's objects' shapes and rules: what Kueue refuses in each of its kinds (its CRDs' schema
+and CEL rules and its webhooks, kubernetes-sigs/kueue ``apis/kueue/v1beta2/*_types.go`` and
+``pkg/webhooks/``), checked on the v1beta2 form (model/kueue/conversion.py), and the fields that
+may not change once set."""
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable, Iterator
 from typing import Any, Literal
 
@@ -14,30 +12,13 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticError
 
 from pykai.model.errors import FieldProblem, QuantityError
+from pykai.model.kueue.api import GROUP
+from pykai.model.kueue.conversion import to_v1beta2
 from pykai.model.meta import Obj, mapping
 from pykai.model.names import dns1123_label, dns1123_subdomain, label_value, qualified_name
 from pykai.model.podspec import INT32_MAX, template_problems
 from pykai.model.pydantic_errors import problems_from
 from pykai.model.quantity import parse_quantity
-
-GROUP = "kueue.x-k8s.io"
-V1BETA2 = f"{GROUP}/v1beta2"
-V1BETA1 = f"{GROUP}/v1beta1"
-QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
-PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
-ADMITTED_QUEUE = "kueue.x-k8s.io/admitted"
-"""The queue of the PodGroup of a Kueue-managed job's pods: no KAI Queue can have this name
-(a slash), so KAI's queues never govern them (see engine/kueue_place.py)."""
-KINDS = (
-    "ResourceFlavor",
-    "ClusterQueue",
-    "Cohort",
-    "LocalQueue",
-    "Workload",
-    "WorkloadPriorityClass",
-    "AdmissionCheck",
-    "ProvisioningRequestConfig",
-)
 
 Problems = list[FieldProblem]
 _STRICT = ConfigDict(strict=True, extra="forbid", populate_by_name=True)
@@ -660,7 +641,7 @@ def _workload(obj: Obj, kind: str, name: str) -> Problems:
     return problems
 
 
-# ---- the checks, conversion ---------------------------------------------------------------------
+# ---- the checks --------------------------------------------------------------------------
 
 
 def _typed(model: type[BaseModel], spec: object, kind: str, name: str, path: str) -> Any:
@@ -716,104 +697,3 @@ def immutable_problems(obj: Obj, stored: Obj | None) -> Iterator[FieldProblem]:
                 f"field is immutable (it is {old[field]!r})",
                 "delete the object and create it again to change it",
             )
-
-
-def as_stored(obj: Obj) -> Obj:
-    """A Kueue object as the apiserver stores it with Kueue's CRDs: v1beta2, with the CRDs'
-    defaults (queueingStrategy BestEffortFIFO, preemption policies Never, flavorFungibility
-    MayStopSearch/TryNextFlavor, stopPolicy None). Other kinds come back unchanged."""
-    kind = obj.get("kind")
-    if kind not in _DEFAULTS or not str(obj.get("apiVersion", "")).startswith(f"{GROUP}/"):
-        return obj
-    out = to_v1beta2(obj)
-    out = copy.deepcopy(out) if out is obj else out
-    spec = out.get("spec")
-    if isinstance(spec, dict):
-        _fill(spec, _DEFAULTS[str(kind)])
-    return out
-
-
-_DEFAULTS: dict[str, Obj] = {
-    "ClusterQueue": {
-        "queueingStrategy": "BestEffortFIFO",
-        "stopPolicy": "None",
-        "flavorFungibility": {"whenCanBorrow": "MayStopSearch", "whenCanPreempt": "TryNextFlavor"},
-        "preemption": {
-            "withinClusterQueue": "Never",
-            "reclaimWithinCohort": "Never",
-            "borrowWithinCohort": {"policy": "Never"},
-        },
-    },
-    "LocalQueue": {"stopPolicy": "None"},
-    "Workload": {"active": True},
-    "ProvisioningRequestConfig": {
-        "retryStrategy": {
-            "backoffLimitCount": 3,
-            "backoffBaseSeconds": 60,
-            "backoffMaxSeconds": 1800,
-        }
-    },
-}
-
-
-def _fill(target: Obj, defaults: Obj) -> None:
-    """Set what ``target`` lacks from ``defaults``, map by map (the CRDs' ``default``)."""
-    for key, value in defaults.items():
-        if key not in target:
-            target[key] = copy.deepcopy(value)
-        elif isinstance(value, dict) and isinstance(target[key], dict):
-            _fill(target[key], value)
-
-
-def to_v1beta2(obj: Obj) -> Obj:
-    """The object as v1beta2 (a copy; v1beta2 objects and other kinds come back unchanged):
-    ClusterQueue ``cohort`` → ``cohortName``, ``admissionChecks`` → ``admissionChecksStrategy``,
-    flavorFungibility ``Borrow``/``Preempt`` → ``MayStopSearch``; LocalQueue
-    ``status.flavorUsage`` → ``flavorsUsage``; Workload ``priorityClassName`` +
-    ``priorityClassSource`` → ``priorityClassRef``."""
-    if obj.get("apiVersion") != V1BETA1:
-        return obj
-    out = copy.deepcopy(obj)
-    out["apiVersion"] = V1BETA2
-    spec, status = out.get("spec"), out.get("status")
-    kind = out.get("kind")
-    if kind == "ClusterQueue" and isinstance(spec, dict):
-        _convert_cluster_queue(spec)
-    elif kind == "LocalQueue" and isinstance(status, dict):
-        if "flavorUsage" in status:
-            status["flavorsUsage"] = status.pop("flavorUsage")
-        status.pop("flavors", None)
-    elif kind == "Workload":
-        if isinstance(spec, dict):
-            _convert_workload_spec(spec)
-        if isinstance(status, dict) and "accumulatedPastExexcutionTimeSeconds" in status:
-            status["accumulatedPastExecutionTimeSeconds"] = status.pop(
-                "accumulatedPastExexcutionTimeSeconds"
-            )
-    return out
-
-
-def _convert_cluster_queue(spec: Obj) -> None:
-    if "cohort" in spec:
-        spec["cohortName"] = spec.pop("cohort")
-    checks = spec.pop("admissionChecks", None)
-    if isinstance(checks, list) and checks:
-        spec["admissionChecksStrategy"] = {"admissionChecks": [{"name": c} for c in checks]}
-    fungibility = spec.get("flavorFungibility")
-    if isinstance(fungibility, dict):
-        for key, old in (("whenCanBorrow", "Borrow"), ("whenCanPreempt", "Preempt")):
-            if fungibility.get(key) == old:
-                fungibility[key] = "MayStopSearch"
-
-
-_SOURCES = {
-    "kueue.x-k8s.io/workloadpriorityclass": (GROUP, "WorkloadPriorityClass"),
-    "scheduling.k8s.io/priorityclass": ("scheduling.k8s.io", "PriorityClass"),
-}
-
-
-def _convert_workload_spec(spec: Obj) -> None:
-    name = spec.pop("priorityClassName", None)
-    source = _SOURCES.get(str(spec.pop("priorityClassSource", "")))
-    if name and source:
-        spec["priorityClassRef"] = {"group": source[0], "kind": source[1], "name": name}

@@ -12,13 +12,12 @@ from __future__ import annotations
 
 from pykai.controllers.events import NORMAL
 from pykai.controllers.host import Host
-from pykai.controllers.kueue_conditions import conditions
-from pykai.controllers.kueue_jobs import pod_set_infos
-from pykai.engine.kueue_admission import condition_of, is_true
-from pykai.model.kueue import GROUP
-from pykai.model.kueue_jobs import with_pod_set_info
+from pykai.controllers.kueue.jobs import pod_set_infos
+from pykai.model.conditions import Condition, condition_of, is_true, with_conditions
+from pykai.model.kueue.api import GROUP
+from pykai.model.kueue.jobs import with_pod_set_info
 from pykai.model.meta import Obj, format_time, mapping, objects, parse_time
-from pykai.standins.pods import owner_ref
+from pykai.model.owners import owner_ref
 
 PROVISIONING_CONTROLLER = "kueue.x-k8s.io/provisioning-request"
 CONFIG_KIND = "ProvisioningRequestConfig"
@@ -76,7 +75,7 @@ def _write_active(host: Host, check: Obj, problem: str) -> None:
     )  # fmt: skip
     old = condition_of(check, "Active")
     if (old.get("status"), old.get("reason"), old.get("message")) != state:
-        status = {"conditions": conditions(check, host.now(), ("Active", *state))}
+        status = {"conditions": with_conditions(check, host.now(), Condition("Active", *state))}
         host.patch(check, {"status": status}, status=True)
 
 
@@ -107,8 +106,10 @@ def _reconcile(host: Host, workload: Obj, active: dict[str, Obj]) -> None:
             host.record(workload, "AdmissionCheckUpdated", message, NORMAL)
     ready = states and all(s.get("state") == "Ready" for s in states)
     if ready and not is_true(workload, "Admitted") and not is_true(workload, "Evicted"):
-        admitted = conditions(
-            workload, host.now(), ("Admitted", "True", "Admitted", "The workload is admitted")
+        admitted = with_conditions(
+            workload,
+            host.now(),
+            Condition("Admitted", "True", "Admitted", "The workload is admitted"),
         )
         host.patch(workload, {"status": {"conditions": admitted}}, status=True)
         cq = mapping(status.get("admission")).get("clusterQueue")
@@ -136,8 +137,7 @@ def _provision(host: Host, workload: Obj, check: str, config: Obj) -> tuple[str,
     if request is None:
         _create(host, workload, name, spec, pod_sets)
         return "Pending", "", []
-    found = {c.get("type"): c for c in objects(mapping(request.get("status")).get("conditions"))}
-    provisioned = found.get("Provisioned", {})
+    provisioned = condition_of(request, "Provisioned")
     if provisioned.get("status") == "True":
         updates = [
             {
@@ -150,7 +150,7 @@ def _provision(host: Host, workload: Obj, check: str, config: Obj) -> tuple[str,
             for p in pod_sets
         ]
         return "Ready", str(provisioned.get("message") or ""), updates
-    if found.get("Accepted", {}).get("status") == "True" and provisioned:
+    if is_true(request, "Accepted") and provisioned:
         return "Pending", str(provisioned.get("message") or ""), []
     return "Pending", "", []
 

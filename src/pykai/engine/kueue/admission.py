@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pykai.engine.actions.gang import place_gang
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.jobs import ON_NODE, Task
-from pykai.engine.kueue_positions import queue_order
-from pykai.engine.kueue_quota import (
+from pykai.engine.kueue.positions import queue_order
+from pykai.engine.kueue.quota import (
     Assignment,
     ClusterQueueView,
     Flavor,
@@ -33,8 +33,9 @@ from pykai.engine.kueue_quota import (
 from pykai.engine.session import Session
 from pykai.engine.state import ClusterState
 from pykai.model import constants as c
+from pykai.model.conditions import condition_of, is_true
 from pykai.model.constraints import NodeConstraints
-from pykai.model.kueue_jobs import with_pod_set_info
+from pykai.model.kueue.jobs import with_pod_set_info
 from pykai.model.meta import Obj, mapping, objects, parse_time
 from pykai.model.pod import read_pod
 
@@ -46,19 +47,6 @@ PREEMPTION_CAUSES = {
     "InCohortReclamation": "reclamation within the cohort",
     "InCohortReclaimWhileBorrowing": "reclamation within the cohort while borrowing",
 }
-
-
-def condition_of(obj: Obj, kind: str) -> Obj:
-    """A condition of an object's status, or {}."""
-    for found in objects(mapping(obj.get("status")).get("conditions")):
-        if found.get("type") == kind:
-            return found
-    return {}
-
-
-def is_true(obj: Obj, kind: str) -> bool:
-    """Whether a condition is True."""
-    return condition_of(obj, kind).get("status") == "True"
 
 
 @dataclass(slots=True)

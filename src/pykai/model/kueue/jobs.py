@@ -1,6 +1,6 @@
 """What Kueue's jobframework makes of a job (kubernetes-sigs/kueue ``pkg/controller/jobframework``
 and ``pkg/controller/jobs/``): which jobs it manages, the Workload's name and PodSets, and the
-priority it carries. Pure functions over objects; the controller is controllers/kueue_jobs.py."""
+priority it carries. Pure functions over objects; the controller is controllers/kueue/jobs.py."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 from pykai.model.errors import PykaiError
 from pykai.model.kinds import BY_KIND
-from pykai.model.kueue import GROUP, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, V1BETA2
+from pykai.model.kueue.api import GROUP, PRIORITY_CLASS_LABEL, QUEUE_NAME_LABEL, V1BETA2
 from pykai.model.meta import Obj, mapping, objects
 
 MANAGED_KINDS = ("RayJob", "RayCluster", "Job")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from pykai.model.conditions import is_true
 from pykai.model.meta import Obj, mapping, objects, parse_time
 
 API_GROUP = "visibility.kueue.x-k8s.io"
@@ -37,9 +38,7 @@ class _Queued:
 def _queued(obj: Obj) -> _Queued | None:
     """A Workload waiting for quota, or None (reserving, finished or deactivated)."""
     meta, spec = obj["metadata"], mapping(obj.get("spec"))
-    conditions = objects(mapping(obj.get("status")).get("conditions"))
-    states = {found.get("type"): found.get("status") for found in conditions}
-    if states.get("QuotaReserved") == "True" or states.get("Finished") == "True":
+    if is_true(obj, "QuotaReserved") or is_true(obj, "Finished"):
         return None
     if spec.get("active") is False:
         return None

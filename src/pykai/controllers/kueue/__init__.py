@@ -1,0 +1,1 @@
+"""Kueue's controllers over a host: the job reconciler, the scheduler's writes, admission checks."""
