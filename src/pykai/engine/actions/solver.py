@@ -68,10 +68,9 @@ from pykai.engine.ordering import (
 from pykai.engine.placement import find_node
 from pykai.engine.queue_sums import QueueUsage
 from pykai.engine.session import QueueInfo, Session, Statement
-from pykai.model.resources import Resources
+from pykai.model.resources import EPS, Resources
 
 GPU = 2
-EPS = 1e-9
 T = TypeVar("T")
 
 
@@ -835,7 +834,7 @@ def _smallest_covering(capacities: list[float], demand: float) -> int:
     total = 0.0
     for k, capacity in enumerate(capacities, start=1):
         total += capacity
-        if total >= demand - 1e-9:
+        if total >= demand - EPS:
             return k
     return len(capacities) + 1
 
