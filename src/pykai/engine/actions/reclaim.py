@@ -27,7 +27,8 @@ from __future__ import annotations
 from functools import partial
 
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
-from pykai.engine.actions.solver import Outcome, Solver, request_of
+from pykai.engine.actions.simulation import Outcome, request_of
+from pykai.engine.actions.solver import Solver
 from pykai.engine.jobs import Job
 from pykai.engine.min_runtime import is_protected, reclaim_min_runtime
 from pykai.engine.ordering import JobQueue
