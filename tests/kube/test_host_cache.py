@@ -13,7 +13,7 @@ import pytest
 from pykai.engine.decisions import Bind
 from pykai.engine.jobs import HOLDS_NODE
 from pykai.kube.api import KubeApi
-from pykai.kube.binder import bind_request
+from pykai.kube.binding import bind_request
 from pykai.kube.host import WRITTEN, KubeHost
 from pykai.kube.informer import Change
 from pykai.model import builders

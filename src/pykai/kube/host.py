@@ -11,7 +11,7 @@ Binds start while the cycle still decides (``bind_early``, on their own pool): e
 allocation is final, and the cycle's outcome (a failed bind rolled back and held) is taken from
 their answers when the cycle closes, as for a bind made then.
 
-Pods are shown to the engine as the scheduler must count them (see kube/binder.py): a pod whose
+Pods are shown to the engine as the scheduler must count them (see kube/binding.py): a pod whose
 BindRequest is pending as bound to the selected node and GPU groups, a pod whose bind backs off
 as gated, and GPU reservation pods not at all (their group already holds the device).
 """
@@ -35,11 +35,11 @@ from pykai.engine.decisions import Bind
 from pykai.engine.state import KINDS as ENGINE_KINDS
 from pykai.engine.state import ClusterState
 from pykai.kube.api import KINDS, ApiError, KubeApi, transient
-from pykai.kube.binder import (
+from pykai.kube.binder import Binder
+from pykai.kube.binding import (
     FAILED,
     RESERVATION_NAMESPACE,
     BindBackoff,
-    Binder,
     bound_view,
     given_up,
     held_view,
