@@ -291,9 +291,7 @@ class ObjectStore(ABC):
         with self.transaction():
             live = self.get(kind, name, namespace)
             last = self._last_applied(key)
-            if canonical(applied) != canonical(
-                last
-            ):  # rewriting the same row would still be a write
+            if canonical(applied) != canonical(last):  # rewriting the row is still a write
                 self._set_applied(key, applied)
             if live is None:
                 return self.create(manifest), "created"
