@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from pykai.bench.cli import make_cluster, median_seconds
 from pykai.cli.app import app
-from pykai.embedded.store import Store
+from pykai.embedded.sqlite import Store
 
 
 def test_the_cluster_file_holds_the_pods_asked_for_four_in_five_running(tmp_path: Path) -> None:

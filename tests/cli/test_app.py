@@ -445,7 +445,7 @@ def test_a_damaged_cluster_file_is_one_line_and_left_alone(
 def test_a_command_that_waits_too_long_for_another_says_busy_in_one_line(
     cli: Cli, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr("pykai.embedded.store.BUSY_TIMEOUT", 0.2)
+    monkeypatch.setattr("pykai.embedded.sqlite.BUSY_TIMEOUT", 0.2)
     holder = sqlite3.connect(cli.path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:

@@ -12,7 +12,7 @@ import pytest
 from pykai.cli.snapshot import snapshot
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.embedded.reader import open_readonly
-from pykai.embedded.store import Store
+from pykai.embedded.sqlite import Store
 from pykai.model.builders import node, pod, podgroup, queue
 from pykai.model.meta import Obj
 from tests.cli.conftest import Cli, FakeReader, write

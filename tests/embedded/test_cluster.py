@@ -9,7 +9,7 @@ import pytest
 
 from pykai.controllers.status import queue_figures
 from pykai.embedded.cluster import ApplyOutcome, EmbeddedCluster, NamespaceNotFound
-from pykai.embedded.store import Store
+from pykai.embedded.sqlite import Store
 from pykai.engine.decisions import CycleResult
 from pykai.engine.state import ClusterState
 from pykai.model.builders import node, pod, podgroup, queue

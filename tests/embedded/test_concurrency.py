@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from pykai.embedded.cluster import EmbeddedCluster
-from pykai.embedded.store import Store
+from pykai.embedded.sqlite import Store
 from pykai.model import constants as c
 from pykai.model.builders import node, pod, queue
 from pykai.model.duration import parse_duration

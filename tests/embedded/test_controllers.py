@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from pykai.embedded.cluster import EmbeddedCluster
-from pykai.embedded.store import Store
+from pykai.embedded.sqlite import Store
 from pykai.engine.decisions import Bind, CycleResult, Evict, QueueStatus, Reason
 from pykai.engine.jobs import TaskStatus
 from pykai.engine.state import ClusterState

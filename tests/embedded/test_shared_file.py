@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from pykai.embedded.cluster import EmbeddedCluster
-from pykai.embedded.store import ClusterFileError, Store
+from pykai.embedded.sqlite import ClusterFileError, Store
 from pykai.engine.state import ClusterState
 from pykai.model.builders import node, pod
 from pykai.model.meta import Obj

@@ -14,7 +14,8 @@ import pytest
 from pykai.controllers.events import event_name
 from pykai.embedded.events import events_for, record
 from pykai.embedded.memory import MemoryStore
-from pykai.embedded.store import ClusterFileError, ObjectStore, Store
+from pykai.embedded.sqlite import ClusterFileError, Store
+from pykai.embedded.store import ObjectStore
 from pykai.model.builders import node, pod, podgroup
 from pykai.model.meta import Obj, format_time
 
@@ -340,7 +341,7 @@ def test_a_transaction_waits_for_another_writer_then_says_busy_in_one_line(
 ) -> None:
     path = tmp_path / "s.db"
     Store(path).close()
-    monkeypatch.setattr("pykai.embedded.store.BUSY_TIMEOUT", 0.2)
+    monkeypatch.setattr("pykai.embedded.sqlite.BUSY_TIMEOUT", 0.2)
     holder, waiter = Store(path), Store(path)
     with holder.transaction():
         holder.create(pod("a"))

@@ -16,7 +16,8 @@ from hypothesis import HealthCheck, given, settings
 from pykai.bench.contended import build, reclaim_heavy
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
 from pykai.engine.actions.reclaim import Layouts, Verdicts, _candidates
-from pykai.engine.actions.solver import Solver, request_of
+from pykai.engine.actions.simulation import request_of
+from pykai.engine.actions.solver import Solver
 from pykai.engine.actions.victims import VictimQueue
 from pykai.engine.config import SchedulerConfig
 from pykai.engine.jobs import Job

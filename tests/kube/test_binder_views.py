@@ -11,10 +11,10 @@ import pytest
 from pykai.controllers.faults import Isolation
 from pykai.engine.decisions import Bind
 from pykai.kube.api import KubeApi
-from pykai.kube.binder import (
+from pykai.kube.binder import Binder
+from pykai.kube.binding import (
     BACKOFF_GATE,
     BindBackoff,
-    Binder,
     bind_request,
     bound_view,
     groups_in_use,

@@ -16,7 +16,7 @@ import pytest
 import yaml
 
 from pykai.kube.api import KINDS, KubeApi, connect
-from pykai.kube.binder import RESERVATION_NAMESPACE
+from pykai.kube.binding import RESERVATION_NAMESPACE
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 from pykai.model import builders

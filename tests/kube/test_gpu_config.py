@@ -15,7 +15,8 @@ import pytest
 from pykai.controllers.faults import Isolation
 from pykai.engine.decisions import Bind
 from pykai.kube.api import KINDS, KubeApi, connect
-from pykai.kube.binder import Binder, bind_request
+from pykai.kube.binder import Binder
+from pykai.kube.binding import bind_request
 from pykai.kube.events import EventRecorder
 from pykai.kube.gpu_env import CONFIG_ANNOTATION, WRITTEN_ANNOTATION, env_patch
 from pykai.kube.localcluster import LocalCluster

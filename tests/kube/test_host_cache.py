@@ -1,4 +1,4 @@
-"""The object cache of ``pykai run`` (kube/host.py) against late answers: the answer to one of
+"""The object cache of ``pykai run`` (kube/cache.py) against late answers: the answer to one of
 pykai's own writes never brings back an object the informers reported deleted, nor replaces a
 newer version (a phantom pod would hold its node's GPUs for good)."""
 
@@ -13,8 +13,9 @@ import pytest
 from pykai.engine.decisions import Bind
 from pykai.engine.jobs import HOLDS_NODE
 from pykai.kube.api import KubeApi
-from pykai.kube.binder import bind_request
-from pykai.kube.host import WRITTEN, KubeHost
+from pykai.kube.binding import bind_request
+from pykai.kube.cache import WRITTEN
+from pykai.kube.host import KubeHost
 from pykai.kube.informer import Change
 from pykai.model import builders
 from pykai.model.meta import Obj

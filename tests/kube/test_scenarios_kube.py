@@ -17,7 +17,7 @@ import pytest
 import yaml
 
 from pykai.kube.api import KINDS, KubeApi, connect
-from pykai.kube.binder import RESERVATION_NAMESPACE
+from pykai.kube.binding import RESERVATION_NAMESPACE
 from pykai.kube.localcluster import LocalCluster, install_basics
 from pykai.kube.nodes import create_ready_nodes
 from pykai.model.meta import Obj

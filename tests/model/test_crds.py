@@ -18,7 +18,7 @@ from typer.testing import CliRunner
 from pykai.cli.app import app
 from pykai.cli.columns import columns_for
 from pykai.engine.decisions import Bind
-from pykai.kube.binder import bind_request
+from pykai.kube.binding import bind_request
 from pykai.kube.localcluster import kai_crds
 from pykai.model.bindrequest import BindRequestSpec, BindRequestStatus
 from pykai.model.crds import CUSTOM_RESOURCES, definition, render

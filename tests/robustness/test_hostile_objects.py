@@ -26,7 +26,7 @@ from hypothesis import strategies as st
 
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.kube.api import KINDS, ApiError, Kind, KubeApi
-from pykai.kube.binder import RESERVATION_NAMESPACE
+from pykai.kube.binding import RESERVATION_NAMESPACE
 from pykai.kube.informer import Change
 from pykai.kube.runner import KubeRunner
 from pykai.kube.watched import NEEDS

@@ -28,7 +28,7 @@ from pathlib import Path
 from pykai.bench.contended import Workload, objects
 from pykai.embedded.cluster import EmbeddedCluster
 from pykai.embedded.reader import ClusterReader
-from pykai.embedded.store import Store
+from pykai.embedded.sqlite import Store
 
 PODS_PER_NODE = 25  # the contended cluster's 20 running and 5 pending pods a node
 Progress = Callable[[str], None]

@@ -26,7 +26,7 @@ from pykai.dashboard.memory import Memory
 from pykai.dashboard.model import build_page
 from pykai.dashboard.server import serve_dashboard
 from pykai.embedded.dashboard import StorePages
-from pykai.embedded.store import Store
+from pykai.embedded.sqlite import Store
 from pykai.engine.config import SchedulerConfig
 
 PAGES = ("queues", "gpus", "pending", "evictions", "history")

@@ -33,7 +33,7 @@ def reading(
     one moment of it (else the caller takes snapshots as it goes). Errors are reported as
     one line each."""
     from pykai.embedded.reader import open_readonly
-    from pykai.embedded.store import explain
+    from pykai.embedded.sqlite import explain
 
     target = cluster_path(ctx, path)
     with reported():
@@ -53,7 +53,7 @@ def writing(ctx: typer.Context, path: Path | None) -> Iterator[EmbeddedCluster]:
     """The cluster file with its engine (made, with KAI installed, if missing); errors are
     reported as one line each."""
     from pykai.embedded.cluster import EmbeddedCluster
-    from pykai.embedded.store import explain
+    from pykai.embedded.sqlite import explain
 
     target = cluster_path(ctx, path)
     with reported():

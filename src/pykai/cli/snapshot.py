@@ -47,7 +47,8 @@ def snapshot(reader: Reader, path: Path) -> dict[str, int]:
     """Copy the reader's scheduling state into a new cluster file at ``path``; how many
     objects of each kind were copied. FileExistsError if ``path`` exists."""
     from pykai.embedded.cluster import EmbeddedCluster
-    from pykai.embedded.store import ObjectStore, Store
+    from pykai.embedded.sqlite import Store
+    from pykai.embedded.store import ObjectStore
 
     if path.exists():
         raise FileExistsError(f'"{path}" exists: a snapshot never replaces a file; name another')

@@ -28,7 +28,8 @@ from pykai.embedded import events
 from pykai.embedded.host import ClusterHost
 from pykai.embedded.memory import MemoryStore
 from pykai.embedded.reader import POSITIONS, ClusterReader
-from pykai.embedded.store import ObjectStore, Store, namespace_of
+from pykai.embedded.sqlite import Store
+from pykai.embedded.store import ObjectStore, namespace_of
 from pykai.engine.config import SchedulerConfig, config_from_mapping
 from pykai.engine.decisions import CycleResult
 from pykai.engine.memory import settle

@@ -1,32 +1,71 @@
 """The embedded cluster as the controllers' Host (controllers/host.py): reads from its store,
 writes into it inside the round's transaction, shows every write to the engine at once, and
-runs a controller's work object by object."""
+runs a controller's work object by object.
+
+The host knows its cluster only as a ``HostedCluster``: it imports nothing of
+embedded/cluster.py, which makes one host for itself.
+"""
 
 from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from pykai.controllers.faults import Isolation
 from pykai.controllers.host import T, concerned
 from pykai.controllers.outcome import BindFailed
 from pykai.embedded import events
 from pykai.embedded.binding import bound_pod
-from pykai.embedded.store import namespace_of
+from pykai.embedded.store import ObjectStore, namespace_of
 from pykai.engine.decisions import Bind
 from pykai.engine.state import ClusterState
 from pykai.model.meta import Obj, format_time, merge_patch
 from pykai.model.pod import grace_period
 
-if TYPE_CHECKING:
-    from pykai.embedded.cluster import EmbeddedCluster
+
+class HostedCluster(Protocol):
+    """What a ClusterHost reads and writes through (the EmbeddedCluster of
+    embedded/cluster.py). Each write happens in the cluster's transaction (the one under way,
+    or one of its own) and is shown to the engine's state before it returns."""
+
+    store: ObjectStore
+    """The objects; the host reads them here and writes events straight into it."""
+    writes: int
+    """Writes made through the cluster so far; the host adds the events it writes (a round
+    that writes nothing settles)."""
+
+    @property
+    def state(self) -> ClusterState:
+        """The engine's state, current with the store."""
+        ...
+
+    def now(self) -> float:
+        """The virtual clock."""
+        ...
+
+    def create(self, obj: Obj) -> Obj:
+        """Store a new object (AlreadyExists if its name is taken)."""
+        ...
+
+    def update(self, obj: Obj) -> Obj:
+        """Replace an object."""
+        ...
+
+    def remove(self, kind: str, name: str, namespace: str = "") -> bool:
+        """Delete an object and what it owns; False if it did not exist."""
+        ...
+
+    def isolation(self, component: str) -> Isolation:
+        """Per-object fault isolation for one controller (controllers/faults.py)."""
+        ...
 
 
 class ClusterHost:
-    """An EmbeddedCluster, as a Host."""
+    """An embedded cluster, as a Host."""
 
-    def __init__(self, cluster: EmbeddedCluster) -> None:
+    def __init__(self, cluster: HostedCluster) -> None:
         self.cluster = cluster
 
     @property

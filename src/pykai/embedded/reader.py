@@ -10,7 +10,8 @@ from __future__ import annotations
 import builtins
 from pathlib import Path
 
-from pykai.embedded.store import ObjectStore, Store
+from pykai.embedded.sqlite import Store
+from pykai.embedded.store import ObjectStore
 from pykai.model.kinds import CLUSTER_SCOPED
 from pykai.model.meta import Obj
 from pykai.model.positions import Board, decode

@@ -8,9 +8,15 @@ from pykai.engine.decisions import Reason
 from pykai.engine.jobs import Job
 from pykai.engine.queue_sums import QueueUsage
 from pykai.engine.session import QueueInfo
-from pykai.model.resources import RESOURCE_NAMES, Resources, format_cpu, format_gpu, format_memory
+from pykai.model.resources import (
+    EPS,
+    RESOURCE_NAMES,
+    Resources,
+    format_cpu,
+    format_gpu,
+    format_memory,
+)
 
-EPS = 1e-9
 _FORMAT = {"cpu": format_cpu, "memory": format_memory, "gpu": format_gpu}
 _UNIT_NAME = {"cpu": "cpu", "memory": "memory", "gpu": "nvidia.com/gpu"}
 

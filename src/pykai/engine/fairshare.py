@@ -22,9 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import groupby
 
-from pykai.model.resources import RESOURCE_NAMES, Resources
-
-_EPS = 1e-9  # below any meaningful amount of millicores, bytes or GPUs; absorbs float noise
+from pykai.model.resources import EPS, RESOURCE_NAMES, Resources
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,7 +149,7 @@ def _divide_resource(
         slot.share = min(slot.deserved, slot.requestable)
     left = amount - sum(slot.share for slot in slots)
     for level in _by_priority(slots):
-        if left <= _EPS:
+        if left <= EPS:
             break
         left = _hand_out_rests(level, _over_quota_rounds(level, left))
     return slots
@@ -175,8 +173,8 @@ def _by_priority(slots: list[_Slot]) -> list[list[_Slot]]:
 
 def _over_quota_rounds(slots: list[_Slot], amount: float) -> float:
     """Weighted rounds within one priority level; returns what is left."""
-    while amount > _EPS:
-        hungry = [s for s in slots if s.weight > 0 and s.wanted > _EPS]
+    while amount > EPS:
+        hungry = [s for s in slots if s.weight > 0 and s.wanted > EPS]
         weights = _round_weights(hungry)
         weight_sum = sum(weights)
         if weight_sum <= 0:
@@ -186,15 +184,15 @@ def _over_quota_rounds(slots: list[_Slot], amount: float) -> float:
         for slot, weight in zip(hungry, weights, strict=True):
             offer = offered * weight / weight_sum
             wanted = slot.wanted
-            if wanted <= offer + _EPS:
+            if wanted <= offer + EPS:
                 slot.share, slot.rest = slot.requestable, 0.0
                 amount -= wanted
-                another_round = another_round or wanted < offer - _EPS
+                another_round = another_round or wanted < offer - EPS
             else:
-                whole = math.floor(offer + _EPS)
+                whole = math.floor(offer + EPS)
                 slot.share += whole
                 amount -= whole
-                if offer - whole > _EPS:
+                if offer - whole > EPS:
                     slot.rest = offer - whole
         if not another_round:
             break
@@ -214,7 +212,7 @@ def _hand_out_rests(slots: list[_Slot], amount: float) -> float:
     """Up to one unit each (never past its request or limit) to the queues with the largest
     recorded rest; returns what is left."""
     for slot in sorted((s for s in slots if s.rest > 0), key=_rest_order):
-        if amount <= _EPS:
+        if amount <= EPS:
             break
         extra = min(1.0, amount, slot.wanted)
         slot.share += extra

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pykai.model.pod import GpuRequest
+from pykai.model.resources import EPS
 
-EPS = 1e-9
 _GROUP_NAMESPACE = uuid.UUID("8b6b0f8e-3c1e-4d59-9a43-5c3b1f0e7a21")
 
 

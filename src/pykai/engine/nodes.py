@@ -13,7 +13,7 @@ import numpy.typing as npt
 from pykai.engine.gpu_sharing import GpuGroup, NodeGpuGroups
 from pykai.model.constraints import NodeConstraints
 from pykai.model.node import NodeView
-from pykai.model.resources import Resources
+from pykai.model.resources import EPS, Resources
 
 FloatArray = npt.NDArray[np.float64]
 BoolArray = npt.NDArray[np.bool_]
@@ -122,7 +122,7 @@ class NodeTable:
         width = self.device_milli.shape[1]
         groups = self.shared.get(self.names[i])
         free = [round(g.free * MILLI) for g in groups.groups.values()][:width] if groups else []
-        whole = _devices(self.alloc.item(i, GPU) - self.used.item(i, GPU) + 1e-9)
+        whole = _devices(self.alloc.item(i, GPU) - self.used.item(i, GPU) + EPS)
         free += [MILLI] * min(whole, width - len(free))
         free += [0] * (width - len(free))
         self.device_milli[i] = free
@@ -214,11 +214,11 @@ class NodeTable:
         i = self.index.get(name)
         if i is None:
             return False
-        if ((self.alloc[i] - self.used[i] + self.releasing[i]) < -1e-9).any():
+        if ((self.alloc[i] - self.used[i] + self.releasing[i]) < -EPS).any():
             return True
         groups = self.shared.get(name)
         return groups is not None and any(
-            g.used - g.releasing > 1 + 1e-9 for g in groups.groups.values()
+            g.used - g.releasing > 1 + EPS for g in groups.groups.values()
         )
 
     def overcommitted_back(
@@ -241,13 +241,13 @@ class NodeTable:
                 released += group.all_released
                 if group.pods > 1:  # (the last pod leaving and coming back reopens it empty)
                     used = group.used + -portion + portion
-                    if used - (group.releasing + -portion) > 1 + 1e-9:
+                    if used - (group.releasing + -portion) > 1 + EPS:
                         return True
         gpu = 0.0 if shared is not None else request.gpu  # shared: counted by its devices
         for k, amount in enumerate((request.cpu, request.memory, gpu)):
             used = self.used.item(i, k) + -amount + amount  # taken off as releasing, back on
             releasing = self.releasing.item(i, k) + -amount - (released if k == GPU else 0)
-            if self.alloc.item(i, k) - used + releasing < -1e-9:
+            if self.alloc.item(i, k) - used + releasing < -EPS:
                 return True
         return False
 

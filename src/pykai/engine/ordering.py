@@ -9,9 +9,7 @@ from collections.abc import Callable, Iterable
 
 from pykai.engine.jobs import Job
 from pykai.engine.session import QueueInfo, Session
-from pykai.model.resources import Resources
-
-EPS = 1e-9
+from pykai.model.resources import EPS, Resources
 
 
 def job_order_key(job: Job) -> tuple[int, int, float, str]:

@@ -11,9 +11,7 @@ from pykai.engine.decisions import Choice
 from pykai.engine.jobs import Task
 from pykai.engine.nodes import CPU, GPU, MEM, BoolArray, FloatArray, IntArray, NodeTable
 from pykai.engine.policies.base import PlacementPolicy, portions
-from pykai.model.resources import format_cpu, format_gpu, format_memory
-
-EPS = 1e-9
+from pykai.model.resources import EPS, format_cpu, format_gpu, format_memory
 
 
 @dataclass(frozen=True, slots=True)

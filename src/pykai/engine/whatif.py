@@ -37,7 +37,7 @@ from pykai.model import constants as c
 from pykai.model.meta import Obj
 from pykai.model.positions import Position
 from pykai.model.quantity import parse_quantity
-from pykai.model.resources import RESOURCE_NAMES, Resources
+from pykai.model.resources import EPS, RESOURCE_NAMES, Resources
 
 # the kinds the engine reads, in the order that lets each find what it refers to
 STATE_KINDS = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
@@ -293,7 +293,7 @@ def _verdict(
         for resource, asked, used, fair, held in zip(
             RESOURCE_NAMES, request, q.allocated, q.fair_share, elsewhere, strict=True
         )
-        if asked > 0 and used + asked > fair + 1e-9 and held > 0
+        if asked > 0 and used + asked > fair + EPS and held > 0
     ]
     if over:
         queue, resource = over[0]

@@ -1,19 +1,14 @@
-"""A real API server as the controllers' Host (controllers/host.py).
+"""A real API server as the controllers' Host (controllers/host.py): reads come from the
+object cache (kube/cache.py), writes go to the API.
 
-Reads come from an object cache that the informers fill (kube/informer.py) and that feeds the
-engine's state; writes go to the API. Everything that changes the cache or the engine happens
-on the thread that runs the cycle: informers and writers only queue their results
-(``changes``), and ``drain`` applies them. ``each`` runs a controller's work on many objects
-in parallel (the write pool), each isolated, and drains what they wrote afterwards, so the next
-controller of the round reads it. Status patches go out in the background, at most one per
-object at a time, and are never waited for (5,000 PodGroup statuses once held a cycle 9.4 s).
-Binds start while the cycle still decides (``bind_early``, on their own pool): each committed
-allocation is final, and the cycle's outcome (a failed bind rolled back and held) is taken from
-their answers when the cycle closes, as for a bind made then.
-
-Pods are shown to the engine as the scheduler must count them (see kube/binder.py): a pod whose
-BindRequest is pending as bound to the selected node and GPU groups, a pod whose bind backs off
-as gated, and GPU reservation pods not at all (their group already holds the device).
+Every write's answer is queued for the cache, so the engine sees it once the cache drains.
+``each`` runs a controller's work on many objects in parallel (the write pool), each isolated,
+and drains what they wrote afterwards, so the next controller of the round reads it. Status
+patches go out in the background, at most one per object at a time, and are never waited for
+(5,000 PodGroup statuses once held a cycle 9.4 s). Binds start while the cycle still decides
+(``bind_early``, on their own pool): each committed allocation is final, and the cycle's
+outcome (a failed bind rolled back and held) is taken from their answers when the cycle
+closes, as for a bind made then.
 """
 
 from __future__ import annotations
@@ -27,35 +22,18 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
-from pykai.controllers.events import WARNING
-from pykai.controllers.faults import INVALID, Isolation
 from pykai.controllers.host import T, concerned
 from pykai.controllers.outcome import BindFailed
 from pykai.engine.decisions import Bind
-from pykai.engine.state import KINDS as ENGINE_KINDS
-from pykai.engine.state import ClusterState
-from pykai.kube.api import KINDS, ApiError, KubeApi, transient
-from pykai.kube.binder import (
-    FAILED,
-    RESERVATION_NAMESPACE,
-    BindBackoff,
-    Binder,
-    bound_view,
-    given_up,
-    held_view,
-    read_bind_request,
-    requested_for,
-)
+from pykai.kube.api import KINDS, ApiError, KubeApi
+from pykai.kube.binder import Binder
+from pykai.kube.cache import WRITTEN, ObjectCache, key_of
 from pykai.kube.events import EventRecorder
 from pykai.kube.informer import Change
 from pykai.model.errors import AlreadyExists
 from pykai.model.meta import Obj
-from pykai.model.problems import ObjectProblem
 
 log = logging.getLogger("pykai.run")
-Key = tuple[str, str]  # (namespace, name)
-WRITTEN = "WRITTEN"  # a Change that is the answer to one of our own writes
-_GONE_KEPT = 100_000  # deleted uids remembered against late answers
 
 # Threads for the binds started while a cycle decides (as many as the client of `pykai bench
 # kube`'s ceiling). Since binds go over http.client (kube/rawpost.py), a bind costs the process
@@ -69,13 +47,7 @@ def _bind_key(decision: Bind) -> tuple[str, str, str]:
     return decision.namespace, decision.name, decision.uid
 
 
-def key_of(obj: Obj) -> tuple[str, str, str]:
-    """(kind, namespace, name)."""
-    meta = obj["metadata"]
-    return obj["kind"], meta.get("namespace", "") or "", meta["name"]
-
-
-class KubeHost:
+class KubeHost(ObjectCache):
     """The object cache of ``pykai run`` and the writes its controllers make."""
 
     def __init__(
@@ -92,21 +64,12 @@ class KubeHost:
         is told of every bind (the metrics); ``bind_pool`` makes the binds started while a
         cycle decides (default: ``BIND_THREADS`` of their own); ``changes`` is the queue the
         informers feed (default: a new one)."""
+        super().__init__(EventRecorder(api, pool), report_binds, changes)
         self.api, self.pool = api, pool
         self.bound = bound
-        self.events = EventRecorder(api, pool)
-        self.backoff = BindBackoff()
         self.binder = Binder(api, pool, self.events)
-        self.state = ClusterState()
-        self.objects: dict[str, dict[Key, Obj]] = {}  # kind -> (namespace, name) -> object
-        self.changes: queue.Queue[Change] = queue.Queue() if changes is None else changes
-        self.synced: set[str] = set()
-        self.report_binds = report_binds
-        self._isolations: dict[str, Isolation] = {}
-        self._failed_requests: set[str] = set()  # uids of BindRequests the binder gave up
         self._in_flight: set[tuple[str, str, str]] = set()  # status patches under way
         self._serials = itertools.count(secrets.randbelow(1 << 30))  # fresh names per process
-        self._gone: set[str] = set()  # uids the informers reported deleted
         # binds under way since their statement committed: (namespace, name, uid) -> the
         # decision and its answer (an error, or "")
         self.bind_pool = bind_pool or ThreadPoolExecutor(
@@ -114,165 +77,11 @@ class KubeHost:
         )
         self._early: dict[tuple[str, str, str], tuple[Bind, Future[str]]] = {}
 
-    # ---- the cache ---------------------------------------------------------------------------
-
-    def drain(self) -> None:
-        """Apply every change queued by the informers and the writers."""
-        while True:
-            try:
-                change = self.changes.get_nowait()
-            except queue.Empty:
-                return
-            self.apply(change)
-
-    def wait_for_change(self, timeout: float) -> None:
-        """Until the informers or the writers queue a change (it is applied), at most
-        ``timeout`` seconds."""
-        try:
-            change = self.changes.get(timeout=timeout)
-        except queue.Empty:
-            return
-        self.apply(change)
-
-    def apply(self, change: Change) -> None:
-        """One change into the cache and the engine's state (an object that cannot be taken
-        in is reported and skipped)."""
-        if change.error is not None:
-            raise change.error
-        cache = self.isolation("the scheduler's cache")
-        if change.type == "SYNC":
-            self.synced.add(change.kind)
-            fresh = {key_of(o)[1:] for o in change.objects}
-            for key in [k for k in self.objects.get(change.kind, {}) if k not in fresh]:
-                self._forget(change.kind, key)
-            for obj in change.objects:
-                with cache.isolated(obj):
-                    self._remember(obj)
-        elif change.obj is not None and change.type == "DELETED":
-            kind, namespace, name = key_of(change.obj)
-            self._forget(kind, (namespace, name))
-            if len(self._gone) > _GONE_KEPT:  # late answers come within seconds, not hours
-                self._gone.clear()
-            self._gone.add(str(change.obj["metadata"].get("uid", "")))
-        elif change.obj is not None and not (change.type == WRITTEN and self._stale(change.obj)):
-            with cache.isolated(change.obj):
-                self._remember(change.obj)
-
-    def _stale(self, written: Obj) -> bool:
-        """True if the answer to one of our writes is older than what the informers told: the
-        object was deleted since (a late answer must not bring it back), or the cache holds a
-        newer version."""
-        meta = written["metadata"]
-        if str(meta.get("uid", "")) in self._gone:
-            return True
-        kind, namespace, name = key_of(written)
-        cached = self.get(kind, name, namespace)
-        if cached is None:
-            return False
-        try:
-            return int(cached["metadata"]["resourceVersion"]) > int(meta["resourceVersion"])
-        except (KeyError, TypeError, ValueError):
-            return False
-
-    def rebuild_state(self) -> None:
-        """A fresh engine state from the cache (after a cycle failed half-way)."""
-        self.state = ClusterState()
-        for kind in ("PriorityClass", "Queue", "Node", "PodGroup", "Pod", "BindRequest"):
-            for obj in list(self.objects.get(kind, {}).values()):
-                self._remember(obj)
-
-    def _remember(self, obj: Obj) -> None:
-        kind, namespace, name = key_of(obj)
-        self.objects.setdefault(kind, {})[(namespace, name)] = obj
-        if kind == "BindRequest":
-            pod = self.get("Pod", str(obj.get("spec", {}).get("podName", "")), namespace)
-            if pod is not None:
-                if requested_for(obj, pod) and self._gave_up(obj, pod):
-                    self.backoff.fail(pod["metadata"].get("uid", ""), time.time())
-                self._feed(pod)
-        elif kind in ENGINE_KINDS:
-            self._feed(obj)
-
-    def _gave_up(self, request: Obj, pod: Obj) -> bool:
-        """True the first time this process sees the binder give up on ``request``."""
-        status = request.get("status") or {}
-        uid = request["metadata"].get("uid", "")
-        if status.get("phase") != FAILED or uid in self._failed_requests:
-            return False
-        self._failed_requests.add(uid)
-        message = f"binder gave up after {status.get('failedAttempts')} attempts: " + str(
-            status.get("reason", "")
-        )
-        if self.report_binds:
-            self.events.record(pod, "FailedBinding", message, WARNING)
-        return True
-
-    def _forget(self, kind: str, key: Key) -> None:
-        obj = self.objects.get(kind, {}).pop(key, None)
-        if kind == "BindRequest" and obj is not None:
-            pod = self.get("Pod", str((obj.get("spec") or {}).get("podName", "")), key[0])
-            if pod is not None:
-                self._feed(pod)
-            return
-        if kind == "Pod" and obj is not None:
-            self.backoff.forget(obj["metadata"].get("uid", ""))
-        self.state.remove(kind, *key)
-
-    def _feed(self, obj: Obj) -> None:
-        """Into the engine, as the scheduler must count it."""
-        if obj["kind"] == "Pod":
-            if obj["metadata"].get("namespace") == RESERVATION_NAMESPACE:
-                return  # GPU reservations: the group already holds the device
-            obj = self._pod_as_scheduled(obj)
-        self.state.upsert(obj)
-
-    def _pod_as_scheduled(self, pod: Obj) -> Obj:
-        meta = pod["metadata"]
-        if (pod.get("spec") or {}).get("nodeName"):
-            self.backoff.forget(meta.get("uid", ""))
-            return pod
-        request = self.get("BindRequest", meta["name"], meta.get("namespace", ""))
-        if request is not None and not given_up(request) and requested_for(request, pod):
-            # pending, or succeeded before the pod's own watch told its bind (two streams):
-            # either way the pod holds the selected node and GPU groups
-            try:
-                return bound_view(pod, read_bind_request(request))
-            except ValueError:
-                pass  # not one pykai made (reported by the binder): the pod is as it is
-        if self.backoff.held(meta.get("uid", ""), time.time()):
-            return held_view(pod)
-        return pod
-
-    def release_expired_holds(self) -> None:
-        """Pods whose bind backoff ended are shown to the engine as pending again."""
-        expired = set(self.backoff.expired(time.time()))
-        if expired:
-            for pod in list(self.objects.get("Pod", {}).values()):
-                if pod["metadata"].get("uid") in expired:
-                    self._feed(pod)
-
-    # ---- controllers.host.Host ---------------------------------------------------------------
+    # ---- controllers.host.Host: the writes ---------------------------------------------------
 
     def now(self) -> float:
         """The wall clock."""
         return time.time()
-
-    def get(self, kind: str, name: str, namespace: str = "") -> Obj | None:
-        """A cached object, or None."""
-        return self.objects.get(kind, {}).get((namespace, name))
-
-    def list(self, kind: str) -> builtins.list[Obj]:
-        """Cached objects of a kind."""
-        return builtins.list(self.objects.get(kind, {}).values())
-
-    def owned(self, owner: Obj, kind: str) -> builtins.list[Obj]:
-        """Cached objects of ``kind`` controlled by ``owner``."""
-        uid = owner["metadata"].get("uid")
-        return [
-            obj
-            for obj in self.objects.get(kind, {}).values()
-            if any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences") or [])
-        ]
 
     def create(self, obj: Obj) -> Obj:
         """Create an object (AlreadyExists if its name is taken); the cache hears of it."""
@@ -392,14 +201,3 @@ class KubeHost:
 
         builtins.list(self.pool.map(isolated, builtins.list(items)))
         self.drain()
-
-    def isolation(self, component: str) -> Isolation:
-        """Per-object fault isolation for one component (controllers/faults.py)."""
-        isolation = self._isolations.get(component)
-        if isolation is None:
-            isolation = Isolation(component, self._report, transient)
-            self._isolations[component] = isolation
-        return isolation
-
-    def _report(self, involved: Obj, problem: ObjectProblem) -> None:
-        self.events.record_once(involved, INVALID, problem.message, WARNING)

@@ -43,7 +43,7 @@ from pykai.engine.memory import settle
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import ClusterState
 from pykai.kube.api import API_ERRORS, KubeApi, RefusedAtStart
-from pykai.kube.binder import RESERVATION_NAMESPACE, groups_in_use
+from pykai.kube.binding import RESERVATION_NAMESPACE, groups_in_use
 from pykai.kube.host import KubeHost
 from pykai.kube.leader import LeaderElector
 from pykai.kube.metrics import RunMetrics

@@ -10,6 +10,9 @@ from pykai.model.quantity import exact, format_quantity
 
 RESOURCE_NAMES: tuple[str, str, str] = ("cpu", "memory", "gpu")
 MB = 1_000_000.0  # queue memory is in MB (10^6 bytes), as in KAI
+EPS = 1e-9
+"""How far apart two amounts (millicores, bytes, GPUs) may be and still count as equal: below
+any meaningful amount, above the noise of float sums."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,7 +35,7 @@ class Resources:
         """Every resource multiplied by ``factor``."""
         return Resources(self.cpu * factor, self.memory * factor, self.gpu * factor)
 
-    def fits_in(self, other: Resources, eps: float = 1e-9) -> bool:
+    def fits_in(self, other: Resources, eps: float = EPS) -> bool:
         """True if every resource is at most the other's."""
         return (
             self.cpu <= other.cpu + eps

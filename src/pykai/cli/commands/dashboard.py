@@ -33,7 +33,7 @@ def dashboard(
     cluster meanwhile."""
     from pykai.dashboard.server import serve_dashboard
     from pykai.embedded.dashboard import StorePages
-    from pykai.embedded.store import explain
+    from pykai.embedded.sqlite import explain
 
     target = cluster_path(ctx, cluster)
     with reported():

@@ -20,8 +20,7 @@ import numpy as np
 from pykai.engine.actions.victims import VictimUnit
 from pykai.engine.jobs import Task
 from pykai.engine.nodes import GPU, BoolArray, FloatArray, NodeTable
-
-EPS = 1e-9
+from pykai.model.resources import EPS
 
 
 def feasible_mask(nodes: NodeTable, tasks: list[Task]) -> BoolArray:

@@ -14,7 +14,8 @@ from __future__ import annotations
 from functools import partial
 
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
-from pykai.engine.actions.solver import Outcome, Solver, request_of
+from pykai.engine.actions.simulation import Outcome, request_of
+from pykai.engine.actions.solver import Solver
 from pykai.engine.actions.victims import offers
 from pykai.engine.capacity import over_capacity
 from pykai.engine.jobs import Job

@@ -10,7 +10,8 @@ from __future__ import annotations
 from functools import partial
 
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
-from pykai.engine.actions.solver import Solver, request_of
+from pykai.engine.actions.simulation import request_of
+from pykai.engine.actions.solver import Solver
 from pykai.engine.capacity import over_quota
 from pykai.engine.jobs import Job
 from pykai.engine.min_runtime import is_protected, preempt_min_runtime

@@ -27,14 +27,14 @@ from __future__ import annotations
 from functools import partial
 
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
-from pykai.engine.actions.solver import Outcome, Solver, request_of
+from pykai.engine.actions.simulation import Outcome, request_of
+from pykai.engine.actions.solver import Solver
 from pykai.engine.jobs import Job
 from pykai.engine.min_runtime import is_protected, reclaim_min_runtime
 from pykai.engine.ordering import JobQueue
 from pykai.engine.session import QueueInfo, Session
-from pykai.model.resources import RESOURCE_NAMES, Resources
+from pykai.model.resources import EPS, RESOURCE_NAMES, Resources
 
-EPS = 1e-9
 # whether a sibling may give to the reclaimer's side: by the two sides, the request and the
 # sides' allocations
 Verdicts = dict[tuple[str, str, Resources, Resources, Resources], bool]

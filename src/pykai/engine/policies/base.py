@@ -13,8 +13,6 @@ from pykai.engine.gpu_sharing import new_group_id
 from pykai.engine.jobs import Task
 from pykai.engine.nodes import CPU, MILLI, FloatArray, IntArray, NodeTable
 
-EPS = 1e-9
-
 
 class NodeScorer(Protocol):
     """Scores the candidate rows for a task: higher is better, and of equal scores the first

@@ -12,7 +12,8 @@ import numpy as np
 from pykai.engine.gpu_sharing import NodeGpuGroups, choose_devices
 from pykai.engine.jobs import Task
 from pykai.engine.nodes import CPU, GPU, FloatArray, IntArray, NodeTable
-from pykai.engine.policies.base import EPS, portions
+from pykai.engine.policies.base import portions
+from pykai.model.resources import EPS
 
 RESOURCE_TYPE_SCORE = 10.0  # a CPU-only task on a CPU-only node
 BINPACK_MAX = 9.0
