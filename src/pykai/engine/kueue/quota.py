@@ -19,6 +19,7 @@ from pykai.model.constraints import (
 )
 from pykai.model.meta import Obj, mapping, objects
 from pykai.model.quantity import exact, format_quantity, resource_amount
+from pykai.model.resources import EPS
 
 FlavorResource = tuple[str, str]  # (flavor, resource)
 PodSetRequests = dict[str, float]  # resource -> total over the PodSet's pods, engine units
@@ -85,7 +86,7 @@ class QuotaNode:
     def borrowing(self, fr: FlavorResource) -> bool:
         """Whether a ClusterQueue uses more than its nominal quota of ``fr``."""
         nominal = self.quotas[fr].nominal if fr in self.quotas else 0.0
-        return self.usage.get(fr, 0.0) > nominal + 1e-9
+        return self.usage.get(fr, 0.0) > nominal + EPS
 
     def path(self) -> str:
         """``/<cohort>…/<cq>``, as Kueue writes it in preemption messages."""
@@ -466,7 +467,7 @@ def _fits(
     value = before + request
     node = cq.node
     maximum = node.available(fr, ignore_usage=True)
-    if value > maximum + 1e-9:
+    if value > maximum + EPS:
         return (
             Mode.NO_FIT,
             f"insufficient quota for {resource} in flavor {flavor}, previously considered "
@@ -475,9 +476,9 @@ def _fits(
             "ExceedsMaxQuota",
         )
     nominal = node.quotas[fr].nominal if fr in node.quotas else 0.0
-    borrow = node.usage.get(fr, 0.0) + value > nominal + 1e-9
+    borrow = node.usage.get(fr, 0.0) + value > nominal + EPS
     available = node.available(fr)
-    if value <= available + 1e-9:
+    if value <= available + EPS:
         return (Mode.FIT_BORROWING if borrow else Mode.FIT), "", ""
     why = (
         f"insufficient unused quota for {resource} in flavor {flavor}, "
@@ -494,10 +495,10 @@ def fits(cq: ClusterQueueView, usage: dict[FlavorResource, float], *, borrowing:
     available, and without borrowing within the nominal quota."""
     node = cq.node
     for fr, value in usage.items():
-        if value > node.available(fr) + 1e-9:
+        if value > node.available(fr) + EPS:
             return False
         nominal = node.quotas[fr].nominal if fr in node.quotas else 0.0
-        if not borrowing and node.usage.get(fr, 0.0) + value > nominal + 1e-9:
+        if not borrowing and node.usage.get(fr, 0.0) + value > nominal + EPS:
             return False
     return True
 
