@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from pykai.controllers.status import queue_figures
+from pykai.dashboard.memory import from_event
 from pykai.embedded.cluster import ApplyOutcome, EmbeddedCluster, NamespaceNotFound
 from pykai.embedded.sqlite import Store
 from pykai.engine.decisions import CycleResult
@@ -229,6 +230,40 @@ def test_preemption_is_recorded_on_pods_podgroup_and_queue(tmp_path: Path) -> No
     assert len(messages) == 2
     assert all("Preempted by default/serve" in m and "in queue team" in m for m in messages)
     assert all("(action: preempt)" in m for m in messages)
+
+
+def test_an_eviction_event_carries_its_action_and_preemptor_as_fields(tmp_path: Path) -> None:
+    """As core/v1 Events can: ``action`` and ``related`` (the preemptor's PodGroup), on the
+    pod's event and its PodGroup's; the dashboard takes them as they are."""
+    cluster = EmbeddedCluster.open(tmp_path / "c.db")
+    cluster.apply([node("n1", gpus=1), queue("team", gpu=(1, -1, 1))])
+    cluster.apply([podgroup("train", queue="team"), pod("t0", group="train", gpus=1)])
+    cluster.apply(
+        [
+            podgroup("serve", queue="team", priority_class="inference"),
+            pod("s0", group="serve", gpus=1),
+        ]
+    )
+    serve = cluster.get("PodGroup", "serve", "default")
+    assert serve is not None
+    related = {
+        "apiVersion": serve["apiVersion"],
+        "kind": "PodGroup",
+        "name": "serve",
+        "namespace": "default",
+        "uid": serve["metadata"]["uid"],
+    }
+    events = [
+        e
+        for kind, name in (("Pod", "t0"), ("PodGroup", "train"))
+        for e in cluster.events_for(kind, name, "default")
+        if e["reason"] == "Evict"
+    ]
+    assert [(e["action"], e["related"]) for e in events] == [("preempt", related)] * 2
+    seen = from_event(events[0])
+    assert seen is not None
+    assert (seen.pod, seen.action, seen.preemptor) == ("t0", "preempt", "default/serve")
+    assert seen.message.startswith("Preempted by default/serve") and "action" not in seen.message
 
 
 class Failing:

@@ -1,9 +1,12 @@
 """v1 Event objects as both backends write them: one per distinct (object, type, reason,
-message), named from a digest of those, so a repeat finds the earlier event by name."""
+message), named from a digest of those, so a repeat finds the earlier event by name. What an
+event says as fields beside its text (``action``, ``related``) is written as fields too, for
+readers to take as they are."""
 
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 
 from pykai.model.meta import Obj
 from pykai.model.names import MAX_NAME, bounded_name
@@ -11,6 +14,28 @@ from pykai.model.names import MAX_NAME, bounded_name
 NORMAL = "Normal"
 WARNING = "Warning"
 COMPONENT = "kai-scheduler"
+
+
+@dataclass(frozen=True, slots=True)
+class EventFacts:
+    """What an event says as fields of a v1 Event beside its message: ``action``, what was
+    done (an ``Evict``: the KAI action), and ``related``, a reference to the other object
+    it concerns (an ``Evict``: the preemptor's PodGroup; None: none)."""
+
+    action: str = ""
+    related: Obj | None = None
+
+
+def reference(obj: Obj) -> Obj:
+    """An object reference to ``obj``, as an event names the objects it is about."""
+    meta = obj["metadata"]
+    return {
+        "apiVersion": obj.get("apiVersion", "v1"),
+        "kind": obj["kind"],
+        "name": meta["name"],
+        "namespace": str(meta.get("namespace") or ""),
+        "uid": str(meta.get("uid", "")),
+    }
 
 
 def event_name(involved: Obj, reason: str, message: str, kind: str, salt: str = "") -> str:
@@ -25,25 +50,25 @@ def event_name(involved: Obj, reason: str, message: str, kind: str, salt: str = 
 
 
 def new_event(
-    involved: Obj, reason: str, message: str, kind: str, stamp: str, salt: str = ""
+    involved: Obj,
+    reason: str,
+    message: str,
+    kind: str,
+    stamp: str,
+    salt: str = "",
+    facts: EventFacts | None = None,
 ) -> Obj:
     """A first occurrence (count 1) at time ``stamp``, in the object's namespace (named with
-    ``salt``, see event_name)."""
+    ``salt``, see event_name), with ``facts`` as its fields (None: none)."""
     meta = involved["metadata"]
-    return {
+    event: Obj = {
         "apiVersion": "v1",
         "kind": "Event",
         "metadata": {
             "name": event_name(involved, reason, message, kind, salt),
             "namespace": str(meta.get("namespace") or "default"),
         },
-        "involvedObject": {
-            "apiVersion": involved.get("apiVersion", "v1"),
-            "kind": involved["kind"],
-            "name": meta["name"],
-            "namespace": str(meta.get("namespace") or ""),
-            "uid": str(meta.get("uid", "")),
-        },
+        "involvedObject": reference(involved),
         "reason": reason,
         "message": message,
         "type": kind,
@@ -52,3 +77,8 @@ def new_event(
         "lastTimestamp": stamp,
         "source": {"component": COMPONENT},
     }
+    if facts is not None and facts.action:
+        event["action"] = facts.action
+    if facts is not None and facts.related is not None:
+        event["related"] = facts.related
+    return event

@@ -17,6 +17,7 @@ import builtins
 from collections.abc import Callable, Iterable
 from typing import Any, Protocol, TypeVar
 
+from pykai.controllers.events import EventFacts
 from pykai.engine.decisions import Bind
 from pykai.engine.state import ClusterState
 from pykai.model.meta import Obj
@@ -63,11 +64,19 @@ class Host(Protocol):
         with it); 0 where a bind cannot fail for a reason that time mends."""
 
     def record(
-        self, involved: Obj, reason: str, message: str, kind: str, *, once: bool = False
+        self,
+        involved: Obj,
+        reason: str,
+        message: str,
+        kind: str,
+        *,
+        once: bool = False,
+        facts: EventFacts | None = None,
     ) -> None:
         """An event about ``involved``: an occurrence (a repeat of the same one counts up), or
         with ``once`` a standing fact, said once per version of the object (kept across
-        restarts: the event's name says which version)."""
+        restarts: the event's name says which version). ``facts``: what it also says as
+        fields (None: only the text)."""
 
     def serial(self, scope: str) -> int:
         """A number not handed out before in ``scope`` (for generated names)."""

@@ -5,7 +5,8 @@ they ask for (last start, stale since), with KAI's events:
   score, the runner-up node and its score), which is also logged; a refused bind:
   ``FailedBinding`` (Warning), the engine stops assuming it and the pod waits out its backoff;
 - an eviction: ``Evict`` (Normal) on the pod and on its PodGroup, saying which action evicted it
-  and for whom (pykai's finer reason leads the message: Preempted, Reclaimed, ...);
+  and for whom (pykai's finer reason leads the message: Preempted, Reclaimed, ...), in words
+  and as the event's fields: ``action``, and ``related``, the preemptor's PodGroup;
 - an action stopped by its search budget: ``SearchBudgetSpent`` (Warning) on each queue with
   pending jobs it did not try. On the queue, not the jobs: those jobs were not judged (no reason
   about them would be true), there may be thousands of them while the scheduler is already
@@ -19,23 +20,19 @@ it is said when the PodGroup's scheduling condition changes.
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 
-from pykai.controllers.events import NORMAL, WARNING
+from pykai.controllers.events import NORMAL, WARNING, EventFacts, reference
 from pykai.controllers.host import Host
 from pykai.engine.decisions import Bind, CycleResult, Evict
 from pykai.model import constants as c
 from pykai.model.errors import PykaiError
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj, format_time, mapping
 
 log = logging.getLogger("pykai.outcome")
-# the engine's reason for an eviction -> the KAI action that made it
-ACTIONS = {
-    "Preempted": "preempt",
-    "Reclaimed": "reclaim",
-    "Consolidated": "consolidation",
-    "StaleGang": "stalegangeviction",
-}
+_EVICTION_MESSAGE = re.compile(r"^(?P<why>.*) \(action: (?P<action>[a-z]+)\)$", re.DOTALL)
 
 
 class BindFailed(PykaiError, RuntimeError):
@@ -134,18 +131,42 @@ def _victims(host: Host, evictions: list[Evict]) -> list[tuple[Obj, Evict]]:
 
 def eviction_message(eviction: Evict) -> str:
     """What an ``Evict`` event says: pykai's reason, then the KAI action."""
-    action = ACTIONS.get(eviction.reason, eviction.reason.lower())
-    return f"{eviction.message} (action: {action})"
+    return f"{eviction.message} (action: {eviction.action})"
+
+
+def split_eviction_message(message: str) -> tuple[str, str]:
+    """``eviction_message`` undone: the reason in words and the action of an ``Evict`` event's
+    text (the text itself and "" when it names no action)."""
+    matched = _EVICTION_MESSAGE.match(message)
+    return (matched["why"], matched["action"]) if matched else (message, "")
 
 
 def _evict(host: Host, pod: Obj, eviction: Evict) -> None:
     message = eviction_message(eviction)
-    host.record(pod, "Evict", message, NORMAL)
+    facts = EventFacts(eviction.action, _preemptor(host, eviction.preemptor))
+    host.record(pod, "Evict", message, NORMAL, facts=facts)
     namespace, _, name = eviction.job.partition("/")
     group = host.get("PodGroup", name, namespace)
     if group is not None:
-        host.record(group, "Evict", f"pod {eviction.name}: {message}", NORMAL)
+        host.record(group, "Evict", f"pod {eviction.name}: {message}", NORMAL, facts=facts)
     host.delete(pod)
+
+
+def _preemptor(host: Host, key: str) -> Obj | None:
+    """A reference to the preemptor's PodGroup (None for no preemptor)."""
+    if not key:
+        return None
+    namespace, _, name = key.partition("/")
+    group = host.get("PodGroup", name, namespace)
+    if group is not None:
+        return reference(group)
+    podgroup = BY_KIND["PodGroup"]  # gone since the cycle: named as it was
+    return {
+        "apiVersion": podgroup.api_version,
+        "kind": "PodGroup",
+        "name": name,
+        "namespace": namespace,
+    }
 
 
 def evictions_by_queue(host: Host, result: CycleResult) -> dict[str, int]:

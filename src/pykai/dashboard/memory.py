@@ -10,45 +10,48 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any
 
-from pykai.controllers.outcome import ACTIONS, eviction_message
+from pykai.controllers.outcome import split_eviction_message
 from pykai.dashboard.model import Eviction
-from pykai.engine.decisions import Evict
+from pykai.engine.decisions import EVICTING_ACTIONS, Evict
 from pykai.model.meta import Obj, parse_time
 
 EVICTIONS_KEPT = 200
 SAMPLES_KEPT = 720  # an hour at one sample per 5 s
-_ACTION_SUFFIX = re.compile(r"^(?P<message>.*) \(action: (?P<action>[a-z]+)\)$", re.DOTALL)
 _JOB_KEY = re.compile(r"[a-z0-9][-a-z0-9.]*/[a-z0-9][-a-z0-9.]*")
-_STALE_GANG = ACTIONS["StaleGang"]
 
 
 def from_decision(evict: Evict, now: float) -> Eviction:
-    """An eviction the engine decided at ``now``."""
-    return from_message(now, evict.namespace, evict.name, eviction_message(evict))
+    """An eviction the engine decided at ``now``: its facts as the decision carries them."""
+    return Eviction(now, evict.namespace, evict.name, evict.action, evict.preemptor, evict.message)
 
 
 def from_event(event: Obj) -> Eviction | None:
-    """The eviction an ``Evict`` event on a pod records (None for any other event)."""
+    """The eviction an ``Evict`` event on a pod records (None for any other event): its
+    ``action`` and ``related`` fields (controllers/outcome.py writes them) say the action and
+    the preemptor; an event without them is read from its text (``from_text``)."""
     involved = event.get("involvedObject") or {}
     if event.get("reason") != "Evict" or involved.get("kind") != "Pod":
         return None
     stamp = event.get("lastTimestamp") or event.get("firstTimestamp") or ""
-    return from_message(
-        parse_time(stamp) if stamp else 0.0,
-        str(involved.get("namespace", "")),
-        str(involved.get("name", "")),
-        str(event.get("message", "")),
-    )
+    time = parse_time(stamp) if stamp else 0.0
+    namespace, pod = str(involved.get("namespace", "")), str(involved.get("name", ""))
+    message, action = str(event.get("message", "")), str(event.get("action") or "")
+    if not action:
+        return from_text(time, namespace, pod, message)
+    related = event.get("related") or {}
+    preemptor = f"{related.get('namespace', '')}/{related.get('name', '')}" if related else ""
+    why, _ = split_eviction_message(message)
+    return Eviction(time, namespace, pod, action, preemptor, why)
 
 
-def from_message(time: float, namespace: str, pod: str, message: str) -> Eviction:
-    """An eviction from what its ``Evict`` event says: ``<why> (action: <action>)``, where the
-    first job key (``namespace/name``) in ``<why>`` is the preemptor's (a stale gang has none)."""
-    matched = _ACTION_SUFFIX.match(message)
-    action = matched["action"] if matched else ""
-    why = matched["message"] if matched else message
+def from_text(time: float, namespace: str, pod: str, message: str) -> Eviction:
+    """An eviction from the text of an ``Evict`` event alone, for events written without the
+    ``action`` and ``related`` fields (cluster files of pykai before it wrote them), and the
+    only reader of the preemptor in that text: ``<why> (action: <action>)``, where the first
+    job key (``namespace/name``) in ``<why>`` is the preemptor's (a stale gang has none)."""
+    why, action = split_eviction_message(message)
     found = _JOB_KEY.search(why)
-    preemptor = found.group(0) if found and action != _STALE_GANG else ""
+    preemptor = found.group(0) if found and action != EVICTING_ACTIONS["StaleGang"] else ""
     return Eviction(time, namespace, pod, action, preemptor, why)
 
 

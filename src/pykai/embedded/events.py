@@ -9,7 +9,7 @@ so controllers may report on every round and the cluster still settles.
 
 from __future__ import annotations
 
-from pykai.controllers.events import NORMAL, WARNING, new_event
+from pykai.controllers.events import NORMAL, WARNING, EventFacts, new_event
 from pykai.embedded.reader import events_for
 from pykai.embedded.store import ObjectStore
 from pykai.model.errors import AlreadyExists
@@ -31,15 +31,18 @@ def record(
     kind: str = NORMAL,
     *,
     once: bool = False,
+    facts: EventFacts | None = None,
 ) -> bool:
-    """Record that ``reason``/``message`` happened to ``involved`` now; True if written (a new
-    event, or a repeat at a later time), False if already recorded at this instant. With
-    ``once``, a standing fact: said once per version of the object, never counted up."""
+    """Record that ``reason``/``message`` happened to ``involved`` now (and ``facts``, as
+    fields); True if written (a new event, or a repeat at a later time), False if already
+    recorded at this instant. With ``once``, a standing fact: said once per version of the
+    object, never counted up."""
     salt = object_version(involved) if once else ""
     with store.transaction():
         stamp = format_time(store.now())
         for attempt in range(NAME_ATTEMPTS):
-            event = new_event(involved, reason, message, kind, stamp, salt + _retry(attempt))
+            name_salt = salt + _retry(attempt)
+            event = new_event(involved, reason, message, kind, stamp, name_salt, facts)
             found = store.get("Event", event["metadata"]["name"], event["metadata"]["namespace"])
             if found is None:
                 store.create(event)

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterable
 from functools import partial
 from typing import Protocol
 
+from pykai.controllers.events import EventFacts
 from pykai.controllers.faults import Isolation
 from pykai.controllers.host import T, concerned
 from pykai.controllers.outcome import BindFailed
@@ -131,10 +132,18 @@ class ClusterHost:
         return 0.0
 
     def record(
-        self, involved: Obj, reason: str, message: str, kind: str, *, once: bool = False
+        self,
+        involved: Obj,
+        reason: str,
+        message: str,
+        kind: str,
+        *,
+        once: bool = False,
+        facts: EventFacts | None = None,
     ) -> None:
         """An event in the store."""
-        written = events.record(self.cluster.store, involved, reason, message, kind, once=once)
+        store = self.cluster.store
+        written = events.record(store, involved, reason, message, kind, once=once, facts=facts)
         self.cluster.writes += written
 
     def serial(self, scope: str) -> int:

@@ -39,16 +39,34 @@ class Bind:
     choice: Choice | None = None  # how the node was chosen (None: not by a scorer)
 
 
+EVICTING_ACTIONS = {
+    "Preempted": "preempt",
+    "Reclaimed": "reclaim",
+    "Consolidated": "consolidation",
+    "StaleGang": "stalegangeviction",
+}
+"""Each eviction reason of the engine -> the action (KAI's name) that evicts for it."""
+
+
 @dataclass(frozen=True, slots=True)
 class Evict:
-    """Evict (delete) pod ``namespace/name``."""
+    """Evict (delete) pod ``namespace/name``: ``action`` evicts it, for ``reason``, to make
+    room for the job ``preemptor``. Facts, not text: a host formats the event from them
+    (controllers/outcome.py), and a reader takes them as they are."""
 
     namespace: str
     name: str
     uid: str
     job: str  # the victim's PodGroup key
-    reason: str  # Preempted, Reclaimed, Consolidated, StaleGang
-    message: str
+    reason: str  # pykai's finer reason: Preempted, Reclaimed, Consolidated, StaleGang
+    message: str  # why, in words
+    action: str = ""  # the action (KAI's name); "" for the one EVICTING_ACTIONS gives reason
+    preemptor: str = ""  # the PodGroup key of the job it makes room for ("": none, a stale gang)
+
+    def __post_init__(self) -> None:
+        if not self.action:
+            action = EVICTING_ACTIONS.get(self.reason, self.reason.lower())
+            object.__setattr__(self, "action", action)  # frozen: set once, here
 
 
 @dataclass(frozen=True, slots=True)

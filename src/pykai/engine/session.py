@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import NamedTuple
 
 from pykai.engine.config import PlacementStrategy, SchedulerConfig
 from pykai.engine.decisions import Bind, Choice, CycleResult, Evict, QueueStatus, Reason
@@ -20,13 +21,22 @@ from pykai.engine.state import ClusterState
 from pykai.model.resources import Resources
 
 
+class _Why(NamedTuple):
+    """Why a task is evicted: the fields of its Evict after the pod's and job's."""
+
+    reason: str
+    message: str
+    action: str
+    preemptor: str
+
+
 @dataclass(slots=True)
 class _Change:
     task: Task
     old_status: TaskStatus
     old_node: str
     old_groups: tuple[str, ...]
-    evict_reason: tuple[str, str] | None = None
+    evicted: _Why | None = None  # why, for an eviction
     choice: Choice | None = None  # how an allocation's node was chosen
 
 
@@ -48,14 +58,19 @@ class Statement:
         """Place a task on resources of a node that are being released."""
         self._change(task, TaskStatus.PIPELINED, node, gpu_groups)
 
-    def evict(self, task: Task, reason: str, message: str) -> None:
-        """Release a running task."""
-        self._change(task, TaskStatus.RELEASING, task.node, task.gpu_groups, (reason, message))
+    def evict(
+        self, task: Task, reason: str, message: str, *, action: str = "", preemptor: str = ""
+    ) -> None:
+        """Release a running task: ``action`` (KAI's name; "": the one that gives ``reason``)
+        evicts it to make room for the job ``preemptor`` (its key; "": none). The cycle's
+        Evict carries them as they are given."""
+        why = _Why(reason, message, action, preemptor)
+        self._change(task, TaskStatus.RELEASING, task.node, task.gpu_groups, why)
 
     def unevict(self, task: Task) -> None:
         """Put a task this statement evicted back as it was (KAI's Unevict)."""
         for change in reversed(self._changes):
-            if change.task is task and change.evict_reason is not None:
+            if change.task is task and change.evicted is not None:
                 self._change(task, change.old_status, change.old_node, change.old_groups)
                 return
         raise ValueError(f"task {task.pod.meta.key} was not evicted in this statement")
@@ -95,10 +110,11 @@ class Statement:
         status: TaskStatus,
         node: str,
         gpu_groups: tuple[str, ...],
-        evict: tuple[str, str] | None = None,
+        evicted: _Why | None = None,
         choice: Choice | None = None,
     ) -> None:
-        self._changes.append(_Change(task, task.status, task.node, task.gpu_groups, evict, choice))
+        change = _Change(task, task.status, task.node, task.gpu_groups, evicted, choice)
+        self._changes.append(change)
         self._session.state.set_status(task, status, node, gpu_groups)
 
 
@@ -227,12 +243,12 @@ class Session:
             untried={action: dict(queues) for action, queues in self.untried.items()},
         )
         first: dict[int, _Change] = {}
-        evicted: dict[int, tuple[str, str]] = {}
+        evicted: dict[int, _Why] = {}
         choices: dict[int, Choice | None] = {}
         for change in self.committed:
             first.setdefault(id(change.task), change)
-            if change.evict_reason is not None:
-                evicted[id(change.task)] = change.evict_reason
+            if change.evicted is not None:
+                evicted[id(change.task)] = change.evicted
             choices[id(change.task)] = change.choice
         bound_jobs: dict[str, int] = {}
         for key, change in first.items():
@@ -245,9 +261,8 @@ class Session:
                 result.pipelined.append(task.pod.meta.key)
                 self.state.set_status(task, change.old_status, change.old_node, change.old_groups)
             elif task.status == TaskStatus.RELEASING and key in evicted:
-                reason, message = evicted[key]
                 result.evictions.append(
-                    Evict(task.namespace, task.name, task.uid, task.job_key, reason, message)
+                    Evict(task.namespace, task.name, task.uid, task.job_key, *evicted[key])
                 )
         result.binds.sort(key=lambda b: (b.namespace, b.name))
         for job_key, count in sorted(bound_jobs.items()):

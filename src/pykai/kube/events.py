@@ -12,7 +12,7 @@ import threading
 import time
 from concurrent.futures import Executor
 
-from pykai.controllers.events import NORMAL, WARNING, new_event
+from pykai.controllers.events import NORMAL, WARNING, EventFacts, new_event
 from pykai.kube.api import API_ERRORS, KINDS, KubeApi
 from pykai.model.meta import Obj, format_time
 from pykai.model.problems import object_version
@@ -29,20 +29,34 @@ class EventRecorder:
         self._counts: dict[str, int] = {}  # event name -> count written
         self._lock = threading.Lock()
 
-    def record(self, involved: Obj, reason: str, message: str, kind: str = NORMAL) -> None:
-        """Report that ``reason``/``message`` happened to ``involved`` now."""
-        event = new_event(involved, reason, message, kind, format_time(time.time()))
+    def record(
+        self,
+        involved: Obj,
+        reason: str,
+        message: str,
+        kind: str = NORMAL,
+        facts: EventFacts | None = None,
+    ) -> None:
+        """Report that ``reason``/``message`` happened to ``involved`` now (and ``facts``)."""
+        stamp = format_time(time.time())
+        event = new_event(involved, reason, message, kind, stamp, facts=facts)
         with self._lock:
             event["count"] = self._counts.get(event["metadata"]["name"], 0) + 1
             self._counts[event["metadata"]["name"]] = event["count"]
         self.pool.submit(self._write, event)
 
-    def record_once(self, involved: Obj, reason: str, message: str, kind: str = NORMAL) -> None:
+    def record_once(
+        self,
+        involved: Obj,
+        reason: str,
+        message: str,
+        kind: str = NORMAL,
+        facts: EventFacts | None = None,
+    ) -> None:
         """A standing fact: one event per version of the object, never counted up (kept
         across restarts: the event's name says which version)."""
-        event = new_event(
-            involved, reason, message, kind, format_time(time.time()), object_version(involved)
-        )
+        stamp, version = format_time(time.time()), object_version(involved)
+        event = new_event(involved, reason, message, kind, stamp, version, facts)
         with self._lock:
             if event["metadata"]["name"] in self._counts:
                 return

@@ -22,6 +22,7 @@ import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
 
+from pykai.controllers.events import EventFacts
 from pykai.controllers.host import T, concerned
 from pykai.controllers.outcome import BindFailed
 from pykai.engine.decisions import Bind
@@ -178,13 +179,20 @@ class KubeHost(ObjectCache):
         return delay
 
     def record(
-        self, involved: Obj, reason: str, message: str, kind: str, *, once: bool = False
+        self,
+        involved: Obj,
+        reason: str,
+        message: str,
+        kind: str,
+        *,
+        once: bool = False,
+        facts: EventFacts | None = None,
     ) -> None:
         """An event, written in the background."""
         if once:
-            self.events.record_once(involved, reason, message, kind)
+            self.events.record_once(involved, reason, message, kind, facts)
         else:
-            self.events.record(involved, reason, message, kind)
+            self.events.record(involved, reason, message, kind, facts)
 
     def serial(self, scope: str) -> int:
         """A number this process has not handed out (random start: restarts do not collide)."""

@@ -25,7 +25,6 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, disa
 from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from pykai.controllers.outcome import ACTIONS
 from pykai.engine.decisions import CycleResult
 from pykai.engine.state import ClusterState
 from pykai.kube.rawpost import RawPoster
@@ -202,9 +201,8 @@ class RunMetrics:
         for eviction in result.evictions:
             job = state.jobs.get(eviction.job)
             namespace, _, name = eviction.job.partition("/")
-            action = ACTIONS.get(eviction.reason, eviction.reason.lower())
             uid = job.uid if job is not None else ""
-            self.evicted.labels(name, namespace, uid, DEFAULT_NODEPOOL, action).inc()
+            self.evicted.labels(name, namespace, uid, DEFAULT_NODEPOOL, eviction.action).inc()
         for key, started in result.started.items():
             job = state.jobs.get(key)
             first = job is not None and c.LAST_START_ANNOTATION not in job.group.meta.annotations

@@ -57,10 +57,12 @@ def request_of(tasks: list[Task] | tuple[Task, ...]) -> Resources:
 
 class Searches(Protocol):
     """The victim searches of one action, as a simulation reads them (the Solver of
-    engine/actions/solver.py): its session, the reason its evictions give, and the structures
-    it keeps between searches. Reading them changes nothing but those memos."""
+    engine/actions/solver.py): its session, the action (KAI's name) and the reason its
+    evictions give, and the structures it keeps between searches. Reading them changes nothing
+    but those memos."""
 
     session: Session
+    action: str
     reason: str
     moves: bool
     """Victims may be placed again elsewhere (consolidation), else only where they were."""
@@ -124,6 +126,11 @@ class Simulation:
             return self._anywhere(statement, scenario)
         return self._in_place(statement, scenario)
 
+    def _evict(self, statement: Statement, task: Task) -> None:
+        """Evict a victim for this preemptor, as the searches' action."""
+        reason, message, action = self.searches.reason, self.message, self.searches.action
+        statement.evict(task, reason, message, action=action, preemptor=self.preemptor.key)
+
     # ---- reclaim and preempt: victims put back where they were ------------------------------
 
     def _in_place(self, statement: Statement, scenario: list[VictimUnit]) -> Outcome | None:
@@ -146,7 +153,7 @@ class Simulation:
             return None
         for unit in out:
             for task in unit.tasks:
-                statement.evict(task, self.searches.reason, self.message)
+                self._evict(statement, task)
         if place_gang(session, statement, self.tasks, self.satisfied) is not None:
             return None
         _add(usage, chain, self.request, self.preemptor.preemptible)
@@ -275,7 +282,7 @@ class Simulation:
         evicted: set[Task] = set()
         for unit in scenario:
             for task in unit.tasks:
-                statement.evict(task, self.searches.reason, self.message)
+                self._evict(statement, task)
                 evicted.add(task)
         chain = session.chain(self.preemptor)
         if over_limit(chain, self.request) is not None:

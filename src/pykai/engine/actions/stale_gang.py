@@ -32,7 +32,7 @@ def stale_gang_eviction(session: Session) -> None:
         )
         for task in sorted(job.tasks.values(), key=lambda t: t.order_key):
             if task.status in EVICTABLE:
-                statement.evict(task, "StaleGang", message)
+                statement.evict(task, "StaleGang", message, action="stalegangeviction")
         statement.commit()
         state.indexes.mark_stale(job, None)
         session.stale[key] = None
