@@ -103,7 +103,7 @@ import yaml
 from pydantic import ValidationError as PydanticError
 
 from pykai.controllers.status import queue_figures
-from pykai.engine.config import SchedulerConfig
+from pykai.engine.settings import SchedulerConfig
 from pykai.model.duration import parse_duration
 from pykai.model.errors import ValidationError
 from pykai.model.kinds import CLUSTER_SCOPED as KIND_CLUSTER_SCOPED

@@ -10,7 +10,7 @@ import pytest
 
 from pykai.dashboard import live
 from pykai.dashboard.live import CyclePages
-from pykai.engine.config import SchedulerConfig
+from pykai.engine.settings import SchedulerConfig
 from pykai.model.builders import node, queue
 from tests.dashboard.test_model import job
 from tests.engine.conftest import Engine

@@ -7,8 +7,8 @@ from collections.abc import Mapping, Sequence
 
 from pykai.dashboard.memory import Memory, from_decision, from_event
 from pykai.dashboard.model import allocated_gpus, build_page
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import Reason
+from pykai.engine.settings import SchedulerConfig
 from pykai.model.builders import node, pod, podgroup, queue
 from pykai.model.meta import Obj
 from tests.engine.conftest import Engine

@@ -6,9 +6,9 @@ from collections.abc import Iterable
 
 import pytest
 
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import CycleResult
 from pykai.engine.scheduler import Scheduler
+from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import ClusterState
 from pykai.model.builders import pod, podgroup
 from pykai.model.meta import Obj

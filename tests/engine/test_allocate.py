@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.jobs import TaskStatus
+from pykai.engine.settings import SchedulerConfig
 from pykai.model.builders import node, pod, podgroup, queue
 from tests.engine.conftest import Engine, gang
 

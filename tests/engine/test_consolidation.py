@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pykai.engine.config import SchedulerConfig
+from pykai.engine.settings import SchedulerConfig
 from pykai.model.builders import node, pod, podgroup, queue
 from tests.engine.conftest import Engine
 

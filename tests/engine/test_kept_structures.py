@@ -19,10 +19,10 @@ from pykai.engine.actions.reclaim import Layouts, Verdicts, _candidates
 from pykai.engine.actions.simulation import request_of
 from pykai.engine.actions.solver import Solver
 from pykai.engine.actions.victims import VictimQueue
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.jobs import Job
 from pykai.engine.ordering import job_order_key
 from pykai.engine.session import Session
+from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import ClusterState
 from pykai.model.meta import Obj
 

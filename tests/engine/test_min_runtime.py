@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.min_runtime import preempt_min_runtime, reclaim_min_runtime
 from pykai.engine.session import Session
+from pykai.engine.settings import SchedulerConfig
 from pykai.model.builders import podgroup, queue
 from tests.engine.conftest import Engine
 

@@ -8,9 +8,9 @@ import random
 import numpy as np
 import pytest
 
-from pykai.engine.config import SchedulerConfig, TypicalShape
 from pykai.engine.fragmentation import FragIndex
 from pykai.engine.policies import shape_from
+from pykai.engine.settings import SchedulerConfig, TypicalShape
 from pykai.engine.typical import TypicalPods
 from pykai.model import builders
 from pykai.model.meta import format_time

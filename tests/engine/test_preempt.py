@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.jobs import TaskStatus
+from pykai.engine.settings import SchedulerConfig
 from pykai.model.builders import node, queue
 from pykai.model.meta import Obj
 from tests.engine.conftest import Engine, gang

@@ -10,11 +10,11 @@ import numpy as np
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import Bind
 from pykai.engine.jobs import EVICTABLE, HOLDS_NODE, TaskStatus
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.session import Session
+from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import ClusterState
 from pykai.model.builders import node, pod, podgroup, queue
 from pykai.model.meta import Obj

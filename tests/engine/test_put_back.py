@@ -18,9 +18,9 @@ from hypothesis import strategies as st
 from pykai.bench.contended import build, reclaim_heavy
 from pykai.engine.actions.allocate import tasks_to_allocate
 from pykai.engine.actions.gang import place_gang
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.jobs import EVICTABLE
 from pykai.engine.session import Session
+from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import ClusterState
 from pykai.model.meta import Obj
 

@@ -17,10 +17,10 @@ from hypothesis import strategies as st
 
 from pykai.engine.actions.allocate import tasks_to_allocate
 from pykai.engine.actions.solver import Solver
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.session import Session
+from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import ClusterState
 from pykai.model import constants as c
 from pykai.model.builders import node, pod, podgroup, queue

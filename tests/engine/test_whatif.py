@@ -5,7 +5,7 @@ quota reclaims from one beyond it; nothing is evicted unless the preemptor can r
 
 from __future__ import annotations
 
-from pykai.engine.config import SchedulerConfig
+from pykai.engine.settings import SchedulerConfig
 from pykai.engine.whatif import JobExplanation, explain_job
 from pykai.model.builders import node, pod, podgroup, queue
 from pykai.model.meta import Obj

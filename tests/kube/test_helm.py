@@ -27,7 +27,8 @@ import httpx
 import pytest
 import yaml
 
-from pykai.engine.config import SchedulerConfig, config_from_documents
+from pykai.engine.config import config_from_documents
+from pykai.engine.settings import SchedulerConfig
 from pykai.kube import peers
 from pykai.kube.api import KINDS, connect
 from pykai.kube.localcluster import KUEUE_CRDS, LocalCluster, free_port

@@ -27,7 +27,7 @@ from pykai.dashboard.model import build_page
 from pykai.dashboard.server import serve_dashboard
 from pykai.embedded.dashboard import StorePages
 from pykai.embedded.sqlite import Store
-from pykai.engine.config import SchedulerConfig
+from pykai.engine.settings import SchedulerConfig
 
 PAGES = ("queues", "gpus", "pending", "evictions", "history")
 _DRAWN = re.compile(r"pykai-draw (\S+) ([\d.]+) ms")

@@ -26,10 +26,10 @@ from collections.abc import Callable
 from typing import Any
 
 from pykai.bench.contended import Workload, build, contended, reclaim_heavy
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import CycleResult
 from pykai.engine.memory import settle
 from pykai.engine.scheduler import Scheduler
+from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import ClusterState
 from pykai.model.builders import node, pod, podgroup, queue
 from pykai.model.meta import Obj

@@ -11,9 +11,10 @@ from typing import Any
 
 from pykai.cli.kueue_explain import explain_kueue, kueue_text, managed_job, managed_owner
 from pykai.cli.related import Reader, podgroup_pods
-from pykai.engine.config import SchedulerConfig, config_from_mapping
+from pykai.engine.config import config_from_mapping
 from pykai.engine.positions import recorded_reasons
 from pykai.engine.session import Session
+from pykai.engine.settings import SchedulerConfig
 from pykai.engine.whatif import (
     STATE_KINDS,
     JobExplanation,

@@ -12,8 +12,8 @@ import time
 
 from pykai.dashboard.memory import Memory, from_decision
 from pykai.dashboard.model import allocated_gpus, build_page
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import CycleResult, Reason
+from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import ClusterState
 
 log = logging.getLogger("pykai.dashboard")

@@ -10,11 +10,11 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from pykai.controllers.status import reason_text
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import Reason
 from pykai.engine.jobs import HOLDS_NODE, Job, Task, TaskStatus
 from pykai.engine.positions import pending_positions
 from pykai.engine.session import QueueInfo, Session
+from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import ClusterState
 from pykai.model.positions import Position
 from pykai.model.resources import Resources

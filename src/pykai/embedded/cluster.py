@@ -30,11 +30,12 @@ from pykai.embedded.memory import MemoryStore
 from pykai.embedded.reader import POSITIONS, ClusterReader
 from pykai.embedded.sqlite import Store
 from pykai.embedded.store import ObjectStore, namespace_of
-from pykai.engine.config import SchedulerConfig, config_from_mapping
+from pykai.engine.config import config_from_mapping
 from pykai.engine.decisions import CycleResult
 from pykai.engine.memory import settle
 from pykai.engine.positions import Reasons, board, reasons_of
 from pykai.engine.scheduler import Scheduler
+from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import KINDS, ClusterState
 from pykai.model.errors import PykaiError
 from pykai.model.kueue.conversion import as_stored

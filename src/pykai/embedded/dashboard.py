@@ -18,9 +18,10 @@ from typing import Any
 from pykai.dashboard.memory import Memory, from_event
 from pykai.dashboard.model import allocated_gpus, build_page
 from pykai.embedded.cluster import EmbeddedCluster
-from pykai.engine.config import SchedulerConfig, config_from_mapping
+from pykai.engine.config import config_from_mapping
 from pykai.engine.decisions import Reason
 from pykai.engine.positions import recorded_reasons
+from pykai.engine.settings import SchedulerConfig
 from pykai.model.errors import ValidationError
 from pykai.model.meta import Obj
 

@@ -1,115 +1,39 @@
-"""Scheduler configuration: actions, placement strategy, min-runtime defaults and limits.
-
-It can be written as KAI's SchedulingShard (kai.scheduler/v1) or as a plain mapping with the
-same field names as ``SchedulerConfig``.
+"""Reading the scheduler's settings (engine/settings.py) as users write them: KAI's
+SchedulingShard (kai.scheduler/v1) or a plain mapping with the same field names as
+``SchedulerConfig``. The names it accepts for actions and placement policies are those their
+registrations give (engine/actions/registry.py, engine/policies/), and an action's default
+priority is KAI's, by its place in that registration.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from functools import cache
+from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic import ValidationError as PydanticError
 
-from pykai.model.duration import parse_duration
+from pykai.engine.settings import Registered, SchedulerConfig
 from pykai.model.errors import FieldProblem, ValidationError
 from pykai.model.pydantic_errors import problems_from
 from pykai.model.shard import SchedulingShardSpec
 
-ACTION_NAMES = ("allocate", "consolidation", "reclaim", "preempt", "stalegangeviction")
-DEFAULT_ACTION_PRIORITY = {name: 500 - 100 * i for i, name in enumerate(ACTION_NAMES)}
-Strategy = Literal["binpack", "spread"]
-# KAI's two, the FGD paper's policies, and pykai's (engine/policies/)
-GpuStrategy = Literal[
-    "binpack", "spread", "random", "dotprod", "clustering", "packing", "bestfit", "fgd", "pykai"
-]
+
+@cache
+def registered() -> Registered:
+    """What a configuration may name: the validation's context. The registries (and the engine
+    with them) load when a configuration is first read, not with this module: the webhook and
+    the object validation import it for SchedulingShards."""
+    from pykai.engine.actions.registry import ACTIONS
+    from pykai.engine.policies import POLICIES
+
+    return {"actions": tuple(ACTIONS), "policies": tuple(POLICIES)}
 
 
-class TypicalShape(BaseModel):
-    """One typical pod shape, given rather than learnt (e.g. counted in a trace)."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    cpu_milli: int = Field(alias="cpuMilli", ge=0)
-    gpu_milli: int = Field(0, alias="gpuMilli", ge=0, le=1000)  # per device
-    gpus: int = Field(0, ge=0)  # devices
-    gpu_models: list[str] = Field(default_factory=list, alias="gpuModels")  # empty: any
-    count: int = Field(gt=0)  # how many pods it stands for
-
-
-class TypicalPodsConfig(BaseModel):
-    """Where the typical pods of fragmentation-aware placement come from: the last ``window``
-    pods the cluster has seen, or the ``shapes`` given."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    window: int = Field(1000, ge=1)
-    coverage: float = Field(0.95, gt=0, le=1)
-    shapes: list[TypicalShape] | None = None
-
-
-class PlacementStrategy(BaseModel):
-    """Where to put pods. ``gpu``: KAI's binpack / spread, one of the FGD paper's policies
-    (random, dotprod, clustering, packing, bestfit, fgd) or pykai's; ``cpu``: binpack or
-    spread, for CPU-only pods under binpack / spread (the other policies place every pod)."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    gpu: GpuStrategy = "binpack"
-    cpu: Strategy = "binpack"
-    typical_pods: TypicalPodsConfig = Field(default_factory=TypicalPodsConfig, alias="typicalPods")
-
-
-class SchedulerConfig(BaseModel):
-    """The scheduler's settings."""
-
-    model_config = ConfigDict(extra="forbid", populate_by_name=True)
-
-    actions: list[str] = Field(default_factory=lambda: list(ACTION_NAMES))
-    placement: PlacementStrategy = Field(
-        default_factory=PlacementStrategy, alias="placementStrategy"
-    )
-    default_preempt_min_runtime: float = Field(0.0, alias="defaultPreemptMinRuntime", ge=0)
-    default_reclaim_min_runtime: float = Field(0.0, alias="defaultReclaimMinRuntime", ge=0)
-    stale_gang_grace_period: float = Field(60.0, alias="staleGangGracePeriod")
-    max_consolidation_preemptees: int = Field(16, alias="maxConsolidationPreemptees", ge=0)
-    reclaimer_saturation_multiplier: float = Field(1.0, alias="reclaimerSaturationMultiplier", ge=1)
-    # seconds the victim searches of one action may take; once spent, the action stops and
-    # the cycle's result says so (KAI's scenario search budgets)
-    action_search_budget: float = Field(10.0, alias="actionSearchBudget", gt=0)
-    # simulate every scenario, without bounds, memo or budget (the reference the fast search
-    # must agree with; for tests and benchmarks)
-    exhaustive_search: bool = Field(False, alias="exhaustiveSearch")
-
-    @field_validator("actions")
-    @classmethod
-    def _known_actions(cls, actions: list[str]) -> list[str]:
-        unknown = [a for a in actions if a not in ACTION_NAMES]
-        if unknown:
-            raise ValueError(
-                f"unknown action(s) {', '.join(unknown)}; known: {', '.join(ACTION_NAMES)}"
-            )
-        return actions
-
-    @field_validator(
-        "default_preempt_min_runtime",
-        "default_reclaim_min_runtime",
-        "stale_gang_grace_period",
-        "action_search_budget",
-        mode="before",
-    )
-    @classmethod
-    def _duration(cls, value: Any) -> Any:
-        return parse_duration(value) if isinstance(value, str) else value
-
-    @property
-    def consolidation_enabled(self) -> bool:
-        """KAI turns consolidation off when either strategy is spread."""
-        return (
-            "consolidation" in self.actions
-            and self.placement.gpu == "binpack"
-            and self.placement.cpu == "binpack"
-        )
+def default_action_priority(name: str) -> int:
+    """KAI's default priority of an action: 500 for the first registered, 100 less for each
+    next one (0 for a name not registered)."""
+    names = registered()["actions"]
+    return 500 - 100 * names.index(name) if name in names else 0
 
 
 def config_from_mapping(data: dict[str, Any], source: str = "scheduler config") -> SchedulerConfig:
@@ -117,7 +41,7 @@ def config_from_mapping(data: dict[str, Any], source: str = "scheduler config") 
     if data.get("kind") == "SchedulingShard":
         return _from_shard(data)
     try:
-        return SchedulerConfig.model_validate(data)
+        return SchedulerConfig.model_validate(data, context=registered())
     except PydanticError as exc:
         raise ValidationError(problems_from(exc, "SchedulerConfig", source, "")) from exc
 
@@ -150,11 +74,11 @@ def _from_shard(shard: dict[str, Any]) -> SchedulerConfig:
         for action, raw in actions.items():
             settings = raw or {}
             if settings.get("enabled", True):
-                priority = settings.get("priority", DEFAULT_ACTION_PRIORITY.get(action, 0))
+                priority = settings.get("priority", default_action_priority(action))
                 enabled.append((-int(priority), action))
-        for action in ACTION_NAMES:
+        for action in registered()["actions"]:
             if action not in actions:
-                enabled.append((-DEFAULT_ACTION_PRIORITY[action], action))
+                enabled.append((-default_action_priority(action), action))
         data["actions"] = [a for _, a in sorted(enabled)]
     runtime = spec.get("minRuntime") or {}
     if "preemptMinRuntime" in runtime:
@@ -174,7 +98,7 @@ def _from_shard(shard: dict[str, Any]) -> SchedulerConfig:
         if key in proportion:
             data["reclaimerSaturationMultiplier"] = float(proportion[key])
     try:
-        return SchedulerConfig.model_validate(data)
+        return SchedulerConfig.model_validate(data, context=registered())
     except PydanticError as exc:
         raise ValidationError(problems_from(exc, "SchedulingShard", name, "spec")) from exc
     except ValueError as exc:

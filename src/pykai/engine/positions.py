@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from pykai.engine.actions.allocate import schedulable_jobs, tasks_to_allocate
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.jobs import Job
 from pykai.engine.ordering import JobQueue
 from pykai.engine.session import Session
+from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import ClusterState
 from pykai.model.meta import Obj
 from pykai.model.positions import Board, Position, Reason, job_key

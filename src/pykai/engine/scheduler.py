@@ -6,26 +6,14 @@ import logging
 import time
 from collections.abc import Callable
 
-from pykai.engine.actions.allocate import allocate
-from pykai.engine.actions.consolidation import consolidation
-from pykai.engine.actions.preempt import preempt
-from pykai.engine.actions.reclaim import reclaim
-from pykai.engine.actions.stale_gang import stale_gang_eviction
-from pykai.engine.config import SchedulerConfig
+from pykai.engine.actions.registry import ACTIONS
 from pykai.engine.decisions import Bind, CycleResult
 from pykai.engine.kueue.place import place_admitted
 from pykai.engine.session import Session
+from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import ClusterState
 
 log = logging.getLogger("pykai.engine")
-Action = Callable[[Session], None]
-ACTIONS: dict[str, Action] = {
-    "allocate": allocate,
-    "consolidation": consolidation,
-    "reclaim": reclaim,
-    "preempt": preempt,
-    "stalegangeviction": stale_gang_eviction,
-}
 
 
 class Scheduler:
@@ -46,7 +34,8 @@ class Scheduler:
         opened = time.perf_counter()
         place_admitted(session)
         action_timings: dict[str, float] = {}
-        for name in self.config.actions:
+        configured = self.config.actions
+        for name in list(ACTIONS) if configured is None else configured:
             action = ACTIONS.get(name)
             if action is not None:
                 begun = time.perf_counter()

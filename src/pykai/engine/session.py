@@ -11,12 +11,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-from pykai.engine.config import PlacementStrategy, SchedulerConfig
 from pykai.engine.decisions import Bind, Choice, CycleResult, Evict, QueueStatus, Reason
 from pykai.engine.fairshare import QueueShare, QueueShareInput, compute_fair_shares
 from pykai.engine.jobs import HOLDS_NODE, Job, Task, TaskStatus
 from pykai.engine.policies import PlacementPolicy, policy_for
 from pykai.engine.queue_sums import QueueUsage
+from pykai.engine.settings import PlacementStrategy, SchedulerConfig
 from pykai.engine.state import ClusterState
 from pykai.model.resources import Resources
 

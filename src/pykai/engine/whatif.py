@@ -26,12 +26,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from pykai.engine.actions.allocate import tasks_to_allocate
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import Reason
 from pykai.engine.jobs import Job
 from pykai.engine.positions import pending_positions
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.session import Session
+from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import ClusterState
 from pykai.model import constants as c
 from pykai.model.meta import Obj

@@ -37,10 +37,10 @@ from pykai.round.steps import COMPONENTS, Round
 
 __all__ = ["DEFAULT_COMPONENTS", "KubeRunner"]
 from pykai.controllers.validation import StoredCheck
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.decisions import CycleResult
 from pykai.engine.memory import settle
 from pykai.engine.scheduler import Scheduler
+from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import ClusterState
 from pykai.kube.api import API_ERRORS, KubeApi, RefusedAtStart
 from pykai.kube.binding import RESERVATION_NAMESPACE, groups_in_use

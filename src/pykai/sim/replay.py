@@ -19,9 +19,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from pykai.embedded.cluster import EmbeddedCluster
-from pykai.engine.config import SchedulerConfig, TypicalShape
 from pykai.engine.fragmentation import FragIndex
 from pykai.engine.policies import shape_from
+from pykai.engine.settings import SchedulerConfig, TypicalShape
 from pykai.engine.typical import NONZERO_CPU, PodShape, TypicalPods
 from pykai.model.errors import InvalidRequest
 from pykai.sim.objects import node_object, pod_object

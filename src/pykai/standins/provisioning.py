@@ -10,8 +10,8 @@ cluster the real autoscaler answers."""
 from __future__ import annotations
 
 from pykai.controllers.host import Host
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.kueue.admission import NodeFit
+from pykai.engine.settings import SchedulerConfig
 from pykai.model.conditions import Condition, condition_of, is_true, with_conditions
 from pykai.model.meta import Obj, mapping, objects
 

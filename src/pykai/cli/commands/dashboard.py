@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from http.server import ThreadingHTTPServer
 
     from pykai.dashboard.live import CyclePages
-    from pykai.engine.config import SchedulerConfig
+    from pykai.engine.settings import SchedulerConfig
 
 DEFAULT_ADDRESS = "127.0.0.1:8090"
 AddressOption = Annotated[

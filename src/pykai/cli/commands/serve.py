@@ -152,7 +152,7 @@ def run(
                 ) from exc
 
     from pykai.cli.commands.dashboard import serve_cycle_pages
-    from pykai.engine.config import SchedulerConfig
+    from pykai.engine.settings import SchedulerConfig
     from pykai.kube.metrics import RunMetrics
     from pykai.kube.metrics_server import serve_metrics
     from pykai.kube.pending import PendingBoard

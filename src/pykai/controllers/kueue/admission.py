@@ -11,7 +11,6 @@ from __future__ import annotations
 from pykai.controllers.events import NORMAL, WARNING
 from pykai.controllers.host import Host
 from pykai.controllers.kueue.checks import run_admission_checks
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.kueue.admission import (
     Decisions,
     Objects,
@@ -20,6 +19,7 @@ from pykai.engine.kueue.admission import (
     read_workload,
 )
 from pykai.engine.kueue.quota import ClusterQueueView, quantity
+from pykai.engine.settings import SchedulerConfig
 from pykai.model.conditions import Condition, condition_of, is_true, with_conditions
 from pykai.model.meta import Obj, format_time, mapping, objects
 

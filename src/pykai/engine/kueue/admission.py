@@ -12,7 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from pykai.engine.actions.gang import place_gang
-from pykai.engine.config import SchedulerConfig
 from pykai.engine.jobs import ON_NODE, Task
 from pykai.engine.kueue.positions import queue_order
 from pykai.engine.kueue.quota import (
@@ -31,6 +30,7 @@ from pykai.engine.kueue.quota import (
     reserve,
 )
 from pykai.engine.session import Session
+from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import ClusterState
 from pykai.model import constants as c
 from pykai.model.conditions import condition_of, is_true

@@ -3,7 +3,9 @@ gpuspread (kai.py), the FGD paper's policies (paper.py, fgd.py) and pykai's (fgd
 
 from __future__ import annotations
 
-from pykai.engine.config import PlacementStrategy, TypicalShape
+from collections.abc import Callable
+from typing import Literal
+
 from pykai.engine.policies.base import GpuChooser, NodeScorer, PlacementPolicy
 from pykai.engine.policies.fgd import FgdScorer, FragChooser, PykaiScorer
 from pykai.engine.policies.kai import KaiChooser, KaiScorer
@@ -15,18 +17,25 @@ from pykai.engine.policies.paper import (
     RandomChooser,
     RandomScorer,
 )
+from pykai.engine.settings import PlacementStrategy, TypicalShape
 from pykai.engine.typical import PodShape, SeenPods, TypicalPods
 from pykai.model import constants as c
 from pykai.model.constraints import NodeConstraints, Requirement
 
-__all__ = ["GpuChooser", "NodeScorer", "PlacementPolicy", "policy_for", "typical_pods"]
+__all__ = [
+    "POLICIES",
+    "GpuChooser",
+    "NodeScorer",
+    "PlacementPolicy",
+    "PolicyFactory",
+    "policy_for",
+    "typical_pods",
+]
 
-_PAPER: dict[str, NodeScorer] = {
-    "dotprod": DotProductScorer(),
-    "clustering": ClusteringScorer(),
-    "packing": PackingScorer(),
-    "bestfit": BestFitScorer(),
-}
+PolicyFactory = Callable[[PlacementStrategy, SeenPods | None], PlacementPolicy]
+"""Makes a registered policy for a placement strategy (its ``cpu`` and ``typicalPods`` as the
+policy reads them), learning typical pods from the pods seen, if given; it must not change
+what it is given."""
 
 
 def shape_from(given: TypicalShape) -> PodShape:
@@ -54,16 +63,50 @@ def typical_pods(strategy: PlacementStrategy, seen: SeenPods) -> TypicalPods:
     return seen.typical(config.coverage)
 
 
+def _kai(name: Literal["binpack", "spread"]) -> PolicyFactory:
+    """KAI's binpack or spread, with gpupack or gpuspread; CPU-only pods as ``cpu`` says."""
+    devices: Literal["pack", "spread"] = "pack" if name == "binpack" else "spread"
+    return lambda strategy, _: PlacementPolicy(
+        KaiScorer(name), KaiScorer(strategy.cpu), KaiChooser(devices)
+    )
+
+
+def _random(_: PlacementStrategy, __: SeenPods | None) -> PlacementPolicy:
+    return PlacementPolicy(RandomScorer(), RandomScorer(), RandomChooser())
+
+
+def _paper(scorer: NodeScorer) -> PolicyFactory:
+    """One of the FGD paper's scorers, for every pod, with KAI's gpupack."""
+    return lambda _, __: PlacementPolicy(scorer, scorer, KaiChooser("pack"))
+
+
+def _fragmentation(kind: type[FgdScorer]) -> PolicyFactory:
+    """FGD or pykai's: fragmentation growth against the typical pods."""
+
+    def make(strategy: PlacementStrategy, seen: SeenPods | None) -> PlacementPolicy:
+        typical = typical_pods(strategy, seen or SeenPods(strategy.typical_pods.window))
+        scorer = kind(typical)
+        return PlacementPolicy(scorer, scorer, FragChooser(scorer))
+
+    return make
+
+
+POLICIES: dict[str, PolicyFactory] = {
+    "binpack": _kai("binpack"),
+    "spread": _kai("spread"),
+    "random": _random,
+    "dotprod": _paper(DotProductScorer()),
+    "clustering": _paper(ClusteringScorer()),
+    "packing": _paper(PackingScorer()),
+    "bestfit": _paper(BestFitScorer()),
+    "fgd": _fragmentation(FgdScorer),
+    "pykai": _fragmentation(PykaiScorer),
+}
+"""Every placement policy, by the name ``placementStrategy.gpu`` gives it: KAI's two, the FGD
+paper's and pykai's. The configuration accepts these names and no others (engine/config.py
+derives them from here)."""
+
+
 def policy_for(strategy: PlacementStrategy, seen: SeenPods | None = None) -> PlacementPolicy:
     """The policy a placement strategy names (typical pods learnt from ``seen``, if given)."""
-    name = strategy.gpu
-    if name in ("binpack", "spread"):
-        chooser = KaiChooser("pack" if name == "binpack" else "spread")
-        return PlacementPolicy(KaiScorer(name), KaiScorer(strategy.cpu), chooser)
-    if name == "random":
-        return PlacementPolicy(RandomScorer(), RandomScorer(), RandomChooser())
-    if name in _PAPER:
-        return PlacementPolicy(_PAPER[name], _PAPER[name], KaiChooser("pack"))
-    typical = typical_pods(strategy, seen or SeenPods(strategy.typical_pods.window))
-    scorer = PykaiScorer(typical) if name == "pykai" else FgdScorer(typical)
-    return PlacementPolicy(scorer, scorer, FragChooser(scorer))
+    return POLICIES[strategy.gpu](strategy, seen)
