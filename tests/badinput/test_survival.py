@@ -21,12 +21,13 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pykai.kube.api import KINDS, KubeApi, connect
+from pykai.kube.api import KubeApi, connect
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.watched import NEEDS
 from pykai.model import builders
 from pykai.model import constants as c
+from pykai.model.kinds import BY_KIND
 from tests.kube.conftest import PykaiProcess, kubectl, pykai_running, wait_for, webhook_running
 
 from .catalogue import BASELINE, CASES, VALID_POD, BadInput
@@ -110,7 +111,7 @@ def probe_binds(cluster: LocalCluster, api: KubeApi, number: int, process: Pykai
     deadline = time.monotonic() + BIND_WITHIN
     try:
         while time.monotonic() < deadline:
-            found = api.get(KINDS["Pod"], f"probe-{number}", "default") or {}
+            found = api.get(BY_KIND["Pod"], f"probe-{number}", "default") or {}
             if (found.get("spec") or {}).get("nodeName") == "probe-node":
                 return ""
             if process.poll() is not None:
@@ -118,7 +119,7 @@ def probe_binds(cluster: LocalCluster, api: KubeApi, number: int, process: Pykai
             time.sleep(0.1)
         return f"probe-{number} not bound within {BIND_WITHIN}s"
     finally:
-        api.delete(KINDS["Pod"], f"probe-{number}", "default", 0)
+        api.delete(BY_KIND["Pod"], f"probe-{number}", "default", 0)
 
 
 def survivals(
@@ -176,7 +177,7 @@ def test_a_held_pod_says_why_where_kubectl_users_look(
         try:
 
             def condition() -> dict[str, str] | None:
-                pod = api.get(KINDS["Pod"], "too-much", "default") or {}
+                pod = api.get(BY_KIND["Pod"], "too-much", "default") or {}
                 found = [
                     c
                     for c in (pod.get("status") or {}).get("conditions") or []
@@ -213,26 +214,26 @@ def test_a_pod_pykai_cannot_read_still_holds_its_node(cluster: LocalCluster) -> 
     )
     whole = builders.pod("whole", gpus=8, labels={c.QUEUE_LABEL: "probe"})
     whole["spec"]["nodeSelector"] = {"pool": "held"}
-    api.create(KINDS["Pod"], foreign)
+    api.create(BY_KIND["Pod"], foreign)
     try:
         with pykai_running(cluster) as process:
             process.wait_cycles(2)
-            api.create(KINDS["Pod"], whole)
+            api.create(BY_KIND["Pod"], whole)
             assert wait_for(
                 lambda: (
-                    (api.get(KINDS["Pod"], "whole", "default") or {})
+                    (api.get(BY_KIND["Pod"], "whole", "default") or {})
                     .get("spec", {})
                     .get("nodeName")
                 ),
                 timeout=60,
             )
-            bound = api.get(KINDS["Pod"], "whole", "default") or {}
+            bound = api.get(BY_KIND["Pod"], "whole", "default") or {}
             assert bound["spec"]["nodeName"] == "spare-node"
     finally:
         for name in ("foreign", "whole"):
-            api.delete(KINDS["Pod"], name, "default", 0)
+            api.delete(BY_KIND["Pod"], name, "default", 0)
         for name in ("full-node", "spare-node"):
-            api.delete(KINDS["Node"], name)
+            api.delete(BY_KIND["Node"], name)
 
 
 def test_a_pod_with_a_250_character_name_is_grouped_and_bound(cluster: LocalCluster) -> None:
@@ -241,17 +242,17 @@ def test_a_pod_with_a_250_character_name_is_grouped_and_bound(cluster: LocalClus
     pod = builders.pod(name, cpu="100m", labels={c.QUEUE_LABEL: "probe"})
     pod["spec"]["nodeSelector"] = {"pool": "probe"}
     pod["spec"]["tolerations"] = [{"key": "probe", "operator": "Exists"}]
-    api.create(KINDS["Pod"], pod)
+    api.create(BY_KIND["Pod"], pod)
     try:
         with pykai_running(cluster):
             assert wait_for(
                 lambda: (
-                    (api.get(KINDS["Pod"], name, "default") or {}).get("spec", {}).get("nodeName")
+                    (api.get(BY_KIND["Pod"], name, "default") or {}).get("spec", {}).get("nodeName")
                 ),
                 timeout=60,
             )
-        annotations = (api.get(KINDS["Pod"], name, "default") or {})["metadata"]["annotations"]
+        annotations = (api.get(BY_KIND["Pod"], name, "default") or {})["metadata"]["annotations"]
         group = annotations[c.POD_GROUP_ANNOTATION]
-        assert len(group) <= 253 and api.get(KINDS["PodGroup"], group, "default") is not None
+        assert len(group) <= 253 and api.get(BY_KIND["PodGroup"], group, "default") is not None
     finally:
-        api.delete(KINDS["Pod"], name, "default", 0)
+        api.delete(BY_KIND["Pod"], name, "default", 0)

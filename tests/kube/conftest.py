@@ -18,11 +18,12 @@ import pytest
 import yaml
 
 from pykai.kube import peers
-from pykai.kube.api import KINDS, connect
+from pykai.kube.api import connect
 from pykai.kube.localcluster import PYKAI_CRDS, LocalCluster, free_port, kai_crds
 from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.webhook import CONFIGURATION_NAME, unregister
 from pykai.model import builders
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -164,13 +165,13 @@ def webhook_running(cluster: LocalCluster, *flags: str) -> Iterator[str]:
     try:
         assert wait_for(healthy), "webhook did not start"
         assert wait_for(
-            lambda: api.get(KINDS["ValidatingWebhookConfiguration"], CONFIGURATION_NAME)
+            lambda: api.get(BY_KIND["ValidatingWebhookConfiguration"], CONFIGURATION_NAME)
         )
         yield address
     finally:
         process.send_signal(signal.SIGTERM)
         code = process.wait(timeout=20)
-        gone = api.get(KINDS["ValidatingWebhookConfiguration"], CONFIGURATION_NAME) is None
+        gone = api.get(BY_KIND["ValidatingWebhookConfiguration"], CONFIGURATION_NAME) is None
         unregister(api)  # never leave it behind for the other tests of the session
         assert code == 0 and gone
 
@@ -223,7 +224,7 @@ def pinned_node(cluster: LocalCluster, node: str, queue: str) -> Callable[[Obj],
     taint = {"key": "pykai-test", "value": node, "effect": "NoSchedule"}
     made = builders.node(node, gpus=2, labels={"pool": node}, taints=[taint])
     create_ready_nodes(api, [made], 0.0)
-    api.create_if_absent(KINDS["Queue"], builders.queue(queue))
+    api.create_if_absent(BY_KIND["Queue"], builders.queue(queue))
 
     def pin(pod: Obj) -> Obj:
         spec = {**pod["spec"], "nodeSelector": {"pool": node}}

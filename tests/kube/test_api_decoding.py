@@ -8,7 +8,8 @@ import itertools
 from hypothesis import given
 from hypothesis import strategies as st
 
-from pykai.kube.api import KINDS, _lines, _received
+from pykai.kube.api import _lines, _received
+from pykai.model.kinds import BY_KIND
 
 LINES = st.lists(st.binary(min_size=1).filter(lambda b: b"\n" not in b and b.strip()), max_size=8)
 
@@ -33,7 +34,7 @@ def test_received_objects_lose_only_managed_fields() -> None:
         "metadata": {"name": "p", "labels": {"a": "b"}, "managedFields": [{"manager": "x"}]},
         "spec": {"nodeName": ""},
     }
-    assert _received(KINDS["Pod"], pod) == {
+    assert _received(BY_KIND["Pod"], pod) == {
         "kind": "Pod",
         "apiVersion": "v1",
         "metadata": {"name": "p", "labels": {"a": "b"}},

@@ -17,13 +17,14 @@ import pytest
 from pykai.controllers.outcome import carry_out
 from pykai.engine.jobs import HOLDS_NODE, TaskStatus
 from pykai.engine.scheduler import Scheduler
-from pykai.kube.api import KINDS, ApiError, KubeApi, connect
+from pykai.kube.api import ApiError, KubeApi, connect
 from pykai.kube.host import KubeHost
 from pykai.kube.informer import Change
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.runner import KubeRunner
 from pykai.model import builders
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 from tests.inline import InlineExecutor
 from tests.kube.conftest import wait_for
@@ -120,14 +121,14 @@ def test_a_cycle_that_fails_after_its_binds_started_leaves_them_in_the_cache() -
 @pytest.fixture
 def api(local_cluster: LocalCluster) -> Iterator[KubeApi]:
     admin = connect(local_cluster.kubeconfig)
-    admin.create_if_absent(KINDS["Namespace"], {"metadata": {"name": "early"}})
-    admin.create_if_absent(KINDS["Queue"], builders.queue(QUEUE))
+    admin.create_if_absent(BY_KIND["Namespace"], {"metadata": {"name": "early"}})
+    admin.create_if_absent(BY_KIND["Queue"], builders.queue(QUEUE))
     create_ready_nodes(admin, [builders.node("early-node", gpus=16)], time.time())
     yield admin
-    for pod in admin.list(KINDS["Pod"])[0]:
+    for pod in admin.list(BY_KIND["Pod"])[0]:
         if pod["metadata"]["namespace"] == "early":
-            admin.delete(KINDS["Pod"], pod["metadata"]["name"], "early", grace_seconds=0)
-    admin.delete(KINDS["Node"], "early-node")
+            admin.delete(BY_KIND["Pod"], pod["metadata"]["name"], "early", grace_seconds=0)
+    admin.delete(BY_KIND["Node"], "early-node")
 
 
 def in_namespace(objects: list[Obj]) -> list[Obj]:
@@ -142,7 +143,7 @@ def test_a_whole_gpu_bind_is_one_write(api: KubeApi) -> None:
     (the PodGroups' status goes to the podgroups resource)."""
     objects = in_namespace(gang("solo", 1, 1) + gang("pair", 2, 2))
     for obj in objects:
-        api.create(KINDS[obj["kind"]], obj)
+        api.create(BY_KIND[obj["kind"]], obj)
     pod_writes: list[tuple[str, str]] = []
 
     def record(request: httpx.Request) -> None:
@@ -164,7 +165,7 @@ def test_a_whole_gpu_bind_is_one_write(api: KubeApi) -> None:
         names = [o["metadata"]["name"] for o in objects if o["kind"] == "Pod"]
 
         def all_bound() -> bool:
-            pods = [api.get(KINDS["Pod"], name, "early") or {} for name in names]
+            pods = [api.get(BY_KIND["Pod"], name, "early") or {} for name in names]
             return all((pod.get("spec") or {}).get("nodeName") for pod in pods)
 
         assert wait_for(all_bound, timeout=120)

@@ -8,9 +8,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from pykai.kube.api import KINDS, connect
+from pykai.kube.api import connect
 from pykai.kube.localcluster import LocalCluster
 from pykai.model import builders
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 from tests.kube.conftest import (
     apply,
@@ -41,11 +42,11 @@ def versions(cluster: LocalCluster) -> dict[str, str]:
     api = connect(cluster.kubeconfig)
     found = {}
     for kind in ("PodGroup", "Pod"):
-        for obj in api.list(KINDS[kind])[0]:
+        for obj in api.list(BY_KIND[kind])[0]:
             meta = obj["metadata"]
             if meta.get("namespace") == NAMESPACE:
                 found[f"{kind}/{meta['name']}"] = meta["resourceVersion"]
-    queue = api.get(KINDS["Queue"], "explain-q")
+    queue = api.get(BY_KIND["Queue"], "explain-q")
     assert queue is not None
     found["Queue/explain-q"] = queue["metadata"]["resourceVersion"]
     return found
@@ -98,7 +99,7 @@ def check(cluster: LocalCluster, tmp_path: Path) -> None:
     placed = pykai_cli("get", "pod", "wide-0", "-n", NAMESPACE, "-o", "json", offline)
     assert json.loads(placed.stdout)["spec"].get("nodeName") == "whatif-node"
     assert versions(cluster) == before  # the live cluster was only read
-    assert connect(cluster.kubeconfig).get(KINDS["Node"], "whatif-node") is None
+    assert connect(cluster.kubeconfig).get(BY_KIND["Node"], "whatif-node") is None
 
 
 def explain_live_pod(cluster: LocalCluster, name: str) -> dict[str, object]:
@@ -115,12 +116,12 @@ def test_explain_a_placed_pod_on_a_live_cluster(local_cluster: LocalCluster) -> 
     api = connect(local_cluster.kubeconfig)
     pin = pinned_node(local_cluster, "explain-node", "explain-placed")
     pod = builders.pod("placed", gpus=1, labels={"kai.scheduler/queue": "explain-placed"})
-    api.create(KINDS["Pod"], pin(pod))
+    api.create(BY_KIND["Pod"], pin(pod))
     try:
         with pykai_running(local_cluster):
 
             def bound() -> bool:
-                found = api.get(KINDS["Pod"], "placed", "default") or {}
+                found = api.get(BY_KIND["Pod"], "placed", "default") or {}
                 return bool((found.get("spec") or {}).get("nodeName"))
 
             assert wait_for(bound, timeout=60)
@@ -138,9 +139,9 @@ def test_explain_a_placed_pod_on_a_live_cluster(local_cluster: LocalCluster) -> 
                 "Successfully assigned default/placed to explain-node, chosen by"
             )
     finally:
-        api.delete(KINDS["Pod"], "placed", "default", grace_seconds=0)
-        api.delete(KINDS["Node"], "explain-node")
-        api.delete(KINDS["Queue"], "explain-placed")
+        api.delete(BY_KIND["Pod"], "placed", "default", grace_seconds=0)
+        api.delete(BY_KIND["Node"], "explain-node")
+        api.delete(BY_KIND["Queue"], "explain-placed")
 
 
 def test_explain_an_evicted_pod_on_a_live_cluster(local_cluster: LocalCluster) -> None:
@@ -161,15 +162,15 @@ def test_explain_an_evicted_pod_on_a_live_cluster(local_cluster: LocalCluster) -
     try:
         with pykai_running(local_cluster):  # KWOK runs the pods
             for obj in victim:
-                api.create(KINDS[obj["kind"]], obj)
+                api.create(BY_KIND[obj["kind"]], obj)
 
             def running() -> bool:
-                found = api.get(KINDS["Pod"], "evict-train-0", "default") or {}
+                found = api.get(BY_KIND["Pod"], "evict-train-0", "default") or {}
                 return (found.get("status") or {}).get("phase") == "Running"
 
             assert wait_for(running, timeout=120)
             for obj in preemptor:
-                api.create(KINDS[obj["kind"]], obj)
+                api.create(BY_KIND[obj["kind"]], obj)
 
             def explained() -> dict[str, object]:
                 return explain_live_pod(local_cluster, "evict-train-0")
@@ -178,9 +179,9 @@ def test_explain_an_evicted_pod_on_a_live_cluster(local_cluster: LocalCluster) -
             answer = explained()
     finally:
         for obj in reversed(victim + preemptor):
-            api.delete(KINDS[obj["kind"]], obj["metadata"]["name"], "default", grace_seconds=0)
-        api.delete(KINDS["Node"], "evict-node")
-        api.delete(KINDS["Queue"], "explain-evict")
+            api.delete(BY_KIND[obj["kind"]], obj["metadata"]["name"], "default", grace_seconds=0)
+        api.delete(BY_KIND["Node"], "evict-node")
+        api.delete(BY_KIND["Queue"], "explain-evict")
     assert (answer["state"], answer["node"]) == ("evicted", "evict-node")
     [message] = answer["evicted"]  # type: ignore[misc]
     assert "Preempted by default/evict-serve" in message and "in queue explain-evict" in message

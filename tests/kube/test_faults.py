@@ -15,11 +15,12 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pykai.kube.api import KINDS, KubeApi, connect
+from pykai.kube.api import KubeApi, connect
 from pykai.kube.binding import RESERVATION_NAMESPACE
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 from pykai.model import builders
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 from tests.kube.conftest import (
     account_kubeconfig,
@@ -49,17 +50,17 @@ def create_all(api: KubeApi, objects: list[Obj]) -> None:
     """Create objects with parallel writes (PodGroups first)."""
     for obj in objects:
         if obj["kind"] != "Pod":
-            api.create(KINDS[obj["kind"]], obj)
+            api.create(BY_KIND[obj["kind"]], obj)
     with ThreadPoolExecutor(16) as pool:
         list(
             pool.map(
-                lambda o: api.create(KINDS["Pod"], o), [o for o in objects if o["kind"] == "Pod"]
+                lambda o: api.create(BY_KIND["Pod"], o), [o for o in objects if o["kind"] == "Pod"]
             )
         )
 
 
 def live_pods(api: KubeApi, namespace: str = "") -> list[Obj]:
-    pods, _ = api.list(KINDS["Pod"])
+    pods, _ = api.list(BY_KIND["Pod"])
     return [
         p
         for p in pods
@@ -112,7 +113,7 @@ def test_sigkill_mid_bind_then_restart(cluster: LocalCluster) -> None:
         objects.append(
             builders.pod(f"half-{i}", group=f"half-{i}", annotations={"gpu-fraction": "0.5"})
         )
-    api.create(KINDS["Queue"], objects.pop(0))
+    api.create(BY_KIND["Queue"], objects.pop(0))
     create_all(api, objects)
 
     process = start_pykai(cluster)
@@ -154,10 +155,10 @@ def test_apiserver_restart_is_survived(cluster: LocalCluster) -> None:
         assert process.poll() is None  # still running
         api = connect(cluster.kubeconfig)
         pod = builders.pod("after-restart", labels={"kai.scheduler/queue": "faults"})
-        api.create(KINDS["Pod"], pod)
+        api.create(BY_KIND["Pod"], pod)
         assert wait_for(
             lambda: bool(
-                (api.get(KINDS["Pod"], "after-restart", "default") or {})["spec"].get("nodeName")
+                (api.get(BY_KIND["Pod"], "after-restart", "default") or {})["spec"].get("nodeName")
             ),
             timeout=60,
         )
@@ -240,7 +241,7 @@ def test_failing_bind_backs_off_and_does_not_starve_others(
     does not take the GPUs every cycle: with backoff the small pod runs."""
     api = connect(cluster.kubeconfig)
     for pod in live_pods(api):  # an empty cluster: the capacity story below is exact
-        api.delete(KINDS["Pod"], pod["metadata"]["name"], pod["metadata"]["namespace"], 0)
+        api.delete(BY_KIND["Pod"], pod["metadata"]["name"], pod["metadata"]["namespace"], 0)
     assert wait_for(lambda: not live_pods(api))
     kubeconfig = restricted_kubeconfig(cluster, tmp_path)
     stuck = [builders.podgroup("stuck", queue="faults", min_member=6, namespace="blocked")]
@@ -263,7 +264,9 @@ def test_failing_bind_backs_off_and_does_not_starve_others(
     process = start_pykai(cluster, kubeconfig=kubeconfig)
     try:
         assert wait_for(
-            lambda: bool((api.get(KINDS["Pod"], "later", "default") or {})["spec"].get("nodeName")),
+            lambda: bool(
+                (api.get(BY_KIND["Pod"], "later", "default") or {})["spec"].get("nodeName")
+            ),
             timeout=40,
         ), "the failing gang starved the other pod"
         assert not any(p["spec"].get("nodeName") for p in live_pods(api, "blocked"))
@@ -271,14 +274,14 @@ def test_failing_bind_backs_off_and_does_not_starve_others(
         assert "FailedBinding" in events and "retrying in" in events
 
         def request_status() -> Obj:
-            found = api.get(KINDS["BindRequest"], "stuck-half", "blocked") or {}
+            found = api.get(BY_KIND["BindRequest"], "stuck-half", "blocked") or {}
             return dict(found.get("status") or {})
 
         # the shared-GPU pod goes through a BindRequest: the binder retries it with backoff
         # up to its backoffLimit (5), then gives up; the pod waits and is reported
         assert wait_for(lambda: request_status().get("phase") == "Failed", timeout=30)
         assert request_status()["failedAttempts"] == 5 and "403" in request_status()["reason"]
-        assert not (api.get(KINDS["Pod"], "stuck-half", "blocked") or {})["spec"].get("nodeName")
+        assert not (api.get(BY_KIND["Pod"], "stuck-half", "blocked") or {})["spec"].get("nodeName")
         assert wait_for(
             lambda: "binder gave up" in kubectl(cluster, "get", "events", "-n", "blocked")
         )

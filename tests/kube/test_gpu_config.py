@@ -14,7 +14,7 @@ import pytest
 
 from pykai.controllers.faults import Isolation
 from pykai.engine.decisions import Bind
-from pykai.kube.api import KINDS, KubeApi, connect
+from pykai.kube.api import KubeApi, connect
 from pykai.kube.binder import Binder
 from pykai.kube.binding import bind_request
 from pykai.kube.events import EventRecorder
@@ -22,6 +22,7 @@ from pykai.kube.gpu_env import CONFIG_ANNOTATION, WRITTEN_ANNOTATION, env_patch
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
 from pykai.model import builders
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 from pykai.model.problems import ObjectProblem
 from tests.kube.conftest import pykai_running, wait_for
@@ -105,29 +106,29 @@ def api(local_cluster: LocalCluster) -> Iterator[KubeApi]:
     """The admin's client; the test's pods are gone afterwards (no scheduler of a later test
     sees them)."""
     admin = connect(local_cluster.kubeconfig)
-    admin.create_if_absent(KINDS["Namespace"], {"metadata": {"name": NAMESPACE}})
+    admin.create_if_absent(BY_KIND["Namespace"], {"metadata": {"name": NAMESPACE}})
     yield admin
-    for pod in admin.list(KINDS["Pod"])[0]:
+    for pod in admin.list(BY_KIND["Pod"])[0]:
         if pod["metadata"]["namespace"] == NAMESPACE:
-            admin.delete(KINDS["Pod"], pod["metadata"]["name"], NAMESPACE, 0)
+            admin.delete(BY_KIND["Pod"], pod["metadata"]["name"], NAMESPACE, 0)
 
 
 def shared_pod(api: KubeApi, name: str, config: str) -> Obj:
     pod = builders.pod(
         name, namespace=NAMESPACE, annotations={"gpu-fraction": "0.5", CONFIG_ANNOTATION: config}
     )
-    return api.create(KINDS["Pod"], pod)
+    return api.create(BY_KIND["Pod"], pod)
 
 
 def run_binder(admin: KubeApi, api: KubeApi, pod: Obj, groups: tuple[str, ...]) -> None:
     """One binder process on ``api``: it carries out the pod's BindRequest (made for
     ``groups`` on NODE if there is none) once, the groups being reserved already, then ends."""
     meta = pod["metadata"]
-    request = admin.get(KINDS["BindRequest"], meta["name"], NAMESPACE)
+    request = admin.get(BY_KIND["BindRequest"], meta["name"], NAMESPACE)
     if request is None:
         decision = Bind(NAMESPACE, meta["name"], meta["uid"], NODE, groups, 0.5)
-        request = admin.create(KINDS["BindRequest"], bind_request(decision))
-    fresh = admin.get(KINDS["Pod"], meta["name"], NAMESPACE) or pod
+        request = admin.create(BY_KIND["BindRequest"], bind_request(decision))
+    fresh = admin.get(BY_KIND["Pod"], meta["name"], NAMESPACE) or pod
     # the binder's pool ends first (its work done), then the events it recorded are written
     with ThreadPoolExecutor(2) as events, ThreadPoolExecutor(4) as pool:
         binder = Binder(api, pool, EventRecorder(admin, events))
@@ -141,17 +142,17 @@ def _fail(_: Obj, problem: ObjectProblem) -> None:
 
 
 def config_data(api: KubeApi, name: str) -> dict[str, str]:
-    return dict((api.get(KINDS["ConfigMap"], name, NAMESPACE) or {}).get("data") or {})
+    return dict((api.get(BY_KIND["ConfigMap"], name, NAMESPACE) or {}).get("data") or {})
 
 
 def request_status(api: KubeApi, name: str) -> Obj:
-    return dict((api.get(KINDS["BindRequest"], name, NAMESPACE) or {}).get("status") or {})
+    return dict((api.get(BY_KIND["BindRequest"], name, NAMESPACE) or {}).get("status") or {})
 
 
 def warnings_on(api: KubeApi, pod: str) -> list[str]:
     return [
         str(e.get("message"))
-        for e in api.list(KINDS["Event"])[0]
+        for e in api.list(BY_KIND["Event"])[0]
         if e["metadata"]["namespace"] == NAMESPACE
         and e["involvedObject"]["name"] == pod
         and e.get("type") == "Warning"
@@ -168,7 +169,7 @@ def test_a_binder_killed_after_any_write_is_finished_by_the_next(api: KubeApi) -
             break  # the bind took fewer writes: every crash point was covered
         crashes += 1
         run_binder(api, api, pod, ("g-crash",))  # the restarted binder
-        bound = api.get(KINDS["Pod"], pod["metadata"]["name"], NAMESPACE) or {}
+        bound = api.get(BY_KIND["Pod"], pod["metadata"]["name"], NAMESPACE) or {}
         assert bound["spec"].get("nodeName") == NODE, f"not bound after a crash at write {writes}"
         assert config_data(api, f"crash-{writes}-env") == {
             "GPU_PORTION": "0.50",
@@ -186,11 +187,11 @@ def test_a_config_map_of_an_earlier_placement_is_not_rewritten(api: KubeApi) -> 
     assert crashing.crashed
     assert config_data(api, "moved-env")["NVIDIA_VISIBLE_DEVICES"] == "g-first"
     # the scheduler gave up on that request and placed the pod on another GPU
-    api.delete(KINDS["BindRequest"], "moved", NAMESPACE)
+    api.delete(BY_KIND["BindRequest"], "moved", NAMESPACE)
     run_binder(api, api, pod, ("g-second",))
     assert config_data(api, "moved-env")["NVIDIA_VISIBLE_DEVICES"] == "g-first"
     assert "earlier placement" in request_status(api, "moved")["reason"]
-    assert not (api.get(KINDS["Pod"], "moved", NAMESPACE) or {})["spec"].get("nodeName")
+    assert not (api.get(BY_KIND["Pod"], "moved", NAMESPACE) or {})["spec"].get("nodeName")
     assert wait_for(lambda: any("earlier placement" in m for m in warnings_on(api, "moved")))
 
 
@@ -205,8 +206,8 @@ def test_someone_elses_config_map_is_never_written(
         "metadata": {"name": "team-settings", "namespace": NAMESPACE},
         "data": {"DATABASE_URL": "postgres://db"},
     }
-    before = api.create(KINDS["ConfigMap"], theirs)
-    api.create_if_absent(KINDS["Queue"], builders.queue("env-taken"))
+    before = api.create(BY_KIND["ConfigMap"], theirs)
+    api.create_if_absent(BY_KIND["Queue"], builders.queue("env-taken"))
     node = builders.node("env-taken-node", gpus=1, labels={"pool": "env-taken"})
     create_ready_nodes(connect(local_cluster.kubeconfig), [node], 0.0)
     pod = builders.pod(
@@ -216,7 +217,7 @@ def test_someone_elses_config_map_is_never_written(
         annotations={"gpu-fraction": "0.5", CONFIG_ANNOTATION: "team-settings"},
     )
     pod["spec"]["nodeSelector"] = {"pool": "env-taken"}
-    api.create(KINDS["Pod"], pod)
+    api.create(BY_KIND["Pod"], pod)
     with pykai_running(local_cluster, "--components=podgrouper,scheduler,binder"):
         assert wait_for(
             lambda: "team-settings" in str(request_status(api, "takes-theirs").get("reason")),
@@ -225,9 +226,9 @@ def test_someone_elses_config_map_is_never_written(
         assert wait_for(
             lambda: any("not created by pykai" in m for m in warnings_on(api, "takes-theirs"))
         )
-    after = api.get(KINDS["ConfigMap"], "team-settings", NAMESPACE) or {}
+    after = api.get(BY_KIND["ConfigMap"], "team-settings", NAMESPACE) or {}
     assert after["data"] == {"DATABASE_URL": "postgres://db"}
     assert after["metadata"]["resourceVersion"] == before["metadata"]["resourceVersion"]
-    stored = api.get(KINDS["Pod"], "takes-theirs", NAMESPACE) or {}
+    stored = api.get(BY_KIND["Pod"], "takes-theirs", NAMESPACE) or {}
     assert not stored["spec"].get("nodeName")
     assert WRITTEN_ANNOTATION not in stored["metadata"]["annotations"]  # its record taken back

@@ -30,12 +30,13 @@ import yaml
 from pykai.engine.config import config_from_documents
 from pykai.engine.settings import SchedulerConfig
 from pykai.kube import peers
-from pykai.kube.api import KINDS, connect
+from pykai.kube.api import connect
 from pykai.kube.localcluster import KUEUE_CRDS, LocalCluster, free_port
 from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.webhook import configuration, mutation
 from pykai.model import builders
 from pykai.model.crds import CUSTOM_RESOURCES
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.queue import default_queues
@@ -573,7 +574,7 @@ def test_webhook_rules_name_what_kubernetes_serves(
 
 
 @pytest.mark.xfail(
-    KINDS["CronJob"].versions != ("v1",),
+    BY_KIND["CronJob"].versions != ("v1",),
     reason="pykai.model.kinds still gives CronJob batch/v1beta1 (so the code's webhook rule "
     "does); the chart says batch/v1, as Kubernetes 1.34 serves it, and the kinds table moves "
     "to batch/v1 on another branch",
@@ -771,7 +772,7 @@ def test_components_run_under_their_own_accounts(
     api = connect(local_cluster.kubeconfig)
     node = builders.node("helm-node", gpus=2, labels={"pool": "helm"})
     create_ready_nodes(connect(local_cluster.kubeconfig), [node], 0.0)
-    api.create(KINDS["Queue"], builders.queue("helm-q"))
+    api.create(BY_KIND["Queue"], builders.queue("helm-q"))
     for name, extra, gpus in (
         ("helm-whole", {}, 1),
         ("helm-half", {"gpu-fraction": "0.5"}, 0),
@@ -780,7 +781,7 @@ def test_components_run_under_their_own_accounts(
             name, gpus=gpus, annotations=extra, labels={"kai.scheduler/queue": "helm-q"}
         )
         pod["spec"]["nodeSelector"] = {"pool": "helm"}
-        api.create(KINDS["Pod"], pod)
+        api.create(BY_KIND["Pod"], pod)
     with ExitStack() as stack:
         ports = {}
         for name in COMPONENTS:
@@ -788,17 +789,17 @@ def test_components_run_under_their_own_accounts(
             stack.enter_context(pykai_running(local_cluster, *args, kubeconfig=rbac[name]))
 
         def node_of(name: str) -> str:
-            pod = api.get(KINDS["Pod"], name, "default") or {}
+            pod = api.get(BY_KIND["Pod"], name, "default") or {}
             return str((pod.get("spec") or {}).get("nodeName") or "")
 
         assert wait_for(
             lambda: node_of("helm-whole") == node_of("helm-half") == "helm-node", timeout=40
         )
         assert wait_for(
-            lambda: "allocated" in ((api.get(KINDS["Queue"], "helm-q") or {}).get("status") or {})
+            lambda: "allocated" in ((api.get(BY_KIND["Queue"], "helm-q") or {}).get("status") or {})
         )
         reservations = [
-            p for p in api.list(KINDS["Pod"])[0] if p["metadata"]["namespace"] == "pykai-resv"
+            p for p in api.list(BY_KIND["Pod"])[0] if p["metadata"]["namespace"] == "pykai-resv"
         ]
         assert any(p["spec"]["nodeName"] == "helm-node" for p in reservations)
         for name, port in ports.items():

@@ -18,9 +18,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from pykai.kube.api import KINDS, connect
+from pykai.kube.api import connect
 from pykai.kube.localcluster import LocalCluster, free_port
 from pykai.model import builders
+from pykai.model.kinds import BY_KIND
 from tests.kube.conftest import ROOT, pinned_node, wait_for
 from tests.setup_scripts import installed
 
@@ -111,7 +112,7 @@ def test_the_image_schedules_a_pod(
     api = connect(local_cluster.kubeconfig)
     pin = pinned_node(local_cluster, "imaged-node", "imaged")
     pod = builders.pod("imaged-pod", gpus=1, labels={"kai.scheduler/queue": "imaged"})
-    api.create(KINDS["Pod"], pin(pod))
+    api.create(BY_KIND["Pod"], pin(pod))
     kubeconfig = tmp_path / "kubeconfig"  # readable by the image's user only
     kubeconfig.write_bytes(local_cluster.kubeconfig.read_bytes())
     kubeconfig.chmod(0o600)
@@ -145,7 +146,7 @@ def test_the_image_schedules_a_pod(
             return False
 
     def node_of() -> str:
-        found = api.get(KINDS["Pod"], "imaged-pod", "default") or {}
+        found = api.get(BY_KIND["Pod"], "imaged-pod", "default") or {}
         return str((found.get("spec") or {}).get("nodeName") or "")
 
     try:

@@ -9,10 +9,11 @@ import threading
 
 import httpx
 
-from pykai.kube.api import KINDS, connect
+from pykai.kube.api import connect
 from pykai.kube.informer import Change, Informer
 from pykai.kube.localcluster import LocalCluster
 from pykai.model import builders
+from pykai.model.kinds import BY_KIND
 
 NAMES = {f"paged-{i}" for i in range(7)}
 
@@ -20,15 +21,15 @@ NAMES = {f"paged-{i}" for i in range(7)}
 def test_a_kind_larger_than_a_page_is_listed_whole(local_cluster: LocalCluster) -> None:
     api = connect(local_cluster.kubeconfig)
     for name in NAMES:
-        api.create_if_absent(KINDS["Queue"], builders.queue(name))
+        api.create_if_absent(BY_KIND["Queue"], builders.queue(name))
     pages: list[httpx.URL] = []
 
     def seen(response: httpx.Response) -> None:
-        if response.request.url.path == api.path(KINDS["Queue"]):
+        if response.request.url.path == api.path(BY_KIND["Queue"]):
             pages.append(response.request.url)
 
     api.http.event_hooks["response"].append(seen)
-    items, version = api.list(KINDS["Queue"], limit=2)
+    items, version = api.list(BY_KIND["Queue"], limit=2)
     assert {q["metadata"]["name"] for q in items} >= NAMES
     assert len(items) == len({q["metadata"]["name"] for q in items})  # no page read twice
     assert version and len(pages) >= 4  # 7+ queues, 2 a page
@@ -39,17 +40,17 @@ def test_a_kind_larger_than_a_page_is_listed_whole(local_cluster: LocalCluster) 
 def test_the_informer_lists_from_the_watch_cache_first(local_cluster: LocalCluster) -> None:
     api = connect(local_cluster.kubeconfig)
     for name in NAMES:
-        api.create_if_absent(KINDS["Queue"], builders.queue(name))
+        api.create_if_absent(BY_KIND["Queue"], builders.queue(name))
     lists: list[httpx.URL] = []
 
     def seen(request: httpx.Request) -> None:
-        if request.url.path == api.path(KINDS["Queue"]) and "watch" not in request.url.params:
+        if request.url.path == api.path(BY_KIND["Queue"]) and "watch" not in request.url.params:
             lists.append(request.url)
 
     api.http.event_hooks["request"].append(seen)
     changes: queue.Queue[Change] = queue.Queue()
     stop = threading.Event()
-    informer = Informer(api, KINDS["Queue"], changes, stop)
+    informer = Informer(api, BY_KIND["Queue"], changes, stop)
     informer.start()
     try:
         first = changes.get(timeout=60)

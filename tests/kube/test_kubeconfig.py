@@ -18,10 +18,11 @@ from urllib.parse import urlsplit
 import pytest
 import yaml
 
-from pykai.kube.api import KINDS, ApiUnreachable, AuthError, KubeApi, connect
+from pykai.kube.api import ApiUnreachable, AuthError, KubeApi, connect
 from pykai.kube.certs import Authority
 from pykai.kube.kubeconfig import KubeconfigError
 from pykai.kube.localcluster import LocalCluster
+from pykai.model.kinds import BY_KIND
 from tests.kube.conftest import kubectl, pykai_cli, wait_for
 
 Config = dict[str, Any]
@@ -68,7 +69,7 @@ def identity_of(api: KubeApi) -> str:
     """Who the apiserver takes the caller for, read from its refusal to list nodes as anyone
     but an admin; "admin" when it lists them."""
     try:
-        api.list(KINDS["Node"])
+        api.list(BY_KIND["Node"])
     except AuthError as exc:
         return exc.detail.split('"')[1]  # User "NAME" cannot list resource ...
     return "admin"
@@ -117,7 +118,7 @@ def test_token_file_is_read_again_for_each_request(
     assert f"token file {token}" in api.credentials
     token.write_text("rotated-to-a-token-this-cluster-does-not-know")
     with pytest.raises(AuthError) as refused:
-        api.list(KINDS["Node"])
+        api.list(BY_KIND["Node"])
     assert refused.value.status == 401
     token.write_text(admin_token(local_cluster))
     assert identity_of(api) == "admin"
@@ -319,7 +320,7 @@ def service_account_folder(cluster: LocalCluster, account: str, folder: Path) ->
     api = connect(cluster.kubeconfig)
 
     def root_ca() -> str:
-        found = api.get(KINDS["ConfigMap"], "kube-root-ca.crt", "default") or {}
+        found = api.get(BY_KIND["ConfigMap"], "kube-root-ca.crt", "default") or {}
         return str((found.get("data") or {}).get("ca.crt") or "")
 
     assert wait_for(root_ca), "no kube-root-ca.crt ConfigMap in default"

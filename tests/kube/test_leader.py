@@ -16,12 +16,13 @@ import pytest
 from pykai.engine.decisions import Bind, CycleResult
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.state import ClusterState
-from pykai.kube.api import KINDS, KubeApi, connect
+from pykai.kube.api import KubeApi, connect
 from pykai.kube.leader import LeaderElector, NotLeading
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.runner import KubeRunner
 from pykai.model import builders
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import format_time, parse_time
 from tests.kube.conftest import pykai_cli, start_pykai, wait_for
 
@@ -38,7 +39,7 @@ def test_one_leader_then_failover_after_expiry(local_cluster: LocalCluster) -> N
     # a stops renewing (killed): after the lease duration b takes over, and a does not get it back
     assert b.step(now + 16)
     assert not a.step(now + 17)
-    lease = api.get(KINDS["Lease"], "test-lease", "default")
+    lease = api.get(BY_KIND["Lease"], "test-lease", "default")
     assert lease is not None and lease["spec"]["holderIdentity"] == "replica-b"
     assert lease["spec"]["leaseTransitions"] == 1
 
@@ -49,19 +50,19 @@ def test_two_replicas_fail_over_in_seconds(local_cluster: LocalCluster, tmp_path
     api = connect(local_cluster.kubeconfig)
     node = builders.node("leader-node", gpus=2, labels={"pool": "leader"})
     create_ready_nodes(connect(local_cluster.kubeconfig), [node], 0.0)
-    api.create(KINDS["Queue"], builders.queue("leader-q"))
+    api.create(BY_KIND["Queue"], builders.queue("leader-q"))
 
     def lease_holder() -> str:
-        lease = api.get(KINDS["Lease"], "failover", "default") or {}
+        lease = api.get(BY_KIND["Lease"], "failover", "default") or {}
         return str((lease.get("spec") or {}).get("holderIdentity", ""))
 
     def pod_bound(name: str) -> bool:
         pod = builders.pod(name, gpus=1, labels={"kai.scheduler/queue": "leader-q"})
         pod["spec"]["nodeSelector"] = {"pool": "leader"}
-        if api.get(KINDS["Pod"], name, "default") is None:
-            api.create(KINDS["Pod"], pod)
+        if api.get(BY_KIND["Pod"], name, "default") is None:
+            api.create(BY_KIND["Pod"], pod)
         return wait_for(
-            lambda: bool((api.get(KINDS["Pod"], name, "default") or {})["spec"].get("nodeName")),
+            lambda: bool((api.get(BY_KIND["Pod"], name, "default") or {})["spec"].get("nodeName")),
             timeout=20,
         )
 
@@ -149,7 +150,7 @@ def leader_running(api: KubeApi, elector: LeaderElector, runner: KubeRunner) -> 
 
 
 def lease_spec(api: KubeApi, name: str) -> dict[str, object]:
-    lease = api.get(KINDS["Lease"], name, "default") or {}
+    lease = api.get(BY_KIND["Lease"], name, "default") or {}
     return dict(lease.get("spec") or {})
 
 
@@ -195,11 +196,11 @@ def test_a_leader_that_cannot_renew_stops_acting(
     monkeypatch.setattr(runner.metrics, "loop", counted)
     with leader_running(api, elector, runner):
         assert wait_for(lambda: runner.cycles >= 1, timeout=120)
-        lease = other.get(KINDS["Lease"], "deposed-lease", "default")
+        lease = other.get(BY_KIND["Lease"], "deposed-lease", "default")
         assert lease is not None
         taken = {"holderIdentity": "usurper", "renewTime": format_time(time.time())}
         other.patch(
-            KINDS["Lease"],
+            BY_KIND["Lease"],
             "deposed-lease",
             {"spec": {**taken, "leaseDurationSeconds": 600}},
             "default",
@@ -210,6 +211,6 @@ def test_a_leader_that_cannot_renew_stops_acting(
         assert wait_for(lambda: len(turns) >= seen + 10, timeout=60)
         assert runner.cycles == cycles and not any(turns[seen:])
         with pytest.raises(NotLeading):
-            api.create(KINDS["Queue"], builders.queue("written-by-the-deposed"))
-        assert other.get(KINDS["Queue"], "written-by-the-deposed") is None
+            api.create(BY_KIND["Queue"], builders.queue("written-by-the-deposed"))
+        assert other.get(BY_KIND["Queue"], "written-by-the-deposed") is None
         assert lease_spec(other, "deposed-lease")["holderIdentity"] == "usurper"

@@ -9,10 +9,11 @@ import sys
 import time
 from pathlib import Path
 
-from pykai.kube.api import KINDS, connect
+from pykai.kube.api import connect
 from pykai.kube.localcluster import LocalCluster, alive
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 from pykai.model import builders
+from pykai.model.kinds import BY_KIND
 from tests.kube.conftest import ROOT, kubectl, wait_for
 
 
@@ -147,10 +148,10 @@ def test_the_command_runs_kubernetes_1_34_with_kwok_and_leaves_nothing(tmp_path:
         assert '"gitVersion": "v1.34.' in server
         # bound by hand to a node no scheduler picked: KWOK, the kubelet, runs it
         pod = builders.pod("sleeper", gpus=1, node_name="gpu-node-0", scheduler="nobody")
-        connect(cluster.kubeconfig).create(KINDS["Pod"], pod)
+        connect(cluster.kubeconfig).create(BY_KIND["Pod"], pod)
 
         def phase() -> str:
-            found = connect(cluster.kubeconfig).get(KINDS["Pod"], "sleeper", "default") or {}
+            found = connect(cluster.kubeconfig).get(BY_KIND["Pod"], "sleeper", "default") or {}
             return str((found.get("status") or {}).get("phase"))
 
         assert wait_for(lambda: phase() == "Running", 60), phase()

@@ -14,9 +14,10 @@ from collections.abc import Iterator
 import httpx
 import pytest
 
-from pykai.kube.api import KINDS, ApiError, KubeApi, connect
+from pykai.kube.api import ApiError, KubeApi, connect
 from pykai.kube.informer import Change, Informer
 from pykai.kube.localcluster import LocalCluster
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 from tests.kube.conftest import pykai_running, wait_for
 
@@ -57,7 +58,7 @@ def job(name: str) -> Obj:
 def without_kubeflow(local_cluster: LocalCluster) -> Iterator[KubeApi]:
     """The shared cluster without the PyTorchJob CRD, before and after the test."""
     api = connect(local_cluster.kubeconfig)
-    crds = KINDS["CustomResourceDefinition"]
+    crds = BY_KIND["CustomResourceDefinition"]
     assert api.get(crds, CRD_NAME) is None, "the local cluster is meant to have no Kubeflow"
     try:
         yield api
@@ -68,11 +69,11 @@ def without_kubeflow(local_cluster: LocalCluster) -> Iterator[KubeApi]:
 
 def install_crd(api: KubeApi) -> None:
     """Create the CRD and wait until the apiserver serves its kind."""
-    api.create(KINDS["CustomResourceDefinition"], CRD)
+    api.create(BY_KIND["CustomResourceDefinition"], CRD)
 
     def served() -> bool:
         try:
-            api.list(KINDS["PyTorchJob"])
+            api.list(BY_KIND["PyTorchJob"])
         except ApiError:  # 404 until the CRD is established
             return False
         return True
@@ -84,7 +85,7 @@ def test_the_informer_says_once_and_picks_the_kind_up_once_installed(
     without_kubeflow: KubeApi, caplog: pytest.LogCaptureFixture
 ) -> None:
     api = without_kubeflow
-    kind = KINDS["PyTorchJob"]
+    kind = BY_KIND["PyTorchJob"]
     answers: list[int] = []  # the status of each list the informer asked for
 
     def seen(response: httpx.Response) -> None:
@@ -136,6 +137,6 @@ def test_pykai_run_says_once_which_kind_is_missing_and_what_to_install(
         assert " WARNING pykai.informer " in lines[0] and "Kubeflow's training operator" in lines[0]
 
         install_crd(api)
-        api.create(KINDS["PyTorchJob"], job("run-late-arrival"))
+        api.create(BY_KIND["PyTorchJob"], job("run-late-arrival"))
         assert wait_for(lambda: SERVED in process.logged(), 60), process.logged()[-3000:]
         assert sum(WARNED in line for line in process.logged().splitlines()) == 1

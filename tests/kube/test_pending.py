@@ -10,10 +10,11 @@ import threading
 import httpx
 
 from pykai.engine.state import ClusterState
-from pykai.kube.api import KINDS, connect
+from pykai.kube.api import connect
 from pykai.kube.localcluster import LocalCluster, free_port
 from pykai.kube.pending import PendingBoard, route
 from pykai.model import builders
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
 from tests.kube.conftest import pykai_running, wait_for
@@ -29,7 +30,9 @@ def waiting_job(name: str, queue: str, priority: str) -> list[Obj]:
 
 def test_run_serves_each_queues_pending_podgroups_in_order(local_cluster: LocalCluster) -> None:
     api = connect(local_cluster.kubeconfig)
-    api.create_if_absent(KINDS["Namespace"], {"kind": "Namespace", "metadata": {"name": NAMESPACE}})
+    api.create_if_absent(
+        BY_KIND["Namespace"], {"kind": "Namespace", "metadata": {"name": NAMESPACE}}
+    )
     objects = [
         builders.queue("pos-dept"),
         builders.queue("pos-a", parent="pos-dept"),
@@ -40,13 +43,13 @@ def test_run_serves_each_queues_pending_podgroups_in_order(local_cluster: LocalC
         *waiting_job("b-train", "pos-b", "train"),
     ]
     for obj in objects:
-        api.create_if_absent(KINDS[obj["kind"]], obj)
+        api.create_if_absent(BY_KIND[obj["kind"]], obj)
     try:
         check_positions(local_cluster)
     finally:  # the cluster is shared: leave no pending pods or queues behind
         for obj in reversed(objects):
             api.delete(
-                KINDS[obj["kind"]], obj["metadata"]["name"], obj["metadata"].get("namespace", "")
+                BY_KIND[obj["kind"]], obj["metadata"]["name"], obj["metadata"].get("namespace", "")
             )
 
 

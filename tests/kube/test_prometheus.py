@@ -14,10 +14,11 @@ import httpx
 import pytest
 import yaml
 
-from pykai.kube.api import KINDS, KubeApi, connect
+from pykai.kube.api import KubeApi, connect
 from pykai.kube.localcluster import LocalCluster, free_port
 from pykai.kube.nodes import create_ready_nodes
 from pykai.model import builders
+from pykai.model.kinds import BY_KIND
 from tests.kube.conftest import pykai_running, wait_for
 from tests.setup_scripts import installed
 
@@ -134,7 +135,7 @@ def observed_pod(api: KubeApi, name: str, gpus: int, fraction: str = "") -> None
     )
     pod["spec"]["nodeSelector"] = {"pool": "observed"}
     pod["spec"]["tolerations"] = [{**TAINT, "operator": "Equal"}]
-    api.create(KINDS["Pod"], pod)
+    api.create(BY_KIND["Pod"], pod)
 
 
 def test_kai_dashboards_show_the_cluster(
@@ -145,7 +146,7 @@ def test_kai_dashboards_show_the_cluster(
     api = connect(local_cluster.kubeconfig)
     node = builders.node("observed-node", gpus=4, labels={"pool": "observed"}, taints=[TAINT])
     create_ready_nodes(api, [node], 0.0)
-    api.create(KINDS["Queue"], builders.queue(QUEUE, gpu=(2, -1, 1)))
+    api.create(BY_KIND["Queue"], builders.queue(QUEUE, gpu=(2, -1, 1)))
     observed_pod(api, "one", 1)
     observed_pod(api, "two", 2)
     observed_pod(api, "half", 0, "0.5")
@@ -158,7 +159,7 @@ def test_kai_dashboards_show_the_cluster(
     ) as process:
 
         def node_of(name: str) -> str:
-            pod = api.get(KINDS["Pod"], f"observed-{name}", "default") or {}
+            pod = api.get(BY_KIND["Pod"], f"observed-{name}", "default") or {}
             return str((pod.get("spec") or {}).get("nodeName") or "")
 
         assert wait_for(lambda: all(node_of(n) for n in ("one", "two", "half")), timeout=60)

@@ -16,10 +16,11 @@ from typing import Any
 import pytest
 import yaml
 
-from pykai.kube.api import KINDS, KubeApi, connect
+from pykai.kube.api import KubeApi, connect
 from pykai.kube.binding import RESERVATION_NAMESPACE
 from pykai.kube.localcluster import LocalCluster, install_basics
 from pykai.kube.nodes import create_ready_nodes
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 from tests.kube.conftest import PykaiProcess, fresh_cluster, pykai_running, wait_for
 from tests.test_scenarios import check, load, namespace_of, read_objects
@@ -52,11 +53,11 @@ class KubeScenarioCluster:
         self.api = api
 
     def list(self, kind: str) -> list[Obj]:
-        items, _ = self.api.list(KINDS[kind])
+        items, _ = self.api.list(BY_KIND[kind])
         return [i for i in items if i["metadata"].get("namespace") != RESERVATION_NAMESPACE]
 
     def get(self, kind: str, name: str, namespace: str = "") -> Obj | None:
-        return self.api.get(KINDS[kind], name, namespace)
+        return self.api.get(BY_KIND[kind], name, namespace)
 
     def digest(self) -> str:
         """What the scheduler and controllers write, in one hash."""
@@ -99,14 +100,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory, crds: Path) -> Iterator[Lo
 def wipe(api: KubeApi, crds: Path) -> None:
     """Remove everything a scenario made, and KAI's priority classes are put back."""
     for kind in ("Pod", "PodGroup", "BindRequest", "Queue", "Node", "PriorityClass"):
-        items, _ = api.list(KINDS[kind])
+        items, _ = api.list(BY_KIND[kind])
         for item in items:
             meta = item["metadata"]
             if kind == "PriorityClass" and meta["name"].startswith("system-"):
                 continue
-            api.delete(KINDS[kind], meta["name"], meta.get("namespace", ""), 0)
+            api.delete(BY_KIND[kind], meta["name"], meta.get("namespace", ""), 0)
     for kind in ("Pod", "Queue", "Node"):
-        assert wait_for(lambda kind=kind: not api.list(KINDS[kind])[0], timeout=30)
+        assert wait_for(lambda kind=kind: not api.list(BY_KIND[kind])[0], timeout=30)
     install_basics(api, crds=crds)
 
 
@@ -120,7 +121,7 @@ def create(api: KubeApi, objects: list[Obj]) -> None:
         body: dict[str, Any] = {k: v for k, v in obj.items() if k != "status"}
         if kind not in ("Queue", "PriorityClass"):
             body["metadata"] = {**obj["metadata"], "namespace": namespace_of(kind, obj)}
-        api.create(KINDS[kind], body)
+        api.create(BY_KIND[kind], body)
 
 
 @pytest.mark.parametrize("name", SUBSET)
@@ -140,7 +141,7 @@ def test_scenario_on_apiserver(name: str, cluster: LocalCluster, tmp_path: Path)
             create(api, read_objects(name, step["apply"]))
         for target in step.get("delete") or []:
             kind = target["kind"]
-            api.delete(KINDS[kind], target["name"], namespace_of(kind, target.get("namespace")))
+            api.delete(BY_KIND[kind], target["name"], namespace_of(kind, target.get("namespace")))
         with pykai_running(cluster, *args) as process:
             view.settle(process)
             if step.get("expect") is not None:

@@ -14,11 +14,12 @@ import httpx
 import pytest
 import yaml
 
-from pykai.kube.api import KINDS, connect
+from pykai.kube.api import connect
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes
 from pykai.kube.webhook import generate_tls, mutate, review
 from pykai.model import builders
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 from tests.kube.conftest import (
     ROOT,
@@ -258,17 +259,17 @@ def test_shared_pods_get_their_gpu_env_on_a_real_cluster(
     assert "created" in apply_file(
         local_cluster, [builders.queue("env-q"), pod], tmp_path / "p.yaml"
     )
-    stored = api.get(KINDS["Pod"], "env-half", "default") or {}
+    stored = api.get(BY_KIND["Pod"], "env-half", "default") or {}
     name = stored["metadata"]["annotations"]["pykai.io/gpu-config"]
     assert stored["spec"]["containers"][0]["envFrom"] == [{"configMapRef": {"name": name}}]
     with pykai_running(local_cluster, "--components=podgrouper,scheduler,binder"):
-        assert wait_for(lambda: api.get(KINDS["ConfigMap"], name, "default") is not None)
-        data = (api.get(KINDS["ConfigMap"], name, "default") or {})["data"]
+        assert wait_for(lambda: api.get(BY_KIND["ConfigMap"], name, "default") is not None)
+        data = (api.get(BY_KIND["ConfigMap"], name, "default") or {})["data"]
         assert data["GPU_PORTION"] == "0.50" and data["NVIDIA_VISIBLE_DEVICES"]
         assert wait_for(
-            lambda: (api.get(KINDS["Pod"], "env-half", "default") or {})["spec"].get("nodeName")
+            lambda: (api.get(BY_KIND["Pod"], "env-half", "default") or {})["spec"].get("nodeName")
         )
-        bound = api.get(KINDS["Pod"], "env-half", "default") or {}
+        bound = api.get(BY_KIND["Pod"], "env-half", "default") or {}
         assert data["NVIDIA_VISIBLE_DEVICES"] == bound["metadata"]["labels"]["runai-gpu-group"]
 
 
@@ -285,8 +286,8 @@ def test_tls_from_a_secret(local_cluster: LocalCluster, tmp_path: Path) -> None:
         },
     }
     api = connect(local_cluster.kubeconfig)
-    api.delete(KINDS["Secret"], "pykai-webhook-tls", "default")
-    api.create(KINDS["Secret"], secret)
+    api.delete(BY_KIND["Secret"], "pykai-webhook-tls", "default")
+    api.create(BY_KIND["Secret"], secret)
     with webhook_running(local_cluster, "--tls-secret=default/pykai-webhook-tls") as address:
         served = httpx.get(f"https://{address}/healthz", verify=False)
         assert served.status_code == 200

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pykai.model.kinds import BY_KIND, KINDS, REMOVED, provider
+from pykai.model.kinds import BY_KIND, KIND_SPECS, REMOVED, provider
 
 # `kubectl api-resources` on a v1.34.4 LocalCluster: the built-in kinds of the table, at the
 # only version that apiserver serves them in
@@ -33,7 +33,7 @@ def test_removed_versions_are_known_kinds_in_versions_the_table_refuses() -> Non
 
 
 def test_every_custom_kind_says_what_to_install() -> None:
-    for spec in KINDS:
+    for spec in KIND_SPECS:
         if "." in spec.group and not spec.group.endswith(".k8s.io"):
             assert "apiserver that serves" not in provider(spec), spec.kind
     assert "training operator" in provider(BY_KIND["PyTorchJob"])

@@ -25,13 +25,14 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from pykai.embedded.cluster import EmbeddedCluster
-from pykai.kube.api import KINDS, ApiError, Kind, KubeApi
+from pykai.kube.api import ApiError, KubeApi
 from pykai.kube.binding import RESERVATION_NAMESPACE
 from pykai.kube.informer import Change
 from pykai.kube.runner import KubeRunner
 from pykai.kube.watched import NEEDS
 from pykai.model import constants as c
 from pykai.model.builders import node, pod, podgroup, queue
+from pykai.model.kinds import BY_KIND, KindSpec
 from pykai.model.meta import Obj
 from pykai.model.names import MAX_NAME
 from pykai.model.pod import read_pod
@@ -364,11 +365,11 @@ class MemoryApi(KubeApi):
         assert self.runner is not None
         self.runner.host.changes.put(Change(kind, change, copy.deepcopy(obj)))
 
-    def get(self, kind: Kind, name: str, namespace: str = "") -> Obj | None:
+    def get(self, kind: KindSpec, name: str, namespace: str = "") -> Obj | None:
         found = self.objects.get((kind.kind, namespace, name))
         return copy.deepcopy(found) if found is not None else None
 
-    def create(self, kind: Kind, obj: Obj) -> Obj:
+    def create(self, kind: KindSpec, obj: Obj) -> Obj:
         meta = obj["metadata"]
         if len(meta["name"]) > MAX_NAME:
             raise ApiError(422, f"metadata.name: must be no more than {MAX_NAME} characters")
@@ -381,7 +382,9 @@ class MemoryApi(KubeApi):
         self._tell(kind.kind, "ADDED", stored)
         return copy.deepcopy(stored)
 
-    def patch(self, kind: Kind, name: str, patch: Obj, namespace: str = "", sub: str = "") -> Obj:
+    def patch(
+        self, kind: KindSpec, name: str, patch: Obj, namespace: str = "", sub: str = ""
+    ) -> Obj:
         key = (kind.kind, namespace if kind.namespaced else "", name)
         if key not in self.objects:
             raise ApiError(404, "not found")
@@ -389,14 +392,16 @@ class MemoryApi(KubeApi):
         self._tell(kind.kind, "MODIFIED", merged)
         return copy.deepcopy(merged)
 
-    def delete(self, kind: Kind, name: str, namespace: str = "", grace: int | None = None) -> None:
+    def delete(
+        self, kind: KindSpec, name: str, namespace: str = "", grace: int | None = None
+    ) -> None:
         gone = self.objects.pop((kind.kind, namespace if kind.namespaced else "", name), None)
         if gone is None:
             raise ApiError(404, "not found")
         self._tell(kind.kind, "DELETED", gone)
 
     def bind(self, namespace: str, name: str, node: str, uid: str = "") -> None:
-        self.patch(KINDS["Pod"], name, {"spec": {"nodeName": node}}, namespace)
+        self.patch(BY_KIND["Pod"], name, {"spec": {"nodeName": node}}, namespace)
 
 
 def _merge(target: Obj, patch: Obj) -> Obj:
@@ -422,7 +427,7 @@ def kube_runner(objects: list[Obj]) -> tuple[KubeRunner, MemoryApi]:
     api.runner = runner
     base = clean_cluster()
     for obj in [*base.list("PriorityClass"), *base.list("Queue"), *base.list("Node"), *objects]:
-        namespaced = KINDS[obj["kind"]].namespaced
+        namespaced = BY_KIND[obj["kind"]].namespaced
         meta = obj["metadata"]
         api.objects[
             (obj["kind"], meta.get("namespace", "") if namespaced else "", meta["name"])
@@ -460,7 +465,7 @@ def test_hostile_objects_never_stop_pykai_run(objects: list[Obj]) -> None:
     run_cycles(runner, 4)
     assert time.monotonic() - started < ROUND_LIMIT
     for obj in probe():
-        api.create(KINDS[obj["kind"]], obj)
+        api.create(BY_KIND[obj["kind"]], obj)
     run_cycles(runner, 3)
     found = api.objects[("Pod", "default", "probe")]
     assert found["spec"].get("nodeName") == "n3"

@@ -34,10 +34,11 @@ from typing import Any
 import httpx
 
 from pykai.kube import peers
-from pykai.kube.api import KINDS, ApiError, KubeApi, connect
+from pykai.kube.api import ApiError, KubeApi, connect
 from pykai.kube.localcluster import LocalCluster, alive, free_port
 from pykai.kube.nodes import create_ready_nodes
 from pykai.model import builders
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 from tests.standins.kuberay_conformance import (
     CASES,
@@ -84,7 +85,7 @@ class Binder:
     def _run(self) -> None:
         while not self.stop.wait(0.2):
             try:
-                pods, _ = self.api.list(KINDS["Pod"])
+                pods, _ = self.api.list(BY_KIND["Pod"])
                 for pod in pods:
                     meta = pod["metadata"]
                     if (
@@ -118,12 +119,12 @@ class Watcher:
         ]
 
     def _run(self, kind: str) -> None:
-        _, version = self.api.list(KINDS[kind])
+        _, version = self.api.list(BY_KIND[kind])
         while not self.stop.is_set():
             try:
-                for event, obj in self.api.watch(KINDS[kind], version, timeout=5):
+                for event, obj in self.api.watch(BY_KIND[kind], version, timeout=5):
                     if event == "ERROR":  # 410 Gone: start again from now
-                        _, version = self.api.list(KINDS[kind])
+                        _, version = self.api.list(BY_KIND[kind])
                         break
                     version = obj["metadata"].get("resourceVersion", version)
                     if event in ("ADDED", "MODIFIED"):
@@ -169,7 +170,7 @@ def collect(api: KubeApi, namespace: str) -> list[Obj]:
     return [
         obj
         for kind in COLLECTED
-        for obj in api.list(KINDS[kind])[0]
+        for obj in api.list(BY_KIND[kind])[0]
         if obj["metadata"].get("namespace") == namespace
     ]
 
@@ -198,10 +199,10 @@ def run_case(cluster: LocalCluster, api: KubeApi, watcher: Watcher, case: Case) 
     """Apply the case's manifests, wait until settled; suspend and resume if the case says so."""
     namespace = case.namespace
     api.create_if_absent(
-        KINDS["Namespace"],
+        BY_KIND["Namespace"],
         {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
     )
-    made = [api.create(KINDS[obj["kind"]], obj) for obj in case.objects()]
+    made = [api.create(BY_KIND[obj["kind"]], obj) for obj in case.objects()]
     objects = lambda: collect(api, namespace)  # noqa: E731
     seen = lambda: _summary(objects())  # noqa: E731
     wait_until(lambda: settled(case, objects()), f"{case.name}: settled", seen)
@@ -214,7 +215,7 @@ def run_case(cluster: LocalCluster, api: KubeApi, watcher: Watcher, case: Case) 
         return observed
     top = suspended_object(case, observed.settled)
     assert top is not None
-    kind, name = KINDS[top["kind"]], top["metadata"]["name"]
+    kind, name = BY_KIND[top["kind"]], top["metadata"]["name"]
     for on in (True, False):
         mark = watcher.mark()
         api.patch(kind, name, {"spec": {"suspend": on}}, namespace)
@@ -251,11 +252,11 @@ def _delete_namespaces(api: KubeApi, cases: list[Case]) -> None:
     """Delete the cases' namespaces; wait until their RayJobs are gone (KubeRay's finalizer
     needs the operator that put it there)."""
     for case in cases:
-        api.delete(KINDS["Namespace"], case.namespace)
+        api.delete(BY_KIND["Namespace"], case.namespace)
     names = {case.namespace for case in cases}
 
     def rayjobs() -> list[Obj]:
-        return [j for j in api.list(KINDS["RayJob"])[0] if j["metadata"]["namespace"] in names]
+        return [j for j in api.list(BY_KIND["RayJob"])[0] if j["metadata"]["namespace"] in names]
 
     wait_until(lambda: not rayjobs(), "RayJobs deleted", lambda: _summary(rayjobs()))
 

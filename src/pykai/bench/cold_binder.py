@@ -17,7 +17,8 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from pykai.kube.api import KINDS, connect
+from pykai.kube.api import connect
+from pykai.model.kinds import BY_KIND
 
 THREADS = 32  # as the ``ceiling`` row
 
@@ -25,8 +26,8 @@ THREADS = 32  # as the ``ceiling`` row
 def bind_all(kubeconfig: Path, scheduler: str) -> int:
     """Bind every pending pod of ``scheduler``; how many were bound."""
     api = connect(kubeconfig)
-    nodes, _ = api.list(KINDS["Node"], resource_version="0")
-    pods, _ = api.list(KINDS["Pod"], resource_version="0")
+    nodes, _ = api.list(BY_KIND["Node"], resource_version="0")
+    pods, _ = api.list(BY_KIND["Pod"], resource_version="0")
     pending = [
         (pod["metadata"]["namespace"], pod["metadata"]["name"])
         for pod in pods

@@ -33,12 +33,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pykai.bench import KUBE_ROWS
-from pykai.kube.api import KINDS, KubeApi, connect
+from pykai.kube.api import KubeApi, connect
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 from pykai.model import builders
 from pykai.model import constants as c
 from pykai.model.errors import InvalidRequest
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 
 CEILINGS = ("ceiling", "cold-ceiling")  # no scheduler: their pods name one that does not run
@@ -90,11 +91,11 @@ class BindCounter(threading.Thread):
         self.api, self.expected = api, expected
         self.bound: dict[str, float] = {}
         self.done = threading.Event()
-        _, self.version = api.list(KINDS["Pod"])
+        _, self.version = api.list(BY_KIND["Pod"])
 
     def run(self) -> None:
         while not self.done.is_set():
-            for event, pod in self.api.watch(KINDS["Pod"], self.version, timeout=30):
+            for event, pod in self.api.watch(BY_KIND["Pod"], self.version, timeout=30):
                 self.version = pod["metadata"].get("resourceVersion", self.version)
                 if event not in ("ADDED", "MODIFIED"):
                     continue
@@ -130,7 +131,7 @@ def _create(api: KubeApi, objects: list[Obj]) -> None:
     with ThreadPoolExecutor(32) as pool:
         for kind in ("PodGroup", "Pod"):
             batch = [o for o in objects if o["kind"] == kind]
-            list(pool.map(lambda o, kind=kind: api.create(KINDS[kind], o), batch))
+            list(pool.map(lambda o, kind=kind: api.create(BY_KIND[kind], o), batch))
 
 
 def _scheduler(

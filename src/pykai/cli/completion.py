@@ -27,11 +27,11 @@ def completion(
 def complete_kind(incomplete: str) -> list[str]:
     """Kind names (plurals, as kubectl completes them) after any kinds already typed with
     commas."""
-    from pykai.model.kinds import KINDS
+    from pykai.model.kinds import KIND_SPECS
 
     done, _, last = incomplete.rpartition(",")
     prefix = f"{done}," if done else ""
-    return sorted(prefix + info.plural for info in KINDS if info.plural.startswith(last))
+    return sorted(prefix + info.plural for info in KIND_SPECS if info.plural.startswith(last))
 
 
 def complete_name(ctx: typer.Context, incomplete: str) -> list[str]:

@@ -15,8 +15,8 @@ from pykai.engine.config import config_from_mapping
 from pykai.engine.positions import recorded_reasons
 from pykai.engine.session import Session
 from pykai.engine.settings import SchedulerConfig
+from pykai.engine.state import STATE_KINDS
 from pykai.engine.whatif import (
-    STATE_KINDS,
     JobExplanation,
     QueueFigures,
     Trial,

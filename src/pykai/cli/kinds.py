@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 from pykai.model.errors import PykaiError
-from pykai.model.kinds import KINDS, KindSpec, known
-
-KindInfo = KindSpec  # the CLI's view of a kind: the table of model/kinds.py
+from pykai.model.kinds import KIND_SPECS, KindSpec, known
 
 _BY_NAME = {
-    alias: info for info in KINDS for alias in (info.kind.lower(), info.plural, *info.short)
+    alias: info for info in KIND_SPECS for alias in (info.kind.lower(), info.plural, *info.short)
 }
 
 
@@ -16,7 +14,7 @@ class UnknownKindError(PykaiError, ValueError):
     """A kind name pykai does not know."""
 
 
-def resolve(name: str) -> KindInfo:
+def resolve(name: str) -> KindSpec:
     """The kind a user means by ``name``: case-insensitive, plural, singular or short, optionally
     qualified by its group (``queues.scheduling.run.ai``)."""
     info = _BY_NAME.get(name.lower().split(".", 1)[0])
@@ -25,34 +23,34 @@ def resolve(name: str) -> KindInfo:
     return info
 
 
-def resolve_target(kind: str, name: str | None) -> tuple[KindInfo, str | None]:
+def resolve_target(kind: str, name: str | None) -> tuple[KindSpec, str | None]:
     """``KIND NAME`` or kubectl's ``KIND/NAME`` form, as a kind and a name (or None)."""
     if name is None and "/" in kind:
         kind, name = kind.split("/", 1)
     return resolve(kind), name
 
 
-def info_for(kind: str, api_version: str = "") -> KindInfo:
-    """The KindInfo of a canonical kind; for a kind pykai does not list, one made from the
+def info_for(kind: str, api_version: str = "") -> KindSpec:
+    """The KindSpec of a canonical kind; for a kind pykai does not list, one made from the
     object's apiVersion (``example.com/v1`` gives group ``example.com``)."""
     info = known(kind)
     if info is not None:
         return info
     group, _, version = api_version.rpartition("/")
-    return KindInfo(kind, group, (version or "v1",), kind.lower() + "s", True)
+    return KindSpec(kind, group, (version or "v1",), kind.lower() + "s", True)
 
 
 def display_name(kind: str, api_version: str = "") -> str:
-    """How kubectl names a kind in apply and delete output (see :attr:`KindInfo.display`)."""
+    """How kubectl names a kind in apply and delete output (see :attr:`KindSpec.display`)."""
     return info_for(kind, api_version).display
 
 
-def resolve_targets(args: list[str]) -> list[tuple[KindInfo, list[str]]]:
+def resolve_targets(args: list[str]) -> list[tuple[KindSpec, list[str]]]:
     """What kubectl's get takes: ``KIND[,KIND...] [NAME...]`` or ``KIND/NAME [KIND/NAME...]``;
     each kind (in the order first named) with the names asked of it (none: all)."""
     if not args:
         raise UnknownKindError("you must specify the type of resource to get")
-    targets: dict[str, tuple[KindInfo, list[str]]] = {}
+    targets: dict[str, tuple[KindSpec, list[str]]] = {}
     if any("/" in arg for arg in args):
         if not all("/" in arg for arg in args):
             raise UnknownKindError(

@@ -7,7 +7,8 @@ from __future__ import annotations
 import builtins
 import time
 
-from pykai.kube.api import KINDS, ApiError, KubeApi
+from pykai.kube.api import ApiError, KubeApi
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 from pykai.model.positions import Board
 
@@ -24,7 +25,7 @@ class KubeReader:
         """Objects of a kind, in one namespace or (None) all."""
         if kind not in self._lists:
             try:
-                self._lists[kind] = self.api.list(KINDS[kind])[0]
+                self._lists[kind] = self.api.list(BY_KIND[kind])[0]
             except ApiError as exc:
                 if exc.status != 404:  # 404: no such resource (a CRD not installed)
                     raise
@@ -37,7 +38,7 @@ class KubeReader:
 
     def get(self, kind: str, name: str, namespace: str = "") -> Obj | None:
         """One object, or None."""
-        scoped = namespace if KINDS[kind].namespaced else ""
+        scoped = namespace if BY_KIND[kind].namespaced else ""
         for obj in self.list(kind):
             meta = obj["metadata"]
             if meta["name"] == name and meta.get("namespace", "") == scoped:
@@ -46,7 +47,7 @@ class KubeReader:
 
     def events_for(self, kind: str, name: str, namespace: str = "") -> builtins.list[Obj]:
         """Events about one object, first recorded first."""
-        scoped = namespace if KINDS[kind].namespaced else ""
+        scoped = namespace if BY_KIND[kind].namespaced else ""
         found = [
             event
             for event in self.list("Event")

@@ -17,7 +17,8 @@ if TYPE_CHECKING:
 
 def engine_state(reader: Reader) -> ClusterState:
     """A new engine state holding the reader's objects of the kinds the engine reads."""
-    from pykai.engine.whatif import STATE_KINDS, load_state
+    from pykai.engine.state import STATE_KINDS
+    from pykai.engine.whatif import load_state
 
     return load_state(obj for kind in STATE_KINDS for obj in reader.list(kind))
 

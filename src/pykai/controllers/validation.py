@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterator
 from pykai.engine.config import config_from_mapping
 from pykai.model import kinds
 from pykai.model.errors import FieldProblem, ValidationError
-from pykai.model.kueue.api import KINDS as KUEUE_KINDS
+from pykai.model.kinds import KUEUE_KINDS
 from pykai.model.kueue.validation import immutable_problems, kueue_problems
 from pykai.model.meta import Obj, mapping
 from pykai.model.names import metadata_problems

@@ -36,7 +36,7 @@ from pykai.engine.memory import settle
 from pykai.engine.positions import Reasons, board, reasons_of
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.settings import SchedulerConfig
-from pykai.engine.state import KINDS, ClusterState
+from pykai.engine.state import STATE_KINDS, ClusterState
 from pykai.model.errors import PykaiError
 from pykai.model.kueue.conversion import as_stored
 from pykai.model.kueue.jobs import is_managed, suspended_on_create
@@ -227,7 +227,7 @@ class EmbeddedCluster(ClusterReader):
         with self._writing():
             removed = self.store.delete(kind, name, namespace)
             for gone in removed:
-                if gone["kind"] in KINDS:
+                if gone["kind"] in STATE_KINDS:
                     state = self._catch_up()  # current: in the transaction _writing began
                     state.remove(gone["kind"], namespace_of(gone), gone["metadata"]["name"])
         self.writes += bool(removed)
@@ -263,7 +263,7 @@ class EmbeddedCluster(ClusterReader):
         another program wrote)."""
         with self._writing():
             if self.store.derived_at(POSITIONS) == self.store.generation and not self.store.wrote(
-                KINDS
+                STATE_KINDS
             ):
                 self.store.carry(POSITIONS)  # what the engine reads is as they were worked out
                 return
@@ -358,7 +358,7 @@ class EmbeddedCluster(ClusterReader):
 
     def _observe(self, obj: Obj) -> None:
         """Show a written object to the engine (called inside ``_writing``)."""
-        if obj.get("kind") in KINDS:
+        if obj.get("kind") in STATE_KINDS:
             self._catch_up().upsert(obj)
 
     def _apply_one(self, manifest: Obj) -> ApplyOutcome:

@@ -10,8 +10,8 @@ from pykai.model.pod import PodView
 from pykai.model.podgroup import PodGroupView
 
 
-def pod_status(pod: PodView) -> TaskStatus:
-    """The task status a stored pod implies."""
+def task_status(pod: PodView) -> TaskStatus:
+    """The task status a stored pod implies (KAI's getTaskStatus)."""
     if pod.phase == "Succeeded":
         return TaskStatus.SUCCEEDED
     if pod.phase == "Failed":

@@ -27,7 +27,7 @@ from pykai.engine.jobs import (
     task_order_key,
 )
 from pykai.engine.nodes import NodeTable
-from pykai.engine.objects import annotated_time, gpu_groups, pod_status, preemptible
+from pykai.engine.objects import annotated_time, gpu_groups, preemptible, task_status
 from pykai.engine.queue_sums import QueueSums
 from pykai.engine.typical import DEFAULT_WINDOW, SeenPods, shape_of
 from pykai.model import constants as c
@@ -41,7 +41,8 @@ from pykai.model.problems import ObjectProblem, identity
 from pykai.model.queue import QueueView, parse_queue
 from pykai.model.resources import Resources
 
-KINDS = ("Node", "Pod", "PodGroup", "Queue", "PriorityClass")
+STATE_KINDS = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
+"""The kinds the engine reads, in the order that lets each find what it refers to."""
 
 
 def gpu_class(task: Task) -> int:
@@ -101,7 +102,7 @@ class ClusterState:
         raises: an object that cannot be taken as written is recorded in ``problems`` and
         skipped; a pod or node that cannot be read whole still counts for what it holds."""
         kind = kind_of(obj)
-        if kind not in KINDS:
+        if kind not in STATE_KINDS:
             return
         problems: list[FieldProblem] | list[str]
         try:
@@ -256,7 +257,7 @@ class ClusterState:
         ours = pod.scheduler_name == c.SCHEDULER_NAME
         group = pod.meta.annotations.get(c.POD_GROUP_ANNOTATION, "") if ours else ""
         job_key = f"{pod.meta.namespace}/{group}" if group else ""
-        status = pod_status(pod)
+        status = task_status(pod)
         if problem and status == TaskStatus.PENDING:
             status = TaskStatus.GATED  # not to be placed as written; its gang waits
         node = pod.node_name

@@ -32,15 +32,13 @@ from pykai.engine.positions import pending_positions
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.session import Session
 from pykai.engine.settings import SchedulerConfig
-from pykai.engine.state import ClusterState
+from pykai.engine.state import STATE_KINDS, ClusterState
 from pykai.model import constants as c
 from pykai.model.meta import Obj
 from pykai.model.positions import Position
 from pykai.model.quantity import parse_quantity
 from pykai.model.resources import EPS, RESOURCE_NAMES, Resources
 
-# the kinds the engine reads, in the order that lets each find what it refers to
-STATE_KINDS = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod")
 Edit = Callable[[Obj], Obj | None]  # an object as the trial has it: a changed copy, or None
 
 

@@ -29,10 +29,6 @@ from pykai.model.meta import Obj
 
 log = logging.getLogger("pykai.api")
 
-# where each kind lives in the API: the table of model/kinds.py
-Kind = KindSpec
-KINDS = BY_KIND
-
 
 class ApiError(PykaiError, RuntimeError):
     """A request the apiserver refused; ``status`` is the HTTP status."""
@@ -172,7 +168,7 @@ class KubeApi:
         found: Obj = self._check(self.http.get("/version", timeout=30.0), "get")
         return found
 
-    def path(self, kind: Kind, namespace: str = "", name: str = "", sub: str = "") -> str:
+    def path(self, kind: KindSpec, namespace: str = "", name: str = "", sub: str = "") -> str:
         """The REST path of a collection, an object or its subresource."""
         base = f"/apis/{kind.group}/{kind.version}" if kind.group else f"/api/{kind.version}"
         if kind.namespaced and namespace:
@@ -208,7 +204,7 @@ class KubeApi:
         return error
 
     def list(
-        self, kind: Kind, *, resource_version: str = "", limit: int = LIST_PAGE
+        self, kind: KindSpec, *, resource_version: str = "", limit: int = LIST_PAGE
     ) -> tuple[list[Obj], str]:
         """Every object of a kind, with ``kind``/``apiVersion`` filled, and the list's version;
         read in pages of ``limit`` (``continue``; an expired token is a 410). As client-go's
@@ -230,7 +226,7 @@ class KubeApi:
         return items, str(meta.get("resourceVersion", ""))
 
     def watch(
-        self, kind: Kind, resource_version: str, timeout: int = 60
+        self, kind: KindSpec, resource_version: str, timeout: int = 60
     ) -> Iterator[tuple[str, Obj]]:
         """Events (ADDED / MODIFIED / DELETED / BOOKMARK / ERROR) from ``resource_version``."""
         params = {
@@ -245,7 +241,7 @@ class KubeApi:
                 event = _decoded(_EVENT_DECODER, line, "watch event")
                 yield event.type, _received(kind, event.object)
 
-    def get(self, kind: Kind, name: str, namespace: str = "") -> Obj | None:
+    def get(self, kind: KindSpec, name: str, namespace: str = "") -> Obj | None:
         """One object, or None when it does not exist."""
         response = self.http.get(self.path(kind, namespace, name))
         if response.status_code == 404:
@@ -253,13 +249,13 @@ class KubeApi:
         found: Obj = self._check(response, "get")
         return found
 
-    def create(self, kind: Kind, obj: Obj) -> Obj:
+    def create(self, kind: KindSpec, obj: Obj) -> Obj:
         """Create an object."""
         namespace = obj["metadata"].get("namespace", "") if kind.namespaced else ""
         created: Obj = self._check(self.http.post(self.path(kind, namespace), json=obj), "create")
         return created
 
-    def create_if_absent(self, kind: Kind, obj: Obj) -> Obj | None:
+    def create_if_absent(self, kind: KindSpec, obj: Obj) -> Obj | None:
         """Create an object; None if one of that name exists already (409 Conflict)."""
         try:
             return self.create(kind, obj)
@@ -268,7 +264,9 @@ class KubeApi:
                 raise
             return None
 
-    def patch(self, kind: Kind, name: str, patch: Obj, namespace: str = "", sub: str = "") -> Obj:
+    def patch(
+        self, kind: KindSpec, name: str, patch: Obj, namespace: str = "", sub: str = ""
+    ) -> Obj:
         """A JSON merge patch of an object (or of its status with ``sub="status"``)."""
         response = self.http.patch(
             self.path(kind, namespace, name, sub),
@@ -279,7 +277,7 @@ class KubeApi:
         return patched
 
     def delete(
-        self, kind: Kind, name: str, namespace: str = "", grace_seconds: int | None = None
+        self, kind: KindSpec, name: str, namespace: str = "", grace_seconds: int | None = None
     ) -> None:
         """Delete an object (a missing one is not an error); ``grace_seconds=0`` removes a
         terminating pod at once, as its kubelet does once the containers stopped."""
@@ -298,7 +296,7 @@ class KubeApi:
             "metadata": metadata,
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
-        path = self.path(KINDS["Pod"], namespace, name, "binding")
+        path = self.path(BY_KIND["Pod"], namespace, name, "binding")
         content = json.dumps(body).encode()
         if self.poster is not None:
             status, answer = self.poster.post(path, content)
@@ -319,7 +317,7 @@ def _decoded(decoder: msgspec.json.Decoder[Any], data: bytes, what: str) -> Any:
         raise ApiError(502, f"undecodable {what}: {exc}") from exc
 
 
-def _received(kind: Kind, obj: Obj) -> Obj:
+def _received(kind: KindSpec, obj: Obj) -> Obj:
     """An object as read: ``kind``/``apiVersion`` filled (lists leave them out), managed
     fields dropped."""
     if "kind" not in obj:  # a watch event's object has both: nothing is worked out for it

@@ -20,7 +20,7 @@ from typing import Any
 
 from pykai.controllers.faults import Isolation
 from pykai.engine.decisions import Bind
-from pykai.kube.api import API_ERRORS, KINDS, ApiError, KubeApi
+from pykai.kube.api import API_ERRORS, ApiError, KubeApi
 from pykai.kube.binding import (
     FAILED,
     RESERVATION_NAMESPACE,
@@ -35,6 +35,7 @@ from pykai.kube.events import WARNING, EventRecorder
 from pykai.kube.gpu_env import CONFIG_ANNOTATION, WRITTEN_ANNOTATION, config_map, written
 from pykai.model import constants as c
 from pykai.model.errors import PykaiError
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 from pykai.model.pod import gpu_group_labels
 
@@ -70,7 +71,7 @@ class Binder:
 
     def _request(self, decision: Bind) -> None:
         body = bind_request(decision)
-        kind = KINDS["BindRequest"]
+        kind = BY_KIND["BindRequest"]
         if self.api.create_if_absent(kind, body) is None:
             # left by an earlier pod of the same name: replace it
             self.api.delete(kind, decision.name, decision.namespace)
@@ -131,7 +132,7 @@ class Binder:
                 patch = {
                     "metadata": {"labels": gpu_group_labels(groups), "annotations": annotations}
                 }
-                self.api.patch(KINDS["Pod"], meta["name"], patch, meta["namespace"])
+                self.api.patch(BY_KIND["Pod"], meta["name"], patch, meta["namespace"])
                 if config:
                     self._create_config(pod, config, prior)
                 self.api.bind(meta["namespace"], meta["name"], node)
@@ -147,7 +148,7 @@ class Binder:
         """What an earlier attempt recorded on the pod about this ConfigMap (the pod is read
         afresh: the cache may lag behind that attempt)."""
         meta = pod["metadata"]
-        current = self.api.get(KINDS["Pod"], meta["name"], meta["namespace"]) or pod
+        current = self.api.get(BY_KIND["Pod"], meta["name"], meta["namespace"]) or pod
         record = (current["metadata"].get("annotations") or {}).get(WRITTEN_ANNOTATION)
         if record and record.partition(" ")[0] == config["metadata"]["name"]:
             return str(record)
@@ -159,7 +160,7 @@ class Binder:
         ``written(config)`` before calling). If the name is taken, the ConfigMap is this
         binder's only when the record says so, and usable only if it holds these values."""
         want = written(config)
-        if self.api.create_if_absent(KINDS["ConfigMap"], config) is not None:
+        if self.api.create_if_absent(BY_KIND["ConfigMap"], config) is not None:
             if prior not in (None, want):
                 self._record(pod, want)
             return
@@ -183,7 +184,7 @@ class Binder:
     def _record(self, pod: Obj, value: str | None) -> None:
         meta = pod["metadata"]
         patch = {"metadata": {"annotations": {WRITTEN_ANNOTATION: value}}}
-        self.api.patch(KINDS["Pod"], meta["name"], patch, meta["namespace"])
+        self.api.patch(BY_KIND["Pod"], meta["name"], patch, meta["namespace"])
 
     def _failed(self, request: Obj, view: BindRequestView, reason: str) -> None:
         meta = request["metadata"]
@@ -206,7 +207,7 @@ class Binder:
     def _status(self, request: Obj, status: dict[str, Any]) -> None:
         meta = request["metadata"]
         self.api.patch(
-            KINDS["BindRequest"], meta["name"], {"status": status}, meta["namespace"], "status"
+            BY_KIND["BindRequest"], meta["name"], {"status": status}, meta["namespace"], "status"
         )
 
     def _reserve(self, node: str, group: str) -> None:
@@ -232,19 +233,19 @@ class Binder:
             },
         }
         try:
-            self.api.create_if_absent(KINDS["Pod"], pod)
+            self.api.create_if_absent(BY_KIND["Pod"], pod)
         except ApiError as exc:
             if exc.status != 404:
                 raise
             # no reservation namespace yet (the Helm chart makes it; the binder may then not)
             namespace = {"metadata": {"name": RESERVATION_NAMESPACE}}
-            self.api.create_if_absent(KINDS["Namespace"], namespace)
-            self.api.create_if_absent(KINDS["Pod"], pod)
+            self.api.create_if_absent(BY_KIND["Namespace"], namespace)
+            self.api.create_if_absent(BY_KIND["Pod"], pod)
 
     def _delete_request(self, request: Obj) -> None:
         meta = request["metadata"]
         try:
-            self.api.delete(KINDS["BindRequest"], meta["name"], meta["namespace"])
+            self.api.delete(BY_KIND["BindRequest"], meta["name"], meta["namespace"])
         except API_ERRORS as exc:
             log.warning("BindRequest %s/%s not deleted: %s", meta["namespace"], meta["name"], exc)
 
@@ -254,5 +255,5 @@ class Binder:
             group = (pod["metadata"].get("labels") or {}).get(c.GPU_GROUP_LABEL, "")
             if group not in in_use and not pod["metadata"].get("deletionTimestamp"):
                 self.pool.submit(
-                    self.api.delete, KINDS["Pod"], pod["metadata"]["name"], RESERVATION_NAMESPACE
+                    self.api.delete, BY_KIND["Pod"], pod["metadata"]["name"], RESERVATION_NAMESPACE
                 )

@@ -24,8 +24,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pykai.engine.decisions import Bind
-from pykai.kube.api import KINDS
 from pykai.model import constants as c
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj, mapping
 from pykai.model.pod import gpu_group_labels
 
@@ -73,7 +73,7 @@ class BindBackoff:
 def bind_request(decision: Bind, backoff_limit: int = DEFAULT_BACKOFF_LIMIT) -> Obj:
     """The BindRequest asking the binder to bind a shared-GPU pod."""
     return {
-        "apiVersion": KINDS["BindRequest"].api_version,
+        "apiVersion": BY_KIND["BindRequest"].api_version,
         "kind": "BindRequest",
         "metadata": {
             "name": decision.name,

@@ -21,8 +21,7 @@ import time
 
 from pykai.controllers.events import WARNING
 from pykai.controllers.faults import INVALID, Isolation
-from pykai.engine.state import KINDS as ENGINE_KINDS
-from pykai.engine.state import ClusterState
+from pykai.engine.state import STATE_KINDS, ClusterState
 from pykai.kube.api import transient
 from pykai.kube.binding import (
     FAILED,
@@ -148,7 +147,7 @@ class ObjectCache:
                 if requested_for(obj, pod) and self._gave_up(obj, pod):
                     self.backoff.fail(pod["metadata"].get("uid", ""), time.time())
                 self._feed(pod)
-        elif kind in ENGINE_KINDS:
+        elif kind in STATE_KINDS:
             self._feed(obj)
 
     def _gave_up(self, request: Obj, pod: Obj) -> bool:

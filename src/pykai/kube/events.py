@@ -13,7 +13,8 @@ import time
 from concurrent.futures import Executor
 
 from pykai.controllers.events import NORMAL, WARNING, EventFacts, new_event
-from pykai.kube.api import API_ERRORS, KINDS, KubeApi
+from pykai.kube.api import API_ERRORS, KubeApi
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj, format_time
 from pykai.model.problems import object_version
 
@@ -65,7 +66,7 @@ class EventRecorder:
 
     def _write_once(self, event: Obj) -> None:
         try:
-            self.api.create_if_absent(KINDS["Event"], event)
+            self.api.create_if_absent(BY_KIND["Event"], event)
         except API_ERRORS as exc:
             meta = event["metadata"]
             log.warning("event %s/%s not written: %s", meta["namespace"], meta["name"], exc)
@@ -74,12 +75,12 @@ class EventRecorder:
         meta = event["metadata"]
         try:
             if event["count"] == 1:
-                if self.api.create_if_absent(KINDS["Event"], event) is not None:
+                if self.api.create_if_absent(BY_KIND["Event"], event) is not None:
                     return
                 # written before a restart of this process: bump it
-                current = self.api.get(KINDS["Event"], meta["name"], meta["namespace"]) or {}
+                current = self.api.get(BY_KIND["Event"], meta["name"], meta["namespace"]) or {}
                 event["count"] = int(current.get("count", 0)) + 1
             patch = {"count": event["count"], "lastTimestamp": event["lastTimestamp"]}
-            self.api.patch(KINDS["Event"], meta["name"], patch, meta["namespace"])
+            self.api.patch(BY_KIND["Event"], meta["name"], patch, meta["namespace"])
         except API_ERRORS as exc:
             log.warning("event %s/%s not written: %s", meta["namespace"], meta["name"], exc)

@@ -26,12 +26,13 @@ from pykai.controllers.events import EventFacts
 from pykai.controllers.host import T, concerned
 from pykai.controllers.outcome import BindFailed
 from pykai.engine.decisions import Bind
-from pykai.kube.api import KINDS, ApiError, KubeApi
+from pykai.kube.api import ApiError, KubeApi
 from pykai.kube.binder import Binder
 from pykai.kube.cache import WRITTEN, ObjectCache, key_of
 from pykai.kube.events import EventRecorder
 from pykai.kube.informer import Change
 from pykai.model.errors import AlreadyExists
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 
 log = logging.getLogger("pykai.run")
@@ -86,7 +87,7 @@ class KubeHost(ObjectCache):
 
     def create(self, obj: Obj) -> Obj:
         """Create an object (AlreadyExists if its name is taken); the cache hears of it."""
-        kind = KINDS[obj["kind"]]
+        kind = BY_KIND[obj["kind"]]
         try:
             created = self.api.create(kind, obj)
         except ApiError as exc:
@@ -103,7 +104,7 @@ class KubeHost(ObjectCache):
         at a time (a failed one is tried again by a later cycle)."""
         kind, namespace, name = key_of(obj)
         if not status:
-            self._patched(kind, self.api.patch(KINDS[kind], name, patch, namespace))
+            self._patched(kind, self.api.patch(BY_KIND[kind], name, patch, namespace))
             return
         if (kind, namespace, name) in self._in_flight:
             return
@@ -111,7 +112,7 @@ class KubeHost(ObjectCache):
 
         def write() -> None:
             try:
-                self._patched(kind, self.api.patch(KINDS[kind], name, patch, namespace, "status"))
+                self._patched(kind, self.api.patch(BY_KIND[kind], name, patch, namespace, "status"))
             except Exception as exc:  # a background write: logged, tried again next cycle
                 log.warning("status of %s %s/%s not written: %s", kind, namespace, name, exc)
             finally:
@@ -126,7 +127,7 @@ class KubeHost(ObjectCache):
     def delete(self, obj: Obj, *, grace: float | None = None) -> None:
         """DELETE (a pod terminates over ``grace`` seconds, by default its own period)."""
         kind, namespace, name = key_of(obj)
-        self.api.delete(KINDS[kind], name, namespace, None if grace is None else int(grace))
+        self.api.delete(BY_KIND[kind], name, namespace, None if grace is None else int(grace))
 
     def bind(self, decision: Bind) -> None:
         """One write: pods/binding, or a BindRequest for a shared-GPU pod (kube/binder.py);

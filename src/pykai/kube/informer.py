@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 import httpx
 
-from pykai.kube.api import ApiError, AuthError, Kind, KubeApi, RefusedAtStart
-from pykai.model.kinds import provider
+from pykai.kube.api import ApiError, AuthError, KubeApi, RefusedAtStart
+from pykai.model.kinds import KindSpec, provider
 from pykai.model.meta import Obj
 
 log = logging.getLogger("pykai.informer")
@@ -40,7 +40,7 @@ class Informer(threading.Thread):
     """Watches one kind until stopped."""
 
     def __init__(
-        self, api: KubeApi, kind: Kind, changes: queue.Queue[Change], stop: threading.Event
+        self, api: KubeApi, kind: KindSpec, changes: queue.Queue[Change], stop: threading.Event
     ) -> None:
         super().__init__(name=f"informer-{kind.plural}", daemon=True)
         self.api, self.kind, self.changes, self.stop_event = api, kind, changes, stop

@@ -18,11 +18,12 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from pykai.kube.api import API_ERRORS, KINDS, ApiError, AuthError, KubeApi, RefusedAtStart
+from pykai.kube.api import API_ERRORS, ApiError, AuthError, KubeApi, RefusedAtStart
 from pykai.model.errors import PykaiError
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import format_time, parse_time
 
-LEASE = KINDS["Lease"]
+LEASE = BY_KIND["Lease"]
 log = logging.getLogger("pykai.leader")
 
 

@@ -38,10 +38,11 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from pykai.kube import peers
-from pykai.kube.api import KINDS, KubeApi, connect
+from pykai.kube.api import KubeApi, connect
 from pykai.kube.certs import Authority
 from pykai.model.conditions import is_true
 from pykai.model.errors import PykaiError
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 from pykai.model.priorityclass import builtin_priority_classes
 from pykai.model.queue import default_queues
@@ -313,7 +314,7 @@ class LocalCluster:
     def _wait_registered(self, timeout: float) -> None:
         api = connect(self.kubeconfig)
         deadline = time.monotonic() + timeout
-        while api.get(KINDS["ValidatingWebhookConfiguration"], "pykai-validation") is None:
+        while api.get(BY_KIND["ValidatingWebhookConfiguration"], "pykai-validation") is None:
             if time.monotonic() > deadline or not self.running():
                 log = self.directory / "pykai-webhook.log"
                 raise LocalClusterError(f"the admission webhook did not register; see {log}")
@@ -520,9 +521,9 @@ def _documents(path: Path) -> tuple[Obj, ...]:
 
 def _create_missing(api: KubeApi, objects: list[dict[str, object]]) -> None:
     for obj in objects:
-        api.create_if_absent(KINDS[str(obj["kind"])], obj)
+        api.create_if_absent(BY_KIND[str(obj["kind"])], obj)
 
 
 def _established(api: KubeApi, name: str) -> bool:
-    found = api.get(KINDS["CustomResourceDefinition"], name) or {}
+    found = api.get(BY_KIND["CustomResourceDefinition"], name) or {}
     return is_true(found, "Established")

@@ -3,8 +3,9 @@ with the not-ready taint cleared, as a kubelet and the node-lifecycle controller
 
 from __future__ import annotations
 
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KubeApi
 from pykai.model import builders
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj, format_time
 
 
@@ -16,7 +17,7 @@ def gpu_nodes(count: int, gpus_per_node: int) -> list[Obj]:
 def create_ready_nodes(api: KubeApi, nodes: list[Obj], now: float) -> None:
     """Create (or keep) each node, then mark it Ready and clear its taints from admission
     (safe from many threads: one httpx client)."""
-    kind = KINDS["Node"]
+    kind = BY_KIND["Node"]
     for obj in nodes:
         name = obj["metadata"]["name"]
         api.create_if_absent(kind, {k: v for k, v in obj.items() if k != "status"})

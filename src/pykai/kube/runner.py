@@ -48,7 +48,7 @@ from pykai.kube.host import KubeHost
 from pykai.kube.leader import LeaderElector
 from pykai.kube.metrics import RunMetrics
 from pykai.kube.visibility import Visibility
-from pykai.kube.watched import KUEUE_KINDS, OPTIONAL, Watch
+from pykai.kube.watched import KUEUE_READS, OPTIONAL, Watch
 from pykai.model import constants as c
 from pykai.model.errors import AlreadyExists
 from pykai.model.meta import Obj
@@ -233,7 +233,7 @@ class KubeRunner:
         (never where Kueue's CRDs are not installed): before that, a job's Workload, or a
         Workload's job, may exist unseen. RayJobs and RayClusters are not waited for: their
         CRDs may be missing."""
-        return all(kind in self.host.synced for kind in (*KUEUE_KINDS, "Job"))
+        return all(kind in self.host.synced for kind in (*KUEUE_READS, "Job"))
 
     def _run_kueue(self, host: Host) -> None:
         """Kueue's scheduler and status writers (controllers/kueue/admission.py); an API

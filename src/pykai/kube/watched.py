@@ -14,13 +14,14 @@ import queue
 import threading
 import time
 
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KubeApi
 from pykai.kube.informer import Change, Informer
+from pykai.model.kinds import BY_KIND
 from pykai.model.kueue.jobs import MANAGED_KINDS
 
 ENGINE_KINDS = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod", "BindRequest")
 # what Kueue's controllers read, where Kueue's CRDs are installed (they run once all have listed)
-KUEUE_KINDS = (
+KUEUE_READS = (
     "ClusterQueue",
     "LocalQueue",
     "Workload",
@@ -44,7 +45,7 @@ NEEDS: dict[str, tuple[str, ...]] = {
     # the check-capacity stand-in places a request's pods on the nodes with the engine
     "provisioning": (*ENGINE_KINDS, "ProvisioningRequest", "PodTemplate"),
 }
-KUEUE_ONLY = (*KUEUE_KINDS, *PROVISIONING)  # read by the scheduler's Kueue pass
+KUEUE_ONLY = (*KUEUE_READS, *PROVISIONING)  # read by the scheduler's Kueue pass
 # owners the pod-grouper reads when they exist (a missing CRD only means no such owners)
 OWNER_KINDS = (
     "ReplicaSet",
@@ -58,7 +59,7 @@ OWNER_KINDS = (
     "PyTorchJob",
 )
 # not waited for (CRDs may lack)
-OPTIONAL = frozenset(OWNER_KINDS) | frozenset(KUEUE_KINDS) | frozenset(PROVISIONING)
+OPTIONAL = frozenset(OWNER_KINDS) | frozenset(KUEUE_READS) | frozenset(PROVISIONING)
 
 
 # the embedded cluster's stand-ins for parts a real cluster has: refused by name
@@ -125,7 +126,7 @@ class Watch:
 
     def _start(self, kinds: list[str]) -> None:
         for kind in kinds:
-            informer = Informer(self.api, KINDS[kind], self.changes, self.stop)
+            informer = Informer(self.api, BY_KIND[kind], self.changes, self.stop)
             self.informers.append(informer)
             informer.start()
 

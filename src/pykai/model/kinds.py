@@ -87,7 +87,7 @@ _KUEUE = (
 # Kubernetes v1.34's built-in kinds a manifest for pykai may carry, in the versions a v1.34
 # apiserver serves (`kubectl api-resources`), and the custom kinds of KAI, Kueue, KubeRay and
 # Kubeflow that pykai reads.
-KINDS: tuple[KindSpec, ...] = (
+KIND_SPECS: tuple[KindSpec, ...] = (
     _core("Pod", "pods", True, "po"),
     _core("Node", "nodes", False, "no"),
     _core("Namespace", "namespaces", False, "ns", names="label"),
@@ -155,8 +155,11 @@ KINDS: tuple[KindSpec, ...] = (
         ("crd", "crds"),
     ),
 )
-BY_KIND: dict[str, KindSpec] = {k.kind: k for k in KINDS}
-CLUSTER_SCOPED = frozenset(k.kind for k in KINDS if not k.namespaced)
+BY_KIND: dict[str, KindSpec] = {k.kind: k for k in KIND_SPECS}
+CLUSTER_SCOPED = frozenset(k.kind for k in KIND_SPECS if not k.namespaced)
+KUEUE_KINDS = tuple(k.kind for k in _KUEUE)
+"""Kueue's kinds (kueue.x-k8s.io), whose objects pykai checks as Kueue does
+(model/kueue/validation.py)."""
 
 # Versions of the built-in kinds above that Kubernetes stopped serving, and the release that
 # stopped (Kubernetes' deprecated API migration guide); a v1.34 apiserver has none of them.

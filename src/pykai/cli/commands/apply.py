@@ -12,7 +12,7 @@ from pykai.cli.errors import fail, not_found, reported
 from pykai.cli.options import ClusterOption, FilenameOption, NameArgument, NamespaceOption
 
 if TYPE_CHECKING:
-    from pykai.cli.kinds import KindInfo
+    from pykai.model.kinds import KindSpec
 
 
 def apply(
@@ -72,7 +72,7 @@ def delete(
         fail("\n".join(missing))
 
 
-def _manifest_targets(filename: list[str], namespace: str) -> list[tuple[KindInfo, str, str]]:
+def _manifest_targets(filename: list[str], namespace: str) -> list[tuple[KindSpec, str, str]]:
     """(kind, name, namespace) of each object in the manifests."""
     from pykai.cli.kinds import info_for
     from pykai.cli.manifests import ManifestError, read_manifests

@@ -21,11 +21,11 @@ from pykai.cli.options import (
 )
 
 if TYPE_CHECKING:
-    from pykai.cli.kinds import KindInfo
     from pykai.embedded.reader import ClusterReader
+    from pykai.model.kinds import KindSpec
     from pykai.model.meta import Obj
 
-Found = list[tuple["KindInfo", list["Obj"]]]
+Found = list[tuple["KindSpec", list["Obj"]]]
 
 
 def get(
@@ -101,7 +101,7 @@ def get(
 
 def _found(
     reader: ClusterReader,
-    targets: list[tuple[KindInfo, list[str]]],
+    targets: list[tuple[KindSpec, list[str]]],
     namespace: str,
     all_namespaces: bool,
     selector: str,
@@ -195,7 +195,7 @@ def _text(
 
 def _watch(
     reader: ClusterReader,
-    info: KindInfo,
+    info: KindSpec,
     scope: str | None,
     names: list[str],
     selector: str,

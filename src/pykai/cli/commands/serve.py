@@ -223,12 +223,13 @@ def webhook(
     workloads (foreground; stops cleanly on SIGTERM). Listens on 127.0.0.1 unless --address
     says otherwise. Without TLS options a self-signed certificate is made for local use."""
     from pykai.kube import webhook as hook
-    from pykai.kube.api import KINDS, connect
+    from pykai.kube.api import connect
+    from pykai.model.kinds import BY_KIND
 
     with reported(), refused():
         host, port = host_port("--address", address)
         api = connect(kubeconfig, context)
-        api.list(KINDS["Queue"])  # every review of a queue reads them: refused now, refused then
+        api.list(BY_KIND["Queue"])  # every review of a queue reads them: refused now, refused then
         if tls_cert_file and tls_key_file:
             cert = tls_cert_file.read_bytes()
             tls = hook.Tls(cert, tls_key_file.read_bytes(), cert)

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import base64
 
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KubeApi
 from pykai.kube.webhook.server import MUTATE_PATH, PATH
-from pykai.model.kueue.api import KINDS as KUEUE_KINDS
+from pykai.model.kinds import BY_KIND, KUEUE_KINDS
 from pykai.model.kueue.api import QUEUE_NAME_LABEL
 from pykai.model.kueue.jobs import MANAGED_KINDS
 from pykai.model.meta import Obj
@@ -30,10 +30,10 @@ def _webhook(
         "clientConfig": client_config,
         "rules": [
             {
-                "apiGroups": [KINDS[kind].group],
-                "apiVersions": list(KINDS[kind].versions),
+                "apiGroups": [BY_KIND[kind].group],
+                "apiVersions": list(BY_KIND[kind].versions),
                 "operations": operations,
-                "resources": [KINDS[kind].plural],
+                "resources": [BY_KIND[kind].plural],
                 "scope": "*",
             }
             for kind in kinds
@@ -99,11 +99,11 @@ def register(api: KubeApi, base_url: str, ca: bytes) -> None:
             mutation({"url": base_url + MUTATE_PATH, "caBundle": bundle}),
         ),
     ):
-        api.delete(KINDS[kind], name)
-        api.create(KINDS[kind], body)
+        api.delete(BY_KIND[kind], name)
+        api.create(BY_KIND[kind], body)
 
 
 def unregister(api: KubeApi) -> None:
     """Remove both webhook configurations."""
-    api.delete(KINDS["ValidatingWebhookConfiguration"], CONFIGURATION_NAME)
-    api.delete(KINDS["MutatingWebhookConfiguration"], MUTATION_NAME)
+    api.delete(BY_KIND["ValidatingWebhookConfiguration"], CONFIGURATION_NAME)
+    api.delete(BY_KIND["MutatingWebhookConfiguration"], MUTATION_NAME)

@@ -9,8 +9,9 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from pykai.kube.api import KINDS, KubeApi
+from pykai.kube.api import KubeApi
 from pykai.kube.certs import Authority
+from pykai.model.kinds import BY_KIND
 
 
 @dataclass(frozen=True)
@@ -45,7 +46,7 @@ def tls_from_secret(api: KubeApi, reference: str) -> Tls:
     namespace, _, name = reference.partition("/")
     if not namespace or not name:
         raise ValueError(f"--tls-secret {reference!r}: write it as NAMESPACE/NAME")
-    secret = api.get(KINDS["Secret"], name, namespace)
+    secret = api.get(BY_KIND["Secret"], name, namespace)
     if secret is None:
         raise ValueError(f"Secret {reference} does not exist: create it, or omit --tls-secret")
     data = secret.get("data") or {}

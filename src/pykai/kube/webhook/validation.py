@@ -7,11 +7,11 @@ import logging
 from typing import Any
 
 from pykai.controllers.validation import Lister, check_queue_unused, validate_objects
-from pykai.kube.api import API_ERRORS, KINDS, KubeApi
+from pykai.kube.api import API_ERRORS, KubeApi
 from pykai.kube.gpu_env import SHARING_ANNOTATIONS
 from pykai.kube.webhook.answer import answer
 from pykai.model.errors import FieldProblem, ValidationError
-from pykai.model.kueue.api import KINDS as KUEUE_KINDS
+from pykai.model.kinds import BY_KIND, KUEUE_KINDS
 from pykai.model.meta import Obj
 from pykai.model.workloads import pod_templates
 
@@ -101,4 +101,4 @@ def _sharing_refusal(obj: Obj) -> str:
 
 def api_lister(api: KubeApi) -> Lister:
     """Stored objects read from the apiserver at review time."""
-    return lambda kind: api.list(KINDS[kind])[0]
+    return lambda kind: api.list(BY_KIND[kind])[0]

@@ -1,5 +1,5 @@
-"""Kueue's API group (``kueue.x-k8s.io``): its versions, the kinds it defines and the labels
-Kueue reads on jobs."""
+"""Kueue's API group (``kueue.x-k8s.io``): its versions and the labels Kueue reads on jobs (its
+kinds are in the table of model/kinds.py: ``KUEUE_KINDS``)."""
 
 from __future__ import annotations
 
@@ -11,14 +11,3 @@ PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 ADMITTED_QUEUE = "kueue.x-k8s.io/admitted"
 """The queue of the PodGroup of a Kueue-managed job's pods: no KAI Queue can have this name
 (a slash), so KAI's queues never govern them (see engine/kueue/place.py)."""
-KINDS = (
-    "ResourceFlavor",
-    "ClusterQueue",
-    "Cohort",
-    "LocalQueue",
-    "Workload",
-    "WorkloadPriorityClass",
-    "AdmissionCheck",
-    "ProvisioningRequestConfig",
-)
-"""Kueue's kinds whose objects pykai checks as Kueue does (model/kueue/validation.py)."""
