@@ -13,11 +13,11 @@ from http.server import ThreadingHTTPServer
 
 from prometheus_client import generate_latest
 
+from pykai.kube.endpoints import Answer
 from pykai.kube.metrics import RunMetrics
-from pykai.model.meta import Obj
 from pykai.serving import QuietHandler, serve_in_thread
 
-Route = Callable[[str], tuple[int, Obj] | None]
+Route = Callable[[str], Answer | None]
 """More JSON endpoints: (status, body) for a request path it serves, else None."""
 
 # the classic text format, which every Prometheus reads (and what generate_latest writes)

@@ -13,11 +13,11 @@ ones if the loop does not come round in time (a standby replica never does: 503 
 from __future__ import annotations
 
 import threading
-from urllib.parse import parse_qs
 
 from pykai.engine.decisions import CycleResult, Reason
 from pykai.engine.positions import board
 from pykai.engine.state import ClusterState
+from pykai.kube.endpoints import Answer, Page, failure, page
 from pykai.model.meta import format_time
 from pykai.model.positions import Board, Position
 
@@ -45,7 +45,7 @@ class PendingBoard:
         if self.wanted():
             self.publish(state, now, result.unschedulable)
 
-    def answer(self, target: str) -> tuple[int, dict[str, object]] | None:
+    def answer(self, target: str) -> Answer | None:
         """A metrics-server route: the answer to a request for ``target`` (path and query;
         None: not this route's)."""
         path, _, query = target.partition("?")
@@ -69,26 +69,24 @@ class PendingBoard:
             return self._board
 
 
-def route(board: PendingBoard, path: str, query: str) -> tuple[int, dict[str, object]] | None:
+def route(board: PendingBoard, path: str, query: str) -> Answer | None:
     """The answer to a request for ``path`` (None: not this route's)."""
     if not (path.startswith(PREFIX) and path.endswith(SUFFIX)):
         return None
     name = path[len(PREFIX) : -len(SUFFIX)]
-    params = parse_qs(query)
-    try:
-        limit = int(params.get("limit", [str(DEFAULT_LIMIT)])[0])
-        offset = int(params.get("offset", ["0"])[0])
-    except ValueError:
-        return 400, _status(400, "BadRequest", "limit and offset must be whole numbers")
+    asked = page(query, DEFAULT_LIMIT)
+    if not isinstance(asked, Page):
+        return asked
+    limit, offset = asked
     if limit < 0 or offset < 0:
-        return 400, _status(400, "BadRequest", "limit and offset must not be negative")
+        return failure(400, "BadRequest", "limit and offset must not be negative")
     found = board.latest()
     if found is None:
-        return 503, _status(
+        return failure(
             503, "ServiceUnavailable", "no positions yet: this replica has not scheduled"
         )
     if name not in found.chains:
-        return 404, _status(404, "NotFound", f'queues.scheduling.run.ai "{name}" not found')
+        return failure(404, "NotFound", f'queues.scheduling.run.ai "{name}" not found')
     return 200, summary(found.under(name)[offset : offset + limit], found.at)
 
 
@@ -111,16 +109,4 @@ def _item(position: Position) -> dict[str, object]:
         "positionInQueue": position.in_queue,
         "positionInCycle": position.in_cycle,
         "reasons": [{"reason": r.reason, "message": r.message} for r in position.reasons],
-    }
-
-
-def _status(code: int, reason: str, message: str) -> dict[str, object]:
-    """A Kubernetes Status, as an apiserver answers a failed request."""
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
     }

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import threading
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import urlsplit
 
 from pykai.engine.kueue.positions import (
     MAX_LIMIT,
@@ -22,6 +22,7 @@ from pykai.engine.kueue.positions import (
     pending_workloads,
     summary,
 )
+from pykai.kube.endpoints import Answer, Page, failure, page
 from pykai.model.meta import Obj
 
 _PATH = re.compile(
@@ -51,43 +52,28 @@ class Visibility:
         with self._lock:
             self._pending, self._local_queues = pending, names
 
-    def answer(self, target: str) -> tuple[int, Obj] | None:
+    def answer(self, target: str) -> Answer | None:
         """(HTTP status, JSON body) for a visibility request; None for any other path."""
         url = urlsplit(target)
         match = _PATH.match(url.path)
         if match is None:
             return None
-        query = parse_qs(url.query)
-        try:
-            limit = int(query.get("limit", [str(MAX_LIMIT)])[0])
-            offset = int(query.get("offset", ["0"])[0])
-        except ValueError:
-            return 400, _status(400, "BadRequest", "limit and offset must be whole numbers")
+        asked = page(url.query, MAX_LIMIT)
+        if not isinstance(asked, Page):
+            return asked
+        limit, offset = asked
         with self._lock:
             pending, local_queues = self._pending, self._local_queues
         if pending is None:
-            return 503, _status(503, "ServiceUnavailable", "no Kueue pass yet on this replica")
+            return failure(503, "ServiceUnavailable", "no Kueue pass yet on this replica")
         version = match["version"]
         if match["cq"] is not None:
             if match["cq"] not in pending:
                 message = f'clusterqueues.kueue.x-k8s.io "{match["cq"]}" not found'
-                return 404, _status(404, "NotFound", message)
+                return failure(404, "NotFound", message)
             return 200, summary(pending[match["cq"]], version, limit, offset)
         if (match["ns"], match["lq"]) not in local_queues:
             message = f'localqueues.kueue.x-k8s.io "{match["lq"]}" not found'
-            return 404, _status(404, "NotFound", message)
+            return failure(404, "NotFound", message)
         found = in_local_queue(pending, match["ns"], match["lq"])
         return 200, summary(found, version, limit, offset)
-
-
-def _status(code: int, reason: str, message: str) -> Obj:
-    """A Kubernetes Status, as the apiserver answers a failed request."""
-    return {
-        "kind": "Status",
-        "apiVersion": "v1",
-        "metadata": {},
-        "status": "Failure",
-        "message": message,
-        "reason": reason,
-        "code": code,
-    }
