@@ -7,7 +7,8 @@ import json
 import pytest
 import yaml
 
-from pykai.cli.columns import Context, render_table
+from pykai.cli.cells import Context
+from pykai.cli.columns import render_table
 from pykai.cli.jsonpath import JsonPathError, select, template
 from pykai.cli.printers import OutputError, custom_columns, render
 from pykai.model.builders import node, pod, podgroup, queue

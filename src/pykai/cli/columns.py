@@ -1,95 +1,32 @@
-"""The table columns of each kind, as kubectl (or the kind's printer columns) shows them."""
+"""The table columns of each kind, as kubectl (or the kind's printer columns) shows them, in
+the table model of cli/cells.py: Kubernetes' and KAI's kinds here, Kueue's in kueue_columns.py;
+``columns_for`` finds either, ``render_table`` prints them."""
 
 from __future__ import annotations
 
-import json
-from collections.abc import Callable
-from functools import cached_property
-from typing import TYPE_CHECKING, Any
-
+from pykai.cli.cells import (
+    NAME_AGE,
+    NONE,
+    Cell,
+    Column,
+    Context,
+    age_cell,
+    field,
+    name_cell,
+    printer_column,
+    shown,
+)
 from pykai.cli.kueue_columns import KUEUE_COLUMNS
-from pykai.cli.related import Reader, descendant_pods, pods_by_node, usage
+from pykai.cli.related import usage
 from pykai.cli.tables import age, table
 from pykai.model import constants as c
 from pykai.model.meta import Obj
 from pykai.model.queue_status import queue_figures
 from pykai.model.resources import format_gpu
 
-if TYPE_CHECKING:
-    from pykai.model.positions import Position
-
-NONE = "<none>"
-
-
-class Context:
-    """What cells need beyond their object: the clock and, read once when a column asks,
-    related objects."""
-
-    def __init__(self, reader: Reader) -> None:
-        self.reader = reader
-        self.now = reader.now()
-        self._owned: dict[str, list[Obj]] = {}
-
-    @cached_property
-    def placed_pods(self) -> dict[str, list[Obj]]:
-        """Pods holding resources, by node."""
-        return pods_by_node(self.reader.list("Pod"))
-
-    @cached_property
-    def positions(self) -> dict[str, Position]:
-        """Where each pending job stands, by job key (as recorded, else worked out by the
-        engine: cli/pending.py)."""
-        from pykai.cli.pending import positions_of
-
-        return positions_of(self.reader).by_job()
-
-    def pods_of(self, owner: Obj) -> list[Obj]:
-        """The pods a workload owns, through the objects it owns."""
-        uid = str(owner["metadata"].get("uid"))
-        if uid not in self._owned:
-            self._owned[uid] = descendant_pods(self.reader, owner)
-        return self._owned[uid]
-
-
-Cell = Callable[[Obj, Context], str]
-Column = tuple[str, Cell]
-
-
-def _field(*path: str, missing: str = NONE) -> Cell:
-    """The value at ``path`` (``missing`` when absent or empty); lists print as JSON."""
-
-    def cell(obj: Obj, _: Context) -> str:
-        value: Any = obj
-        for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        if value in (None, "", [], {}):
-            return missing
-        if isinstance(value, list | dict):
-            return json.dumps(value, separators=(",", ":"))
-        if isinstance(value, bool):
-            return str(value).lower()
-        if isinstance(value, float) and value.is_integer():
-            return str(int(value))
-        return str(value)
-
-    return cell
-
-
-def _printer_column(*path: str) -> Cell:
-    """A CRD printer column: an empty cell when the value is missing, as kubectl prints it."""
-    return _field(*path, missing="")
-
 
 def _queue_fair_share(queue: Obj, _: Context) -> str:
     return str(queue_figures(queue.get("status")).get("fairShare", {}).get(c.GPU_RESOURCE, ""))
-
-
-def _name(obj: Obj, _: Context) -> str:
-    return str(obj["metadata"]["name"])
-
-
-def _age(obj: Obj, ctx: Context) -> str:
-    return age(obj["metadata"].get("creationTimestamp"), ctx.now)
 
 
 def pod_status(pod: Obj) -> str:
@@ -195,38 +132,38 @@ def _desired(obj: Obj, _: Context) -> str:
 
 
 _POD = [
-    ("NAME", _name),
+    ("NAME", name_cell),
     ("READY", _pod_ready),
     ("STATUS", _pod_status),
     ("RESTARTS", _pod_restarts),
-    ("AGE", _age),
+    ("AGE", age_cell),
 ]
 _POD_WIDE = [
-    ("NODE", _field("spec", "nodeName")),
-    ("GPU-FRACTION", _field("metadata", "annotations", c.GPU_FRACTION_ANNOTATION)),
-    ("GPU-GROUP", _field("metadata", "labels", c.GPU_GROUP_LABEL)),
+    ("NODE", field("spec", "nodeName")),
+    ("GPU-FRACTION", field("metadata", "annotations", c.GPU_FRACTION_ANNOTATION)),
+    ("GPU-GROUP", field("metadata", "labels", c.GPU_GROUP_LABEL)),
 ]
 _QUEUE = [
-    ("NAME", _name),
-    ("PRIORITY", _printer_column("spec", "priority")),
-    ("PARENT", _printer_column("spec", "parentQueue")),
-    ("CHILDREN", _printer_column("status", "childQueues")),
-    ("DISPLAYNAME", _printer_column("spec", "displayName")),
+    ("NAME", name_cell),
+    ("PRIORITY", printer_column("spec", "priority")),
+    ("PARENT", printer_column("spec", "parentQueue")),
+    ("CHILDREN", printer_column("status", "childQueues")),
+    ("DISPLAYNAME", printer_column("spec", "displayName")),
 ]
 _QUEUE_WIDE = [
-    ("GPU-QUOTA", _printer_column("spec", "resources", "gpu", "quota")),
-    ("GPU-LIMIT", _printer_column("spec", "resources", "gpu", "limit")),
+    ("GPU-QUOTA", printer_column("spec", "resources", "gpu", "quota")),
+    ("GPU-LIMIT", printer_column("spec", "resources", "gpu", "limit")),
     ("FAIR-SHARE", _queue_fair_share),
-    ("ALLOCATED", _printer_column("status", "allocated", c.GPU_RESOURCE)),
+    ("ALLOCATED", printer_column("status", "allocated", c.GPU_RESOURCE)),
 ]
 _PODGROUP = [
-    ("NAME", _name),
-    ("QUEUE", _field("spec", "queue")),
-    ("MIN-MEMBER", _field("spec", "minMember", missing="1")),
-    ("PRIORITY", _field("spec", "priorityClassName")),
-    ("PHASE", _field("status", "phase")),
+    ("NAME", name_cell),
+    ("QUEUE", field("spec", "queue")),
+    ("MIN-MEMBER", field("spec", "minMember", missing="1")),
+    ("PRIORITY", field("spec", "priorityClassName")),
+    ("PHASE", field("status", "phase")),
     ("POSITION", _podgroup_position),
-    ("AGE", _age),
+    ("AGE", age_cell),
 ]
 _COLUMNS: dict[str, tuple[list[Column], list[Column]]] = {
     "Pod": (_POD, _POD_WIDE),
@@ -234,71 +171,74 @@ _COLUMNS: dict[str, tuple[list[Column], list[Column]]] = {
     "PodGroup": (_PODGROUP, [("REASON", _podgroup_reasons)]),
     "Node": (
         [
-            ("NAME", _name),
+            ("NAME", name_cell),
             ("STATUS", _node_status),
-            ("GPUS", _field("status", "allocatable", c.GPU_RESOURCE, missing="0")),
+            ("GPUS", field("status", "allocatable", c.GPU_RESOURCE, missing="0")),
             ("GPU-ALLOCATED", _node_gpus_allocated),
-            ("CPU", _field("status", "allocatable", "cpu")),
-            ("MEMORY", _field("status", "allocatable", "memory")),
-            ("AGE", _age),
+            ("CPU", field("status", "allocatable", "cpu")),
+            ("MEMORY", field("status", "allocatable", "memory")),
+            ("AGE", age_cell),
         ],
         [],
     ),
     "PriorityClass": (
         [
-            ("NAME", _name),
-            ("VALUE", _field("value")),
-            ("GLOBAL-DEFAULT", _field("globalDefault", missing="false")),
-            ("AGE", _age),
+            ("NAME", name_cell),
+            ("VALUE", field("value")),
+            ("GLOBAL-DEFAULT", field("globalDefault", missing="false")),
+            ("AGE", age_cell),
         ],
         [],
     ),
     "Namespace": (
-        [("NAME", _name), ("STATUS", _field("status", "phase", missing="Active")), ("AGE", _age)],
+        [
+            ("NAME", name_cell),
+            ("STATUS", field("status", "phase", missing="Active")),
+            ("AGE", age_cell),
+        ],
         [],
     ),
     "Event": (
         [
             ("LAST SEEN", _event_last_seen),
-            ("TYPE", _field("type", missing="")),
-            ("REASON", _field("reason", missing="")),
+            ("TYPE", field("type", missing="")),
+            ("REASON", field("reason", missing="")),
             ("OBJECT", _event_object),
-            ("MESSAGE", _field("message", missing="")),
+            ("MESSAGE", field("message", missing="")),
         ],
         [],
     ),
     "Deployment": (
         [
-            ("NAME", _name),
+            ("NAME", name_cell),
             ("READY", _deployment_ready),
             ("UP-TO-DATE", _existing),
             ("AVAILABLE", _running),
-            ("AGE", _age),
+            ("AGE", age_cell),
         ],
         [],
     ),
     "ReplicaSet": (
         [
-            ("NAME", _name),
+            ("NAME", name_cell),
             ("DESIRED", _desired),
             ("CURRENT", _existing),
             ("READY", _running),
-            ("AGE", _age),
+            ("AGE", age_cell),
         ],
         [],
     ),
     "RayCluster": (
         [
-            ("NAME", _name),
-            ("DESIRED WORKERS", _printer_column("status", "desiredWorkerReplicas")),
-            ("AVAILABLE WORKERS", _printer_column("status", "availableWorkerReplicas")),
-            ("STATUS", _printer_column("status", "state")),
-            ("AGE", _age),
+            ("NAME", name_cell),
+            ("DESIRED WORKERS", printer_column("status", "desiredWorkerReplicas")),
+            ("AVAILABLE WORKERS", printer_column("status", "availableWorkerReplicas")),
+            ("STATUS", printer_column("status", "state")),
+            ("AGE", age_cell),
         ],
         [],
     ),
 }
-_GENERIC: list[Column] = [("NAME", _name), ("AGE", _age)]
 
 
 def _prefixed(prefix: str) -> Cell:
@@ -317,7 +257,7 @@ def columns_for(kind: str, *, wide: bool = False) -> list[Column]:
     """The columns of a kind (with -o wide's extra columns when ``wide``)."""
     if kind in KUEUE_COLUMNS:
         return KUEUE_COLUMNS[kind][wide]
-    normal, extra = _COLUMNS.get(kind, (_GENERIC, []))
+    normal, extra = _COLUMNS.get(kind, (NAME_AGE, []))
     return normal + extra if wide else normal
 
 
@@ -338,20 +278,8 @@ def render_table(
     if name_prefix:
         columns = [(h, _prefixed(name_prefix) if h == "NAME" else c) for h, c in columns]
     if namespace_column:
-        columns = [("NAMESPACE", _field("metadata", "namespace", missing="")), *columns]
+        columns = [("NAMESPACE", field("metadata", "namespace", missing="")), *columns]
     if show_labels:
         columns = [*columns, ("LABELS", _labels)]
     rows = [[shown(cell, obj, ctx) for _, cell in columns] for obj in objects]
     return table([header for header, _ in columns], rows, no_headers=no_headers)
-
-
-INVALID = "<invalid>"
-
-
-def shown(cell: Cell, obj: Obj, ctx: Context) -> str:
-    """A cell's text; a field that cannot be read shows as ``<invalid>`` (the object is
-    listed whatever is stored in it)."""
-    try:
-        return cell(obj, ctx)
-    except (ValueError, TypeError, KeyError, AttributeError, ArithmeticError):
-        return INVALID

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import typer
 
-from pykai.cli.columns import Context
+from pykai.cli.cells import Context
 from pykai.cli.describe import describe
 from pykai.cli.manifests import read_manifests
 from pykai.cli.printers import render

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from pykai.cli.columns import NONE, Context, columns_for, pod_status, shown
+from pykai.cli.cells import NONE, Context, shown
+from pykai.cli.columns import columns_for, pod_status
 from pykai.cli.related import Reader, descendant_pods, podgroup_pods, pods_by_node, usage
 from pykai.cli.tables import age, table
 from pykai.model import constants as c

@@ -5,32 +5,9 @@ printer columns shows NAME and AGE."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
-
-from pykai.cli.tables import age
+from pykai.cli.cells import NAME_AGE, Cell, Column, Context, age_cell, name_cell, printer_column
 from pykai.model.conditions import condition_of
 from pykai.model.meta import Obj
-
-if TYPE_CHECKING:
-    from pykai.cli.columns import Context
-
-Cell = Callable[[Obj, "Context"], str]
-Columns = list[tuple[str, Cell]]
-
-
-def _at(*path: str) -> Cell:
-    """The printer column at ``path``: empty when missing."""
-
-    def cell(obj: Obj, _: Context) -> str:
-        value: Any = obj
-        for key in path:
-            value = value.get(key) if isinstance(value, dict) else None
-        if value is None:
-            return ""
-        return str(value).lower() if isinstance(value, bool) else str(value)
-
-    return cell
 
 
 def _condition(kind: str) -> Cell:
@@ -43,55 +20,50 @@ def _condition(kind: str) -> Cell:
     return cell
 
 
-def _name(obj: Obj, _: Context) -> str:
-    return str(obj["metadata"]["name"])
-
-
-def _age(obj: Obj, ctx: Context) -> str:
-    return age(obj["metadata"].get("creationTimestamp"), ctx.now)
-
-
-_NAME_AGE: Columns = [("NAME", _name), ("AGE", _age)]
-_PENDING = ("PENDING WORKLOADS", _at("status", "pendingWorkloads"))
-_ADMITTED = ("ADMITTED WORKLOADS", _at("status", "admittedWorkloads"))
-_CLUSTER_QUEUE: Columns = [("NAME", _name), ("COHORT", _at("spec", "cohortName")), _PENDING]
-_CLUSTER_QUEUE_WIDE: Columns = [
+_PENDING = ("PENDING WORKLOADS", printer_column("status", "pendingWorkloads"))
+_ADMITTED = ("ADMITTED WORKLOADS", printer_column("status", "admittedWorkloads"))
+_CLUSTER_QUEUE: list[Column] = [
+    ("NAME", name_cell),
+    ("COHORT", printer_column("spec", "cohortName")),
+    _PENDING,
+]
+_CLUSTER_QUEUE_WIDE: list[Column] = [
     *_CLUSTER_QUEUE[:2],
-    ("STRATEGY", _at("spec", "queueingStrategy")),
+    ("STRATEGY", printer_column("spec", "queueingStrategy")),
     _PENDING,
     _ADMITTED,
 ]
-_LOCAL_QUEUE: Columns = [
-    ("NAME", _name),
-    ("CLUSTERQUEUE", _at("spec", "clusterQueue")),
+_LOCAL_QUEUE: list[Column] = [
+    ("NAME", name_cell),
+    ("CLUSTERQUEUE", printer_column("spec", "clusterQueue")),
     _PENDING,
     _ADMITTED,
 ]
-_WORKLOAD: Columns = [
-    ("NAME", _name),
-    ("QUEUE", _at("spec", "queueName")),
-    ("RESERVED IN", _at("status", "admission", "clusterQueue")),
+_WORKLOAD: list[Column] = [
+    ("NAME", name_cell),
+    ("QUEUE", printer_column("spec", "queueName")),
+    ("RESERVED IN", printer_column("status", "admission", "clusterQueue")),
     ("ADMITTED", _condition("Admitted")),
     ("FINISHED", _condition("Finished")),
-    ("AGE", _age),
+    ("AGE", age_cell),
 ]
-_PRIORITY_CLASS: Columns = [("NAME", _name), ("VALUE", _at("value"))]
-_PROVISIONING_REQUEST: Columns = [
-    ("NAME", _name),
+_PRIORITY_CLASS: list[Column] = [("NAME", name_cell), ("VALUE", printer_column("value"))]
+_PROVISIONING_REQUEST: list[Column] = [
+    ("NAME", name_cell),
     ("ACCEPTED", _condition("Accepted")),
     ("PROVISIONED", _condition("Provisioned")),
     ("FAILED", _condition("Failed")),
-    ("AGE", _age),
+    ("AGE", age_cell),
 ]  # as the gang guide shows them (cluster-autoscaler's CRD on GKE)
 
-KUEUE_COLUMNS: dict[str, tuple[Columns, Columns]] = {
+KUEUE_COLUMNS: dict[str, tuple[list[Column], list[Column]]] = {
     "ClusterQueue": (_CLUSTER_QUEUE, _CLUSTER_QUEUE_WIDE),
     "LocalQueue": (_LOCAL_QUEUE, _LOCAL_QUEUE),
     "Workload": (_WORKLOAD, _WORKLOAD),
     "WorkloadPriorityClass": (_PRIORITY_CLASS, _PRIORITY_CLASS),
     "ProvisioningRequest": (_PROVISIONING_REQUEST, _PROVISIONING_REQUEST),
     **{
-        kind: (_NAME_AGE, _NAME_AGE)
+        kind: (NAME_AGE, NAME_AGE)
         for kind in ("ResourceFlavor", "Cohort", "AdmissionCheck", "ProvisioningRequestConfig")
     },
 }

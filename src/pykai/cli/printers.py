@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from pykai.cli.columns import NONE, Context, render_table
+from pykai.cli.cells import NONE, Context
+from pykai.cli.columns import render_table
 from pykai.cli.jsonpath import select, template
 from pykai.cli.kinds import display_name
 from pykai.cli.tables import table

@@ -166,7 +166,7 @@ def _text(
 ) -> str:
     """The objects as ``-o`` asks: a table per kind (names as KIND/NAME when there are
     several kinds), else one document of them all."""
-    from pykai.cli.columns import Context
+    from pykai.cli.cells import Context
     from pykai.cli.printers import render
 
     context = Context(reader)
