@@ -1,18 +1,19 @@
 """The ``pykai`` command line: kubectl-like commands over the embedded cluster.
 
-This module only assembles the commands (``commands/``, one module per family, and the
-``bench`` and ``local-cluster`` sub-apps); each imports what it needs when it runs, so that
-``pykai version``, ``--help`` and the reading commands start quickly.
+This module only assembles the commands (``commands/``, one module per family, the ``bench``,
+``create`` and ``local-cluster`` sub-apps among them); each imports what it needs when it runs,
+so that ``pykai version``, ``--help`` and the reading commands start quickly.
 """
 
 from __future__ import annotations
 
 import typer
 
-from pykai.cli.bench import app as bench_app
 from pykai.cli.commands import (
     apply,
+    bench,
     clock,
+    completion,
     crds,
     create,
     dashboard,
@@ -20,13 +21,12 @@ from pykai.cli.commands import (
     describe,
     explain,
     get,
+    local_cluster,
     serve,
     snapshot,
     version,
 )
-from pykai.cli.completion import completion
 from pykai.cli.errors import internal_error
-from pykai.cli.local_cluster import app as local_cluster_app
 from pykai.cli.options import root
 
 app = typer.Typer(
@@ -46,7 +46,7 @@ for command in (
     clock.schedule,
     clock.advance,
     version.version,
-    completion,
+    completion.completion,
     demo.demo,
     crds.crds,
     serve.run,
@@ -55,8 +55,8 @@ for command in (
 ):
     app.command()(command)
 app.add_typer(create.app, name="create")
-app.add_typer(bench_app, name="bench")
-app.add_typer(local_cluster_app, name="local-cluster")
+app.add_typer(bench.app, name="bench")
+app.add_typer(local_cluster.app, name="local-cluster")
 
 
 def main() -> None:

@@ -1,12 +1,12 @@
-"""``pykai demo``: the public guides' story, chapter by chapter, on a fresh embedded cluster."""
+"""The public guides' story, chapter by chapter, that ``pykai demo`` plays on a fresh embedded
+cluster (cli/commands/demo.py): what each chapter does to the cluster, and what it shows
+afterwards, as the guides' kubectl commands print it."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-
-import typer
 
 from pykai.cli.cells import Context
 from pykai.cli.describe import describe
@@ -270,18 +270,3 @@ CHAPTERS: list[Chapter] = [
         _show_kueue,
     ),
 ]
-
-
-def run_demo(
-    *, step: bool = False, chapters: list[Chapter] | None = None, path: Path | None = None
-) -> EmbeddedCluster:
-    """Play the chapters on a fresh cluster (in memory, or a new file at ``path`` that keeps
-    the story), printing what each shows."""
-    cluster = EmbeddedCluster.open(path)
-    for number, chapter in enumerate(chapters or CHAPTERS, start=1):
-        if step and number > 1:
-            typer.prompt("Press Enter for the next chapter", default="", show_default=False)
-        typer.secho(f"\n== {number}. {chapter.title}", bold=True)
-        chapter.act(cluster)
-        typer.echo(chapter.show(cluster))
-    return cluster

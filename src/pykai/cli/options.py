@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 import typer
 
-from pykai.cli.completion import complete_kind, complete_name
+from pykai.cli.completers import complete_kind, complete_name
 from pykai.cli.errors import show_tracebacks
 
 DEFAULT_CLUSTER = Path(".pykai/cluster.db")

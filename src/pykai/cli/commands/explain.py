@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from pykai.cli.clusterfile import reading
-from pykai.cli.completion import complete_kind
+from pykai.cli.completers import complete_kind
 from pykai.cli.errors import fail, not_found, refused, reported
 from pykai.cli.options import (
     ClusterOption,
