@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import TypedDict
 
 from pykai.model.meta import Obj
 from pykai.model.names import MAX_NAME, bounded_name
@@ -24,6 +25,15 @@ class EventFacts:
 
     action: str = ""
     related: Obj | None = None
+
+
+class Recording(TypedDict, total=False):
+    """How an event is recorded, beside what it says (every recorder takes these): ``once``, a
+    standing fact, said once per version of the object (kept across restarts: the event's
+    name says which version) and never counted up; ``facts``, what it also says as fields."""
+
+    once: bool
+    facts: EventFacts
 
 
 def reference(obj: Obj) -> Obj:

@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import builtins
 from collections.abc import Callable, Iterable
-from typing import Any, Protocol, TypeVar
+from typing import Any, Protocol, TypeVar, Unpack
 
-from pykai.controllers.events import EventFacts
+from pykai.controllers.events import Recording
 from pykai.engine.decisions import Bind
 from pykai.engine.state import ClusterState
 from pykai.model.meta import Obj
@@ -64,19 +64,12 @@ class Host(Protocol):
         with it); 0 where a bind cannot fail for a reason that time mends."""
 
     def record(
-        self,
-        involved: Obj,
-        reason: str,
-        message: str,
-        kind: str,
-        *,
-        once: bool = False,
-        facts: EventFacts | None = None,
+        self, involved: Obj, reason: str, message: str, kind: str, **how: Unpack[Recording]
     ) -> None:
         """An event about ``involved``: an occurrence (a repeat of the same one counts up), or
         with ``once`` a standing fact, said once per version of the object (kept across
-        restarts: the event's name says which version). ``facts``: what it also says as
-        fields (None: only the text)."""
+        restarts: the event's name says which version); with ``facts``, what it also says as
+        fields (without: only the text)."""
 
     def serial(self, scope: str) -> int:
         """A number not handed out before in ``scope`` (for generated names)."""

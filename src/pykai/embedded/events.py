@@ -9,7 +9,9 @@ so controllers may report on every round and the cluster still settles.
 
 from __future__ import annotations
 
-from pykai.controllers.events import NORMAL, WARNING, EventFacts, new_event
+from typing import Unpack
+
+from pykai.controllers.events import NORMAL, WARNING, Recording, new_event
 from pykai.embedded.reader import events_for
 from pykai.embedded.store import ObjectStore
 from pykai.model.errors import AlreadyExists
@@ -29,14 +31,12 @@ def record(
     reason: str,
     message: str,
     kind: str = NORMAL,
-    *,
-    once: bool = False,
-    facts: EventFacts | None = None,
+    **how: Unpack[Recording],
 ) -> bool:
-    """Record that ``reason``/``message`` happened to ``involved`` now (and ``facts``, as
-    fields); True if written (a new event, or a repeat at a later time), False if already
-    recorded at this instant. With ``once``, a standing fact: said once per version of the
-    object, never counted up."""
+    """Record that ``reason``/``message`` happened to ``involved`` now, as ``how`` says
+    (controllers/events.py); True if written (a new event, or a repeat at a later time), False
+    if already recorded at this instant."""
+    once, facts = how.get("once", False), how.get("facts")
     salt = object_version(involved) if once else ""
     with store.transaction():
         stamp = format_time(store.now())

@@ -11,9 +11,9 @@ from __future__ import annotations
 import builtins
 from collections.abc import Callable, Iterable
 from functools import partial
-from typing import Protocol
+from typing import Protocol, Unpack
 
-from pykai.controllers.events import EventFacts
+from pykai.controllers.events import Recording
 from pykai.controllers.faults import Isolation
 from pykai.controllers.host import T, concerned
 from pykai.controllers.outcome import BindFailed
@@ -132,19 +132,12 @@ class ClusterHost:
         return 0.0
 
     def record(
-        self,
-        involved: Obj,
-        reason: str,
-        message: str,
-        kind: str,
-        *,
-        once: bool = False,
-        facts: EventFacts | None = None,
+        self, involved: Obj, reason: str, message: str, kind: str, **how: Unpack[Recording]
     ) -> None:
         """An event in the store."""
-        store = self.cluster.store
-        written = events.record(store, involved, reason, message, kind, once=once, facts=facts)
-        self.cluster.writes += written
+        self.cluster.writes += events.record(
+            self.cluster.store, involved, reason, message, kind, **how
+        )
 
     def serial(self, scope: str) -> int:
         """The store's counter for ``scope``."""

@@ -11,8 +11,9 @@ import logging
 import threading
 import time
 from concurrent.futures import Executor
+from typing import Unpack
 
-from pykai.controllers.events import NORMAL, WARNING, EventFacts, new_event
+from pykai.controllers.events import NORMAL, WARNING, Recording, new_event
 from pykai.kube.api import API_ERRORS, KubeApi
 from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj, format_time
@@ -31,38 +32,26 @@ class EventRecorder:
         self._lock = threading.Lock()
 
     def record(
-        self,
-        involved: Obj,
-        reason: str,
-        message: str,
-        kind: str = NORMAL,
-        facts: EventFacts | None = None,
+        self, involved: Obj, reason: str, message: str, kind: str = NORMAL, **how: Unpack[Recording]
     ) -> None:
-        """Report that ``reason``/``message`` happened to ``involved`` now (and ``facts``)."""
+        """Report that ``reason``/``message`` happened to ``involved`` now, as ``how`` says
+        (controllers/events.py)."""
+        once = how.get("once", False)
+        salt = object_version(involved) if once else ""
         stamp = format_time(time.time())
-        event = new_event(involved, reason, message, kind, stamp, facts=facts)
+        event = new_event(involved, reason, message, kind, stamp, salt, how.get("facts"))
+        name = event["metadata"]["name"]
         with self._lock:
-            event["count"] = self._counts.get(event["metadata"]["name"], 0) + 1
-            self._counts[event["metadata"]["name"]] = event["count"]
-        self.pool.submit(self._write, event)
+            if once and name in self._counts:
+                return
+            event["count"] = 1 if once else self._counts.get(name, 0) + 1
+            self._counts[name] = event["count"]
+        self.pool.submit(self._write_once if once else self._write, event)
 
-    def record_once(
-        self,
-        involved: Obj,
-        reason: str,
-        message: str,
-        kind: str = NORMAL,
-        facts: EventFacts | None = None,
-    ) -> None:
+    def record_once(self, involved: Obj, reason: str, message: str, kind: str = NORMAL) -> None:
         """A standing fact: one event per version of the object, never counted up (kept
         across restarts: the event's name says which version)."""
-        stamp, version = format_time(time.time()), object_version(involved)
-        event = new_event(involved, reason, message, kind, stamp, version, facts)
-        with self._lock:
-            if event["metadata"]["name"] in self._counts:
-                return
-            self._counts[event["metadata"]["name"]] = 1
-        self.pool.submit(self._write_once, event)
+        self.record(involved, reason, message, kind, once=True)
 
     def _write_once(self, event: Obj) -> None:
         try:

@@ -21,8 +21,9 @@ import secrets
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from typing import Unpack
 
-from pykai.controllers.events import EventFacts
+from pykai.controllers.events import Recording
 from pykai.controllers.host import T, concerned
 from pykai.controllers.outcome import BindFailed
 from pykai.engine.decisions import Bind
@@ -180,20 +181,10 @@ class KubeHost(ObjectCache):
         return delay
 
     def record(
-        self,
-        involved: Obj,
-        reason: str,
-        message: str,
-        kind: str,
-        *,
-        once: bool = False,
-        facts: EventFacts | None = None,
+        self, involved: Obj, reason: str, message: str, kind: str, **how: Unpack[Recording]
     ) -> None:
         """An event, written in the background."""
-        if once:
-            self.events.record_once(involved, reason, message, kind, facts)
-        else:
-            self.events.record(involved, reason, message, kind, facts)
+        self.events.record(involved, reason, message, kind, **how)
 
     def serial(self, scope: str) -> int:
         """A number this process has not handed out (random start: restarts do not collide)."""
