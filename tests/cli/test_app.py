@@ -336,6 +336,28 @@ def test_describe_pod_queue_and_node(cli: Cli, tmp_path: Path) -> None:
     assert "Non-terminated Pods (2 in total)" in out
 
 
+def test_describe_and_why_pending_write_quantities_as_kubernetes_does(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Canonical quantities (6G, 1500m), never %g's ``5.85938e+06Ki``; plain numbers whole."""
+    big = queue("big", gpu=(1234567, -1, 1))
+    objects = [
+        node("n1", gpus=0, cpu="2", memory="4G"),
+        big,
+        podgroup("wide", queue="big"),
+        pod("wide-0", group="wide", cpu="1500m", memory="6G"),
+    ]
+    cli("apply", "-f", write(tmp_path, "x.yaml", objects))
+    assert "Requests:       cpu 1500m, memory 6G" in cli("describe", "pod", "wide-0").out
+    conditions = cli("describe", "podgroup", "wide").out.split("Scheduling Conditions:")[1]
+    assert "needs cpu 1500m and memory 6G on one node; largest free: cpu 2, memory 4G" in (
+        conditions
+    )
+    gpu = cli("describe", "queue", "big").out.split("Resources:")[1].splitlines()[4].split()
+    assert gpu[:4] == ["gpu", "1234567", "-1", "1"]
+    assert "memory 6G" in cli("explain", "podgroup", "wide").out
+
+
 def test_describe_a_workload_shows_its_podgroup_conditions_and_pod_events(cli: Cli) -> None:
     cli("apply", "-f", QUEUES)
     cli("apply", "-f", str(EXAMPLES / "ray-cluster.kai-scheduler.yaml"))

@@ -10,6 +10,7 @@ from pykai.cli.tables import age, table
 from pykai.model import constants as c
 from pykai.model.meta import Obj
 from pykai.model.pod import GpuRequest, parse_pod
+from pykai.model.quantity import format_number
 from pykai.model.queue_status import queue_figures
 from pykai.model.resources import format_cpu, format_gpu, format_memory
 
@@ -114,7 +115,7 @@ def _conditions(podgroup: Obj, now: float) -> Lines:
 def _gpu_text(gpu: GpuRequest) -> str:
     devices = f" on each of {gpu.devices} GPUs" if gpu.devices > 1 else ""
     if gpu.fraction:
-        return f"{gpu.fraction:g} of a GPU{devices} ({c.GPU_FRACTION_ANNOTATION})"
+        return f"{format_number(gpu.fraction)} of a GPU{devices} ({c.GPU_FRACTION_ANNOTATION})"
     if gpu.memory_mib:
         return f"{gpu.memory_mib} MiB of GPU memory{devices} ({c.GPU_MEMORY_ANNOTATION})"
     return f"{gpu.whole} whole" if gpu.whole else NONE
@@ -163,6 +164,13 @@ def _podgroup(reader: Reader, podgroup: Obj) -> Lines:
     ]
 
 
+def _number(value: object) -> str:
+    """A queue's setting as written: a number in full, anything else as it is."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return format_number(value)
+    return str(value)
+
+
 _QUEUE_FIGURES = ("deserved", "fairShare", "allocated", "allocatedNonPreemptible", "requested")
 
 
@@ -181,7 +189,7 @@ def _queue(reader: Reader, queue: Obj) -> Lines:
             [
                 resource,
                 *(
-                    f"{settings.get(k, d):g}"
+                    _number(settings.get(k, d))
                     for k, d in (("quota", 0), ("limit", -1), ("overQuotaWeight", 1))
                 ),
                 *(str((figures.get(f) or {}).get(unit, "-")) for f in _QUEUE_FIGURES),
