@@ -585,3 +585,16 @@ def test_describe_pod_says_how_its_node_was_chosen(cli: Cli, tmp_path: Path) -> 
         "Successfully assigned default/p to n2, chosen by binpack (score 9; runner-up n1, 0)"
         in (" ".join(out.split()))
     )
+
+
+def test_a_queue_quota_kai_accepts_is_accepted(cli: Cli, tmp_path: Path) -> None:
+    """KAI's CRD takes any finite float64 (type: number): 1e30 as kubectl reads the YAML."""
+    text = (
+        "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: vast}\n"
+        "spec: {resources: {gpu: {quota: 1e30, limit: -1, overQuotaWeight: 1}}}\n"
+    )
+    (tmp_path / "q.yaml").write_text(text)
+    result = cli("apply", "-f", str(tmp_path / "q.yaml"))
+    assert result.out == "queue.scheduling.run.ai/vast created\n", result.err
+    gpu = cli("describe", "queue", "vast").out.split("Resources:")[1].splitlines()[4].split()
+    assert gpu[:2] == ["gpu", "1e+30"]
