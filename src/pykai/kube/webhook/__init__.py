@@ -12,8 +12,8 @@ apply`` refuses on the embedded cluster, with the same checks and messages
   none of the fields pykai does not act on yet (kValue, usageDBConfig, queueDepthPerAction).
 - CREATE/UPDATE of Kueue's objects (kueue.x-k8s.io, any served version): Kueue's own rules
   (model/kueue/validation.py), with its immutable fields checked against the stored object.
-- DELETE of a Queue still used by child queues or PodGroups (counted, never named: they live
-  in namespaces the requester may not see).
+- DELETE of a Queue still used by child queues or PodGroups (the PodGroups counted, the first
+  three named, as kubectl prints a long list).
 
 Every request gets an answer: a malformed or oversized request, or an error of the webhook
 itself, is a refusal with a message, never a dropped connection. HTTP/1.1 with keep-alive and
