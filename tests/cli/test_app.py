@@ -598,3 +598,26 @@ def test_a_queue_quota_kai_accepts_is_accepted(cli: Cli, tmp_path: Path) -> None
     assert result.out == "queue.scheduling.run.ai/vast created\n", result.err
     gpu = cli("describe", "queue", "vast").out.split("Resources:")[1].splitlines()[4].split()
     assert gpu[:2] == ["gpu", "1e+30"]
+
+
+def test_describe_podgroup_says_its_priority_class_does_not_exist(cli: Cli, tmp_path: Path) -> None:
+    """KAI gives such a PodGroup the default priority (the global default class's value,
+    else 50); describe says so rather than show the name as if it were in force."""
+    unknown = podgroup("gold", queue="default-queue", priority_class="platinum")
+    known = podgroup("plain", queue="default-queue", priority_class="train")
+    cli("apply", "-f", write(tmp_path, "x.yaml", [unknown, known]))
+    out = cli("describe", "podgroup", "gold").out
+    assert (
+        'Priority:       platinum (PriorityClass "platinum" does not exist: '
+        "the default priority, 50, is used)" in out
+    )
+    assert "Priority:       train\n" in cli("describe", "podgroup", "plain").out
+    default = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "everyday"},
+        "value": 10,
+        "globalDefault": True,
+    }
+    cli("apply", "-f", write(tmp_path, "pc.yaml", [default]))
+    assert "the default priority, 10, is used" in cli("describe", "podgroup", "gold").out

@@ -8,8 +8,10 @@ from pykai.cli.columns import NONE, Context, columns_for, pod_status, shown
 from pykai.cli.related import Reader, descendant_pods, podgroup_pods, pods_by_node, usage
 from pykai.cli.tables import age, table
 from pykai.model import constants as c
+from pykai.model.errors import ValidationError
 from pykai.model.meta import Obj
 from pykai.model.pod import GpuRequest, parse_pod
+from pykai.model.priorityclass import default_priority, parse_priority_class
 from pykai.model.quantity import format_number
 from pykai.model.queue_status import queue_figures
 from pykai.model.resources import format_cpu, format_gpu, format_memory
@@ -156,7 +158,7 @@ def _podgroup(reader: Reader, podgroup: Obj) -> Lines:
     return [
         _line("Queue", spec.get("queue") or NONE),
         _line("Min Member", spec.get("minMember", 1)),
-        _line("Priority", spec.get("priorityClassName") or NONE),
+        _line("Priority", _priority_class(reader, spec.get("priorityClassName"))),
         _line("Preemptibility", spec.get("preemptibility") or "by priority"),
         _line("Phase", f"{status.get('phase', 'Pending')} ({counts})"),
         *_conditions(podgroup, reader.now()),
@@ -169,6 +171,22 @@ def _number(value: object) -> str:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return format_number(value)
     return str(value)
+
+
+def _priority_class(reader: Reader, name: object) -> str:
+    """A PodGroup's priority class, and what is used instead when it does not exist."""
+    if not name:
+        return NONE
+    if reader.get("PriorityClass", str(name)) is not None:
+        return str(name)
+    classes = []
+    for obj in reader.list("PriorityClass"):
+        try:
+            classes.append(parse_priority_class(obj))
+        except ValidationError:
+            continue  # the scheduler skips it too
+    used = default_priority(classes)
+    return f'{name} (PriorityClass "{name}" does not exist: the default priority, {used}, is used)'
 
 
 _QUEUE_FIGURES = ("deserved", "fairShare", "allocated", "allocatedNonPreemptible", "requested")

@@ -37,7 +37,7 @@ from pykai.model.meta import Obj, kind_of
 from pykai.model.node import read_node
 from pykai.model.pod import PodView, read_pod
 from pykai.model.podgroup import PodGroupView, parse_podgroup
-from pykai.model.priorityclass import PriorityClassView, parse_priority_class
+from pykai.model.priorityclass import PriorityClassView, default_priority, parse_priority_class
 from pykai.model.problems import ObjectProblem, identity
 from pykai.model.queue import QueueView, parse_queue
 from pykai.model.resources import Resources
@@ -240,8 +240,7 @@ class ClusterState:
         pc = self.priority_classes.get(class_name)
         if pc is not None:
             return pc.value
-        defaults = [p.value for p in self.priority_classes.values() if p.global_default]
-        return max(defaults) if defaults else c.DEFAULT_PRIORITY
+        return default_priority(self.priority_classes.values())
 
     def total_capacity(self) -> Resources:
         """Σ allocatable over schedulable nodes, minus what pods of other schedulers use."""
