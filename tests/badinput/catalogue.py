@@ -184,6 +184,14 @@ def _cronjob(
     )
 
 
+def _shard(spec: str) -> str:
+    """The SchedulingShard ``default`` with ``spec`` (flow-style YAML)."""
+    return (
+        "apiVersion: kai.scheduler/v1\nkind: SchedulingShard\nmetadata: {name: default}\n"
+        f"spec: {spec}\n"
+    )
+
+
 def _raycluster(
     name: str,
     worker: str = "replicas: 1",
@@ -1710,12 +1718,62 @@ CASES: tuple[BadInput, ...] = (
         False,
         True,
     ),
+    # ---- SchedulingShard: KAI's schema takes any string where pykai knows a list (actions,
+    # strategies, the scheduler's flags), and fields pykai does not act on yet ------------------
     BadInput(
         "schedulingshard-unknown-action",
-        "apiVersion: kai.scheduler/v1\nkind: SchedulingShard\nmetadata: {name: default}\n"
-        "spec: {actions: {teleport: {enabled: true}}}\n",
+        _shard("{actions: {teleport: {enabled: true}}}"),
         ("default", "spec.actions", "teleport"),
         True,  # KAI's schema takes any action name (new actions may be added)
-        False,
+        True,
+    ),
+    BadInput(
+        "schedulingshard-unknown-placement-strategy",
+        _shard("{placementStrategy: {gpu: teleport}}"),
+        ("default", "spec.placementStrategy.gpu", "teleport", "binpack", "spread", "fgd"),
+        True,
+        True,
+    ),
+    BadInput(
+        "schedulingshard-flag-words",
+        _shard("{args: {max-consolidation-preemptees: lots}}"),
+        ("default", "spec.args.max-consolidation-preemptees", "integer", "lots"),
+        True,
+        True,
+    ),
+    BadInput(
+        "schedulingshard-plugin-argument-words",
+        _shard("{plugins: {proportion: {arguments: {reclaimerSaturationMultiplier: lots}}}}"),
+        ("default", "spec.plugins.proportion.arguments.reclaimerSaturationMultiplier", "number"),
+        True,
+        True,
+    ),
+    BadInput(
+        "schedulingshard-min-runtime-words",
+        _shard("{minRuntime: {reclaimMinRuntime: forever}}"),
+        ("default", "spec.minRuntime.reclaimMinRuntime", "not a duration"),
+        True,
+        True,
+    ),
+    BadInput(
+        "schedulingshard-k-value",
+        _shard("{kValue: 2}"),
+        ("default", "spec.kValue", "not supported yet"),
+        True,
+        True,
+    ),
+    BadInput(
+        "schedulingshard-usage-db",
+        _shard("{usageDBConfig: {clientType: prometheus, connectionString: 'http://p:9090'}}"),
+        ("default", "spec.usageDBConfig", "not supported yet"),
+        True,
+        True,
+    ),
+    BadInput(
+        "schedulingshard-queue-depth",
+        _shard("{queueDepthPerAction: {allocate: 10}}"),
+        ("default", "spec.queueDepthPerAction", "not supported yet"),
+        True,
+        True,
     ),
 )

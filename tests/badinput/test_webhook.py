@@ -141,21 +141,23 @@ def test_a_cronjob_stored_with_its_time_zone_in_the_schedule_may_still_be_change
     assert "cannot use both timeZone field and TZ or CRON_TZ" in answer["status"]["message"]
 
 
-def test_deleting_a_used_queue_counts_podgroups_without_naming_them() -> None:
+def test_deleting_a_used_queue_names_its_podgroups_as_kubectl_names_a_long_list() -> None:
+    """The first three (namespace/name, in order) and how many more, as kubectl prints a long
+    list (``+ 2 more...``): who may delete a cluster-scoped queue is told what still uses it."""
     groups = [
         {
             "kind": "PodGroup",
-            "metadata": {"name": f"secret-{i}", "namespace": f"ns-{i}"},
+            "metadata": {"name": f"train-{i}", "namespace": f"ns-{i % 2}"},
             "spec": {"queue": "team"},
         }
-        for i in range(3)
+        for i in range(5)
     ]
     objects = {"Queue": stored("Queue"), "PodGroup": groups}
     request = {"uid": "u", "kind": {"kind": "Queue"}, "operation": "DELETE", "name": "team"}
     answer = review({"request": request}, lambda kind: objects.get(kind, []))["response"]
     message = answer["status"]["message"]
-    assert not answer["allowed"] and "3 PodGroups" in message
-    assert "secret" not in message and "ns-" not in message
+    assert not answer["allowed"]
+    assert "5 PodGroups (ns-0/train-0, ns-0/train-2, ns-0/train-4 + 2 more...)" in message
 
 
 def test_a_failing_lister_is_a_refusal_with_a_message() -> None:

@@ -336,6 +336,28 @@ def test_describe_pod_queue_and_node(cli: Cli, tmp_path: Path) -> None:
     assert "Non-terminated Pods (2 in total)" in out
 
 
+def test_describe_and_why_pending_write_quantities_as_kubernetes_does(
+    cli: Cli, tmp_path: Path
+) -> None:
+    """Canonical quantities (6G, 1500m), never %g's ``5.85938e+06Ki``; plain numbers whole."""
+    big = queue("big", gpu=(1234567, -1, 1))
+    objects = [
+        node("n1", gpus=0, cpu="2", memory="4G"),
+        big,
+        podgroup("wide", queue="big"),
+        pod("wide-0", group="wide", cpu="1500m", memory="6G"),
+    ]
+    cli("apply", "-f", write(tmp_path, "x.yaml", objects))
+    assert "Requests:       cpu 1500m, memory 6G" in cli("describe", "pod", "wide-0").out
+    conditions = cli("describe", "podgroup", "wide").out.split("Scheduling Conditions:")[1]
+    assert "needs cpu 1500m and memory 6G on one node; largest free: cpu 2, memory 4G" in (
+        conditions
+    )
+    gpu = cli("describe", "queue", "big").out.split("Resources:")[1].splitlines()[4].split()
+    assert gpu[:4] == ["gpu", "1234567", "-1", "1"]
+    assert "memory 6G" in cli("explain", "podgroup", "wide").out
+
+
 def test_describe_a_workload_shows_its_podgroup_conditions_and_pod_events(cli: Cli) -> None:
     cli("apply", "-f", QUEUES)
     cli("apply", "-f", str(EXAMPLES / "ray-cluster.kai-scheduler.yaml"))
@@ -563,3 +585,39 @@ def test_describe_pod_says_how_its_node_was_chosen(cli: Cli, tmp_path: Path) -> 
         "Successfully assigned default/p to n2, chosen by binpack (score 9; runner-up n1, 0)"
         in (" ".join(out.split()))
     )
+
+
+def test_a_queue_quota_kai_accepts_is_accepted(cli: Cli, tmp_path: Path) -> None:
+    """KAI's CRD takes any finite float64 (type: number): 1e30 as kubectl reads the YAML."""
+    text = (
+        "apiVersion: scheduling.run.ai/v2\nkind: Queue\nmetadata: {name: vast}\n"
+        "spec: {resources: {gpu: {quota: 1e30, limit: -1, overQuotaWeight: 1}}}\n"
+    )
+    (tmp_path / "q.yaml").write_text(text)
+    result = cli("apply", "-f", str(tmp_path / "q.yaml"))
+    assert result.out == "queue.scheduling.run.ai/vast created\n", result.err
+    gpu = cli("describe", "queue", "vast").out.split("Resources:")[1].splitlines()[4].split()
+    assert gpu[:2] == ["gpu", "1e+30"]
+
+
+def test_describe_podgroup_says_its_priority_class_does_not_exist(cli: Cli, tmp_path: Path) -> None:
+    """KAI gives such a PodGroup the default priority (the global default class's value,
+    else 50); describe says so rather than show the name as if it were in force."""
+    unknown = podgroup("gold", queue="default-queue", priority_class="platinum")
+    known = podgroup("plain", queue="default-queue", priority_class="train")
+    cli("apply", "-f", write(tmp_path, "x.yaml", [unknown, known]))
+    out = cli("describe", "podgroup", "gold").out
+    assert (
+        'Priority:       platinum (PriorityClass "platinum" does not exist: '
+        "the default priority, 50, is used)" in out
+    )
+    assert "Priority:       train\n" in cli("describe", "podgroup", "plain").out
+    default = {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": "everyday"},
+        "value": 10,
+        "globalDefault": True,
+    }
+    cli("apply", "-f", write(tmp_path, "pc.yaml", [default]))
+    assert "the default priority, 10, is used" in cli("describe", "podgroup", "gold").out

@@ -79,3 +79,23 @@ def test_an_unreadable_file_is_named(tmp_path: Path) -> None:
     path.write_bytes(b"\xff\xfe\x00")
     with pytest.raises(ManifestError, match=r"binary\.yaml: cannot be read"):
         read_manifests([str(path)])
+
+
+def test_numbers_are_read_as_kubectl_reads_them() -> None:
+    """kubectl's YAML (go-yaml v2, through sigs.k8s.io/yaml) takes any float strconv parses,
+    ``1e30`` included, where YAML 1.1 wants a dot and a signed exponent; one past float64
+    (``1e400``) stays a string, as there, for the schema to refuse."""
+    text = "a: 1e30\nb: 1.5e3\nc: -2E-3\nd: .5\ne: 1e400\nf: '1e30'\ng: 7\nh: 1.0e+3\ni: 1_000\n"
+    (document,) = parse_documents(text, "x.yaml")
+    assert document == {
+        "a": 1e30,
+        "b": 1500.0,
+        "c": -0.002,
+        "d": 0.5,
+        "e": "1e400",
+        "f": "1e30",
+        "g": 7,
+        "h": 1000.0,
+        "i": 1000,
+    }
+    assert isinstance(document["g"], int) and isinstance(document["a"], float)

@@ -47,7 +47,7 @@ def test_shard_maps_every_setting() -> None:
         ({"minRuntime": {"preemptMinRuntime": "soon"}}, "not a duration"),
         (
             {"plugins": {"proportion": {"arguments": {"relcaimerSaturationMultiplier": "0.5"}}}},
-            "reclaimerSaturationMultiplier",
+            "spec.plugins.proportion.arguments.relcaimerSaturationMultiplier",
         ),
         # KAI's schema: plugin arguments are strings, args strings, action priorities integers
         (
@@ -79,3 +79,43 @@ def test_later_documents_override_only_the_fields_they_set() -> None:
     assert (again.placement.gpu, again.placement.cpu) == ("binpack", "binpack")
     with pytest.raises(ValidationError, match="maxConsolidationPreemptees"):
         config_from_documents([plain, {"maxConsolidationPreemptees": -1}], "config.yaml")
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "message"),
+    [
+        ({"args": {"max-consolidation-preemptees": "16x"}}, "args.max-consolidation-", "integer"),
+        ({"args": {"default-staleness-grace-period": "soon"}}, "args.default-staleness-", "soon"),
+        ({"minRuntime": {"preemptMinRuntime": "soon"}}, "minRuntime.preemptMinRuntime", "soon"),
+        (
+            {"plugins": {"proportion": {"arguments": {"reclaimerSaturationMultiplier": "x"}}}},
+            "plugins.proportion.arguments.reclaimerSaturationMultiplier",
+            "number",
+        ),
+        ({"placementStrategy": {"cpu": "fgd"}}, "placementStrategy.cpu", "'binpack' or 'spread'"),
+    ],
+)
+def test_a_shard_error_names_the_shards_field_and_what_it_takes(
+    spec: dict,
+    field: str,
+    message: str,  # type: ignore[type-arg]
+) -> None:
+    """The field as the SchedulingShard writes it, never pykai's own name nor Python's
+    ValueError text."""
+    with pytest.raises(ValidationError) as caught:
+        config_from_mapping(shard(spec))
+    text = str(caught.value)
+    assert f'SchedulingShard "default": spec.{field}' in text and message in text, text
+    assert "ValueError" not in text and "invalid literal" not in text
+
+
+@pytest.mark.parametrize("field", ["kValue", "usageDBConfig", "queueDepthPerAction"])
+def test_settings_pykai_does_not_act_on_yet_are_refused(field: str) -> None:
+    """Time-based fair share (kValue, usageDBConfig) and queueDepthPerAction: refused where
+    the scheduler's configuration is read (apply, the webhook, pykai run's config file),
+    never parsed and silently ignored."""
+    value = {"kValue": 2.0, "usageDBConfig": {"clientType": "prometheus"}}.get(
+        field, {"allocate": 10}
+    )
+    with pytest.raises(ValidationError, match=rf"spec\.{field}: is not supported yet"):
+        config_from_documents([{"maxConsolidationPreemptees": 4}, shard({field: value})], "c.yaml")

@@ -3,6 +3,7 @@ put on status quantities, and read back by pykai's parser as the amount written.
 
 from __future__ import annotations
 
+import math
 import re
 from decimal import ROUND_CEILING, Decimal
 
@@ -16,11 +17,18 @@ from pykai.model.quantity import (
     MAX_QUANTITY,
     PATTERN,
     cpu_millis,
+    format_number,
     format_quantity,
     memory_bytes,
     parse_quantity,
 )
-from pykai.model.resources import Resources, resource_list
+from pykai.model.resources import (
+    Resources,
+    format_cpu,
+    format_gpu,
+    format_memory,
+    resource_list,
+)
 
 KAI_QUEUES = kai_crds() / "scheduling.run.ai_queues.yaml"  # KAI's own, from its module
 
@@ -101,3 +109,27 @@ def test_unwritable_amounts_are_refused() -> None:
         format_quantity(Decimal("Infinity"))
     with pytest.raises(ValueError):
         resource_list(Resources(float("inf"), 0, 0))
+
+
+def test_texts_for_people_write_canonical_quantities_and_whole_numbers() -> None:
+    """describe, explain and why-pending texts: Kubernetes' own forms for CPU and memory,
+    whole numbers in full, never %g's ``5.85938e+06Ki``."""
+    assert [format_memory(6e9), format_memory(1.5 * 2**30), format_memory(6e9 + 1)] == [
+        "6G",
+        "1536Mi",
+        "6000000001",
+    ]
+    assert [format_cpu(1500), format_cpu(2000), format_cpu(0.5)] == ["1500m", "2", "500u"]
+    assert [format_gpu(g) for g in (8, 0.5, 1 / 3, 1e6, math.inf)] == [
+        "8",
+        "0.5",
+        "0.33",
+        "1000000",
+        "unlimited",
+    ]  # a count of devices, as KAI's messages write it
+    assert [format_number(n) for n in (1234567.0, -1, 0.25, 1e30)] == [
+        "1234567",
+        "-1",
+        "0.25",
+        "1e+30",
+    ]

@@ -9,8 +9,11 @@ from pykai.cli.columns import columns_for, pod_status
 from pykai.cli.related import Reader, descendant_pods, podgroup_pods, pods_by_node, usage
 from pykai.cli.tables import age, table
 from pykai.model import constants as c
+from pykai.model.errors import ValidationError
 from pykai.model.meta import Obj
 from pykai.model.pod import GpuRequest, parse_pod
+from pykai.model.priorityclass import default_priority, parse_priority_class
+from pykai.model.quantity import format_number
 from pykai.model.queue_status import queue_figures
 from pykai.model.resources import format_cpu, format_gpu, format_memory
 
@@ -115,7 +118,7 @@ def _conditions(podgroup: Obj, now: float) -> Lines:
 def _gpu_text(gpu: GpuRequest) -> str:
     devices = f" on each of {gpu.devices} GPUs" if gpu.devices > 1 else ""
     if gpu.fraction:
-        return f"{gpu.fraction:g} of a GPU{devices} ({c.GPU_FRACTION_ANNOTATION})"
+        return f"{format_number(gpu.fraction)} of a GPU{devices} ({c.GPU_FRACTION_ANNOTATION})"
     if gpu.memory_mib:
         return f"{gpu.memory_mib} MiB of GPU memory{devices} ({c.GPU_MEMORY_ANNOTATION})"
     return f"{gpu.whole} whole" if gpu.whole else NONE
@@ -156,12 +159,35 @@ def _podgroup(reader: Reader, podgroup: Obj) -> Lines:
     return [
         _line("Queue", spec.get("queue") or NONE),
         _line("Min Member", spec.get("minMember", 1)),
-        _line("Priority", spec.get("priorityClassName") or NONE),
+        _line("Priority", _priority_class(reader, spec.get("priorityClassName"))),
         _line("Preemptibility", spec.get("preemptibility") or "by priority"),
         _line("Phase", f"{status.get('phase', 'Pending')} ({counts})"),
         *_conditions(podgroup, reader.now()),
         *_pods_table(reader, "Pods", podgroup_pods(reader, podgroup)),
     ]
+
+
+def _number(value: object) -> str:
+    """A queue's setting as written: a number in full, anything else as it is."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return format_number(value)
+    return str(value)
+
+
+def _priority_class(reader: Reader, name: object) -> str:
+    """A PodGroup's priority class, and what is used instead when it does not exist."""
+    if not name:
+        return NONE
+    if reader.get("PriorityClass", str(name)) is not None:
+        return str(name)
+    classes = []
+    for obj in reader.list("PriorityClass"):
+        try:
+            classes.append(parse_priority_class(obj))
+        except ValidationError:
+            continue  # the scheduler skips it too
+    used = default_priority(classes)
+    return f'{name} (PriorityClass "{name}" does not exist: the default priority, {used}, is used)'
 
 
 _QUEUE_FIGURES = ("deserved", "fairShare", "allocated", "allocatedNonPreemptible", "requested")
@@ -182,7 +208,7 @@ def _queue(reader: Reader, queue: Obj) -> Lines:
             [
                 resource,
                 *(
-                    f"{settings.get(k, d):g}"
+                    _number(settings.get(k, d))
                     for k, d in (("quota", 0), ("limit", -1), ("overQuotaWeight", 1))
                 ),
                 *(str((figures.get(f) or {}).get(unit, "-")) for f in _QUEUE_FIGURES),

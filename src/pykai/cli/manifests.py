@@ -3,12 +3,15 @@
 Hostile input is refused before it costs anything: more than MAX_INPUT_BYTES per source, YAML
 aliases beyond MAX_ALIASES per document or expanding beyond MAX_NODES (an alias bomb is refused
 from its node graph, never expanded), nesting deeper than MAX_DEPTH, duplicate keys (which YAML
-would silently resolve to the last one). Timestamps stay strings, as Kubernetes reads them.
+would silently resolve to the last one). Timestamps stay strings and numbers are read as
+kubectl reads them (``1e30`` is a float; one past float64 stays a string).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import re
 import sys
 from pathlib import Path
 
@@ -159,8 +162,25 @@ def _as_int(loader: _Loader, node: yaml.ScalarNode) -> int:
         raise yaml.MarkedYAMLError(problem=str(exc), problem_mark=node.start_mark) from exc
 
 
+def _as_float(loader: _Loader, node: yaml.ScalarNode) -> float | str:
+    """A float; one past float64 (``1e400``) as the string it is, as kubectl's YAML reader
+    (go-yaml v2) leaves what strconv.ParseFloat refuses, for the schema to refuse."""
+    value = float(loader.construct_yaml_float(node))
+    if math.isinf(value) and "inf" not in str(node.value).lower():
+        return str(node.value)
+    return value
+
+
 _Loader.add_constructor("tag:yaml.org,2002:timestamp", _as_string)
 _Loader.add_constructor("tag:yaml.org,2002:int", _as_int)
+_Loader.add_constructor("tag:yaml.org,2002:float", _as_float)
+# go-yaml v2's floats (resolve.go, yamlStyleFloat), tried after YAML 1.1's ints and floats:
+# an exponent needs no dot and no sign (1e30, 2E-3), as kubectl reads them
+_Loader.add_implicit_resolver(
+    "tag:yaml.org,2002:float",
+    re.compile(r"^[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?$"),
+    list("-+0123456789."),
+)
 
 
 def _expanded_size(node: yaml.Node, sizes: dict[int, int], open_nodes: set[int]) -> int:

@@ -322,18 +322,29 @@ def _class_of(pod_or_template: Obj) -> str:
     return str(spec.get("priorityClassName") or "") if isinstance(spec, dict) else ""
 
 
+NAMED_USERS = 3
+"""How many PodGroups a refusal names before it counts the rest, as kubectl prints a long list
+(``a, b, c + 2 more...``)."""
+
+
 def check_queue_unused(name: str, queues: list[Obj], podgroups: list[Obj]) -> None:
-    """Raise ValidationError if child queues or PodGroups still use queue ``name``. Child
-    queues are named (queues are cluster-scoped); PodGroups, which live in namespaces the
-    requester may not see, are only counted."""
+    """Raise ValidationError if child queues or PodGroups still use queue ``name``: every
+    child queue named, the PodGroups counted and the first few named (namespace/name, in
+    order; who may delete a cluster-scoped queue is told what still uses it)."""
     users = [
         f'queue "{q["metadata"]["name"]}"'
         for q in queues
         if (q.get("spec") or {}).get("parentQueue") == name
     ]
-    groups = sum(1 for g in podgroups if (g.get("spec") or {}).get("queue") == name)
+    groups = sorted(
+        f"{g['metadata'].get('namespace') or 'default'}/{g['metadata']['name']}"
+        for g in podgroups
+        if (g.get("spec") or {}).get("queue") == name
+    )
     if groups:
-        users.append(f"{groups} PodGroup{'s' if groups > 1 else ''}")
+        named = ", ".join(groups[:NAMED_USERS])
+        more = f" + {len(groups) - NAMED_USERS} more..." if len(groups) > NAMED_USERS else ""
+        users.append(f"{len(groups)} PodGroup{'s' if len(groups) > 1 else ''} ({named}{more})")
     if users:
         raise ValidationError.single(
             "Queue",

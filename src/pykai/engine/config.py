@@ -7,6 +7,7 @@ priority is KAI's, by its place in that registration.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from functools import cache
 from typing import Any
 
@@ -57,15 +58,48 @@ def config_from_documents(documents: list[dict[str, Any]], source: str) -> Sched
     return config
 
 
+_NOT_YET = {  # KAI's fields pykai does not act on yet, and what it would need to
+    "kValue": "time-based fair share (pykai's fair share does not weigh past usage)",
+    "usageDBConfig": "time-based fair share (pykai reads no usage history)",
+    "queueDepthPerAction": "a depth per action (every action tries every pending job)",
+}
+
+
 def _from_shard(shard: dict[str, Any]) -> SchedulerConfig:
-    """Map KAI's SchedulingShard spec (placementStrategy, actions, minRuntime, args)."""
+    """Map KAI's SchedulingShard spec (placementStrategy, actions, minRuntime, args, the
+    proportion plugin's arguments); an error names the shard's own field."""
     name = str((shard.get("metadata") or {}).get("name", "default"))
     spec = shard.get("spec") or {}
     try:
         SchedulingShardSpec.model_validate(spec)  # KAI's field types first
     except PydanticError as exc:
         raise ValidationError(problems_from(exc, "SchedulingShard", name, "spec")) from exc
+    unsupported = [
+        FieldProblem(
+            "SchedulingShard",
+            name,
+            f"spec.{field}",
+            f"is not supported yet: {what}",
+            f"remove spec.{field}",
+        )
+        for field, what in _NOT_YET.items()
+        if spec.get(field) is not None
+    ]
+    if unsupported:
+        raise ValidationError(unsupported)
+    data, fields = _shard_settings(spec)
+    try:
+        return SchedulerConfig.model_validate(data, context=registered())
+    except PydanticError as exc:
+        problems = problems_from(exc, "SchedulingShard", name, "")
+        raise ValidationError([_in_shard(p, fields) for p in problems]) from exc
+
+
+def _shard_settings(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
+    """A shard's settings as the plain config's fields (values as written: the config's own
+    validation reads them), and where in the shard each field was written."""
     data: dict[str, Any] = {}
+    fields = {"placementStrategy": "spec.placementStrategy", "actions": "spec.actions"}
     if "placementStrategy" in spec:
         data["placementStrategy"] = spec["placementStrategy"]
     actions = spec.get("actions")
@@ -73,33 +107,34 @@ def _from_shard(shard: dict[str, Any]) -> SchedulerConfig:
         enabled = []
         for action, raw in actions.items():
             settings = raw or {}
-            if settings.get("enabled", True):
-                priority = settings.get("priority", default_action_priority(action))
+            if settings.get("enabled") is not False:  # unset: enabled, as KAI reads it
+                priority = settings.get("priority")
+                if priority is None:
+                    priority = default_action_priority(action)
                 enabled.append((-int(priority), action))
         for action in registered()["actions"]:
             if action not in actions:
                 enabled.append((-default_action_priority(action), action))
         data["actions"] = [a for _, a in sorted(enabled)]
-    runtime = spec.get("minRuntime") or {}
-    if "preemptMinRuntime" in runtime:
-        data["defaultPreemptMinRuntime"] = runtime["preemptMinRuntime"]
-    if "reclaimMinRuntime" in runtime:
-        data["defaultReclaimMinRuntime"] = runtime["reclaimMinRuntime"]
-    args = spec.get("args") or {}
-    if "default-staleness-grace-period" in args:
-        data["staleGangGracePeriod"] = args["default-staleness-grace-period"]
-    if "max-consolidation-preemptees" in args:
-        data["maxConsolidationPreemptees"] = int(args["max-consolidation-preemptees"])
+    written = (
+        ("minRuntime", "preemptMinRuntime", "defaultPreemptMinRuntime"),
+        ("minRuntime", "reclaimMinRuntime", "defaultReclaimMinRuntime"),
+        ("args", "default-staleness-grace-period", "staleGangGracePeriod"),
+        ("args", "max-consolidation-preemptees", "maxConsolidationPreemptees"),
+    )
+    for section, key, field in written:
+        values = spec.get(section) or {}
+        if key in values:
+            data[field], fields[field] = values[key], f"spec.{section}.{key}"
     proportion = ((spec.get("plugins") or {}).get("proportion") or {}).get("arguments") or {}
-    for key in (
-        "relcaimerSaturationMultiplier",
-        "reclaimerSaturationMultiplier",
-    ):  # KAI's spelling first
+    for key in ("relcaimerSaturationMultiplier", "reclaimerSaturationMultiplier"):  # KAI's first
         if key in proportion:
-            data["reclaimerSaturationMultiplier"] = float(proportion[key])
-    try:
-        return SchedulerConfig.model_validate(data, context=registered())
-    except PydanticError as exc:
-        raise ValidationError(problems_from(exc, "SchedulingShard", name, "spec")) from exc
-    except ValueError as exc:
-        raise ValidationError([FieldProblem("SchedulingShard", name, "spec", str(exc))]) from exc
+            data["reclaimerSaturationMultiplier"] = proportion[key]
+            fields["reclaimerSaturationMultiplier"] = f"spec.plugins.proportion.arguments.{key}"
+    return data, fields
+
+
+def _in_shard(problem: FieldProblem, fields: dict[str, str]) -> FieldProblem:
+    """A problem of the plain config's field, named as the shard wrote it."""
+    first, dot, rest = problem.field.removeprefix(".").partition(".")
+    return replace(problem, field=fields.get(first, f"spec.{first}") + dot + rest)

@@ -57,6 +57,10 @@ class NodeTable:
     def __len__(self) -> int:
         return len(self.names)
 
+    def __contains__(self, name: object) -> bool:
+        """Whether the cluster has a node of that name (one not laid out yet included)."""
+        return name in self._views
+
     def view(self, name: str) -> NodeView:
         """The node's view."""
         return self._views[name]

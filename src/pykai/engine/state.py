@@ -8,6 +8,7 @@ where accounting happens, so sessions can change tasks virtually and undo exactl
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from pykai.engine.gpu_sharing import portion_of
@@ -36,7 +37,7 @@ from pykai.model.meta import Obj, kind_of
 from pykai.model.node import read_node
 from pykai.model.pod import PodView, read_pod
 from pykai.model.podgroup import PodGroupView, parse_podgroup
-from pykai.model.priorityclass import PriorityClassView, parse_priority_class
+from pykai.model.priorityclass import PriorityClassView, default_priority, parse_priority_class
 from pykai.model.problems import ObjectProblem, identity
 from pykai.model.queue import QueueView, parse_queue
 from pykai.model.resources import Resources
@@ -92,6 +93,9 @@ class ClusterState:
         self.seen = SeenPods(DEFAULT_WINDOW)
         # objects taken in only in part, or skipped, and why (see model/problems.py)
         self.problems: dict[tuple[str, str, str], ObjectProblem] = {}
+        # node name -> the tasks placed on it while it does not exist, by uid (charged to no
+        # queue until it does)
+        self._stranded: dict[str, dict[str, Task]] = {}
         self._chains: dict[str, tuple[str, ...]] = {}
         self._tasks_by_key: dict[str, str] = {}  # "ns/name" -> uid
 
@@ -123,7 +127,11 @@ class ClusterState:
         """Take one object in; what is wrong with it (nothing: an empty list)."""
         if kind == "Node":
             node, node_problems = read_node(obj)
-            self.nodes.upsert(node)
+            if node.name in self.nodes:
+                self.nodes.upsert(node)
+            else:  # the tasks already bound to it are charged to their queues from now on
+                stranded = list(self._stranded.get(node.name, {}).values())
+                self._recharged(stranded, lambda: self.nodes.upsert(node))
             return node_problems
         if kind == "Pod":
             pod, pod_problems = read_pod(obj)
@@ -157,8 +165,9 @@ class ClusterState:
         """Forget an object."""
         self.problems.pop((kind, namespace, name), None)
         key = f"{namespace}/{name}" if namespace else name
-        if kind == "Node":
-            self.nodes.remove(name)
+        if kind == "Node" and name in self.nodes:
+            placed = [t for t in self.tasks.values() if t.node == name]
+            self._recharged(placed, lambda: self.nodes.remove(name))
         elif kind == "Pod":
             uid = self._tasks_by_key.get(key)
             if uid is not None:
@@ -169,6 +178,16 @@ class ClusterState:
             self._queues_changed()
         elif kind == "PriorityClass" and self.priority_classes.pop(name, None) is not None:
             self._reprioritise()
+
+    def _recharged(self, tasks: list[Task], change: Callable[[], None]) -> None:
+        """Add or remove a node (``change``) with ``tasks``, those placed on it, taken out of
+        every sum before and counted again after, so what their queues are charged follows
+        whether their node exists."""
+        for task in tasks:
+            self._account(task, -1.0)
+        change()
+        for task in tasks:
+            self._account(task, 1.0)
 
     def ensure_current(self) -> None:
         """Lay out the node arrays again if nodes were added or removed, and recount usage."""
@@ -222,8 +241,7 @@ class ClusterState:
         pc = self.priority_classes.get(class_name)
         if pc is not None:
             return pc.value
-        defaults = [p.value for p in self.priority_classes.values() if p.global_default]
-        return max(defaults) if defaults else c.DEFAULT_PRIORITY
+        return default_priority(self.priority_classes.values())
 
     def total_capacity(self) -> Resources:
         """Σ allocatable over schedulable nodes, minus what pods of other schedulers use."""
@@ -420,8 +438,8 @@ class ClusterState:
         """Node usage: running, bound, allocated and pipelined tasks use their node; releasing
         tasks still do, and their resources also count as releasing. ``settled``: False when
         another change of the same node follows at once (``NodeTable.add_task``)."""
-        if not task.node or task.status not in ON_NODE:
-            return
+        if task.status not in ON_NODE or task.node not in self.nodes.index:
+            return  # on no node, or on one that does not exist: it holds nothing
         shared = (task.gpu_groups, self.portion(task, task.node)) if task.gpu_groups else None
         releasing = task.status is TaskStatus.RELEASING
         self.nodes.add_task(
@@ -487,9 +505,28 @@ class ClusterState:
         if allocated:
             job.allocated += request
         if status in REQUESTING:
-            self.sums.add(job.queue, request, allocated, not job.preemptible)
+            self._charge(task, job, request, allocated, sign > 0)
         if status in ACTIVE:  # the indexes read only what active tasks change
             self.indexes.update(job)
+
+    def _charge(
+        self, task: Task, job: Job, request: Resources, allocated: bool, adding: bool
+    ) -> None:
+        """Add ``request`` (``adding``; else it is negative and taken away) to the sums of the
+        job's queues. A task placed on a node that does not exist is charged nothing, as in
+        KAI, whose snapshot gives a pod the resources its queue is charged only when its node
+        takes it in; it waits in ``_stranded`` for that node."""
+        if allocated and task.node not in self.nodes:
+            key = task.uid or task.pod.meta.key
+            waiting = self._stranded.setdefault(task.node, {})
+            if adding:
+                waiting[key] = task
+            else:
+                waiting.pop(key, None)
+                if not waiting:
+                    del self._stranded[task.node]
+            return
+        self.sums.add(job.queue, request, allocated, not job.preemptible)
 
     def take_changed_jobs(self) -> set[str]:
         """The keys of the jobs that changed since the last call (their status may have)."""

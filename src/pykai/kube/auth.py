@@ -12,7 +12,6 @@ import math
 import os
 import ssl
 import subprocess
-import tempfile
 import threading
 import time
 from collections.abc import Generator
@@ -22,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from pykai.kube.trust import show_certificate
 from pykai.model.errors import PykaiError
 from pykai.model.meta import parse_time
 
@@ -179,17 +179,13 @@ class ExecCredentials(httpx.Auth):
     def _refresh(self) -> None:
         status = self.plugin.run()
         if status.get("clientCertificateData"):
-            with tempfile.TemporaryDirectory() as directory:
-                cert, key = Path(directory) / "tls.crt", Path(directory) / "tls.key"
-                cert.write_text(str(status["clientCertificateData"]))
-                key.touch(mode=0o600)
-                key.write_text(str(status["clientKeyData"]))
-                try:
-                    self.tls.load_cert_chain(cert, key)
-                except ssl.SSLError as exc:
-                    raise _unavailable(
-                        f"exec plugin {self.plugin.command} gave an unusable certificate: {exc}"
-                    ) from exc
+            cert, key = str(status["clientCertificateData"]), str(status["clientKeyData"])
+            try:
+                show_certificate(self.tls, cert.encode(), key.encode())
+            except ssl.SSLError as exc:
+                raise _unavailable(
+                    f"exec plugin {self.plugin.command} gave an unusable certificate: {exc}"
+                ) from exc
         self._token = str(status.get("token") or "")
         stamp = status.get("expirationTimestamp")
         try:

@@ -3,9 +3,9 @@ controller-runtime (which KAI uses): ``--kubeconfig``; else the files ``KUBECONF
 merged as kubectl merges them; else the pod's service account; else ``~/.kube/config``.
 ``--context`` picks a context other than the current one.
 
-lightkube's KubeConfig reads the entries (clusters, users, contexts), picks the context and
-makes the TLS context (certificate authority and client certificate, as files or inline
-data); the credentials are the httpx flows of auth.py (lightkube 1.x's are for httpx2)."""
+The entries (clusters, users, contexts) are read as client-go's types, their fields' types
+checked; the TLS context (certificate authority and client certificate, as files or inline
+data) is trust.py's, kubectl's; the credentials are the httpx flows of auth.py."""
 
 from __future__ import annotations
 
@@ -20,10 +20,6 @@ import httpx
 import msgspec
 import yaml
 from cryptography import x509
-from lightkube.config.client_adapter import verify_cluster
-from lightkube.config.kubeconfig import KubeConfig, SingleConfig
-from lightkube.config.models import Cluster, Context, User
-from lightkube.core.exceptions import ConfigError
 
 from pykai.kube.auth import (
     EXEC_API_VERSIONS,
@@ -33,6 +29,7 @@ from pykai.kube.auth import (
     TokenFile,
     token_identity,
 )
+from pykai.kube.trust import server_trust, show_certificate
 from pykai.model.errors import PykaiError
 
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
@@ -47,7 +44,69 @@ _UNSUPPORTED = {
     "clusters": ("proxy-url", "tls-server-name"),
     "users": ("auth-provider",),
 }
-_SECTIONS = {
+
+
+class Cluster(msgspec.Struct, omit_defaults=True):
+    """A kubeconfig's cluster: where the apiserver is and how to trust it."""
+
+    server: str = "http://localhost:8080"
+    certificate_auth: str | None = msgspec.field(name="certificate-authority", default=None)
+    certificate_auth_data: str | None = msgspec.field(
+        name="certificate-authority-data", default=None
+    )
+    insecure: bool = msgspec.field(name="insecure-skip-tls-verify", default=False)
+
+
+class NameValue(msgspec.Struct):
+    """An exec plugin's environment variable."""
+
+    name: str
+    value: str
+
+
+class UserExec(msgspec.Struct, omit_defaults=True):
+    """A user's exec plugin (its fields as client-go types them; auth.ExecPlugin runs it)."""
+
+    apiVersion: str
+    command: str
+    env: list[NameValue] | None = None
+    args: list[str] | None = None
+    installHint: str | None = None
+
+
+class User(msgspec.Struct, omit_defaults=True):
+    """A kubeconfig's user: its credentials."""
+
+    exec: UserExec | None = None
+    username: str | None = None
+    password: str | None = None
+    token: str | None = None
+    token_file: str | None = msgspec.field(name="tokenFile", default=None)
+    auth_provider: dict[str, Any] | None = msgspec.field(name="auth-provider", default=None)
+    client_cert: str | None = msgspec.field(name="client-certificate", default=None)
+    client_cert_data: str | None = msgspec.field(name="client-certificate-data", default=None)
+    client_key: str | None = msgspec.field(name="client-key", default=None)
+    client_key_data: str | None = msgspec.field(name="client-key-data", default=None)
+
+
+class Context(msgspec.Struct, omit_defaults=True):
+    """A kubeconfig's context: a cluster, a user and a namespace."""
+
+    cluster: str
+    user: str | None = None
+    namespace: str | None = None
+
+
+@dataclass(frozen=True)
+class _Chosen:
+    """The chosen context's cluster and user."""
+
+    context_name: str
+    cluster: Cluster
+    user: User | None
+
+
+_SECTIONS: dict[str, tuple[str, type[msgspec.Struct]]] = {
     "clusters": ("cluster", Cluster),
     "users": ("user", User),
     "contexts": ("context", Context),
@@ -159,8 +218,9 @@ def _merge(paths: list[Path]) -> _Merged:
     return merged
 
 
-def _typed(merged: _Merged) -> KubeConfig:
-    """The merged entries as lightkube's KubeConfig (types checked)."""
+def _typed(merged: _Merged) -> dict[str, dict[str, Any]]:
+    """The merged entries of each section as client-go's types (every entry's types checked,
+    as kubectl reads the whole file)."""
     typed: dict[str, dict[str, Any]] = {}
     for section, (_, model) in _SECTIONS.items():
         typed[section] = {}
@@ -169,12 +229,7 @@ def _typed(merged: _Merged) -> KubeConfig:
                 typed[section][name] = msgspec.convert(body, model)
             except msgspec.ValidationError as exc:
                 raise KubeconfigError(f'kubeconfig {path}: {section} "{name}": {exc}') from exc
-    return KubeConfig(
-        clusters=typed["clusters"],
-        contexts=typed["contexts"],
-        users=typed["users"],
-        current_context=merged.current,
-    )
+    return typed
 
 
 def _from_files(paths: list[Path], context: str | None) -> Connection:
@@ -199,8 +254,8 @@ def _from_files(paths: list[Path], context: str | None) -> Connection:
     if user_name and user_name not in merged.entries["users"]:
         raise KubeconfigError(f'context "{name}" of {where}: user "{user_name}" is not defined')
     _refuse_unsupported(merged, cluster_name, user_name)
-    single = _typed(merged).get(name)
-    assert single is not None  # a context was named
+    typed = _typed(merged)
+    single = _Chosen(name, typed["clusters"][cluster_name], typed["users"].get(user_name or ""))
     if not user_name:
         return _connection(single, {}, f'context "{name}" of kubeconfig {where} (no user)')
     user_body, user_path = merged.entries["users"][user_name]
@@ -223,15 +278,24 @@ def _refuse_unsupported(merged: _Merged, cluster: str, user: str | None) -> None
 
 
 def _in_cluster(directory: Path) -> Connection:
+    """The pod's service account, as client-go's InClusterConfig: the apiserver's Service
+    from the environment, the mounted CA, and the token file (read again for each request)."""
     try:
-        single = KubeConfig.from_service_account(directory).get()
-    except (ConfigError, KeyError) as exc:
+        host = os.environ["KUBERNETES_SERVICE_HOST"]
+        port = os.environ["KUBERNETES_SERVICE_PORT"]
+        for mounted in ("token", "namespace"):
+            (directory / mounted).read_text()
+    except (KeyError, OSError) as exc:
         raise KubeconfigError(f"the pod's service account is incomplete: {exc!r}") from exc
-    assert single is not None
-    return _connection(single, {}, "the pod's service account")
+    host = f"[{host}]" if ":" in host else host  # IPv6
+    cluster = Cluster(server=f"https://{host}:{port}", certificate_auth=str(directory / "ca.crt"))
+    user = User(token_file=str(directory / "token"))
+    return _connection(_Chosen("in-cluster", cluster, user), {}, "the pod's service account")
 
 
-def _tls(single: SingleConfig, user: User) -> ssl.SSLContext:
+def _tls(single: _Chosen, user: User) -> ssl.SSLContext:
+    """The TLS context of the chosen cluster and user (trust.py's, kubectl's: any certificate
+    the kubeconfig gives is an anchor)."""
     cluster = single.cluster
     if cluster.insecure and (cluster.certificate_auth or cluster.certificate_auth_data):
         raise KubeconfigError(
@@ -239,16 +303,31 @@ def _tls(single: SingleConfig, user: User) -> ssl.SSLContext:
             "insecure-skip-tls-verify are both set; keep one (kubectl refuses both too)"
         )
     try:
-        return verify_cluster(cluster, user, lambda file: file)
+        data = cluster.certificate_auth_data  # inline data wins over a file, as in client-go
+        authority = binascii.a2b_base64(data).decode() if data else None
+        tls = server_trust(None if data else cluster.certificate_auth, authority, cluster.insecure)
+        if user.client_cert_data or user.client_cert:
+            cert = _pem(user.client_cert_data, user.client_cert)
+            show_certificate(tls, cert, _pem(user.client_key_data, user.client_key))
+        return tls
     except (OSError, ssl.SSLError, binascii.Error, ValueError) as exc:
         raise KubeconfigError(
             f'context "{single.context_name}": cannot load its certificates: {exc}'
         ) from exc
 
 
-def _connection(single: SingleConfig, raw_user: dict[str, Any], described: str) -> Connection:
-    """A connection for a chosen context; ``raw_user`` holds the user's fields lightkube's
-    model leaves out (exec's cluster info and interactive mode, impersonation)."""
+def _pem(data: str | None, file: str | None) -> bytes:
+    """A certificate or key given inline (base64; it wins, as in client-go) or as a file."""
+    if data:
+        return binascii.a2b_base64(data)
+    if file:
+        return Path(file).read_bytes()
+    raise ValueError("a client certificate needs both client-certificate and client-key")
+
+
+def _connection(single: _Chosen, raw_user: dict[str, Any], described: str) -> Connection:
+    """A connection for a chosen context; ``raw_user`` holds the user's fields the typed
+    entries leave out (exec's cluster info and interactive mode, impersonation)."""
     user = single.user or User()
     if not single.cluster.server:
         raise KubeconfigError(f"{described}: the cluster has no server")
@@ -312,7 +391,7 @@ def _certificate_subject(user: User) -> str:
         return "(unreadable)"
 
 
-def _plugin(raw: dict[str, Any], single: SingleConfig, described: str) -> ExecPlugin:
+def _plugin(raw: dict[str, Any], single: _Chosen, described: str) -> ExecPlugin:
     """The user's exec plugin, checked as client-go checks it."""
     version = str(raw.get("apiVersion", ""))
     if version not in EXEC_API_VERSIONS:

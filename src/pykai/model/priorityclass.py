@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pykai.model import constants as c
@@ -42,6 +43,13 @@ def parse_priority_class(obj: Obj) -> PriorityClassView:
             KIND, meta.name, "value", f"must be a 32-bit integer, got {value!r}"
         )
     return PriorityClassView(meta=meta, value=value, global_default=bool(obj.get("globalDefault")))
+
+
+def default_priority(classes: Iterable[PriorityClassView]) -> int:
+    """The priority of a job whose class is not given or does not exist: the global default
+    class's value (the highest, should there be several), else KAI's DefaultPodGroupPriority."""
+    defaults = [pc.value for pc in classes if pc.global_default]
+    return max(defaults) if defaults else c.DEFAULT_PRIORITY
 
 
 def priority_class_problems(obj: Obj) -> list[FieldProblem]:

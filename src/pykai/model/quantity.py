@@ -181,6 +181,15 @@ def format_quantity(amount: Decimal, binary: bool = False) -> str:
     return decimal
 
 
+def format_number(value: float) -> str:
+    """A plain number (a queue's quota, a GPU fraction) as JSON writes it: a whole one below
+    10^21 in full, any other in the shortest form that reads back the same (``1234567``,
+    ``0.25``, ``1e+30``), never rounded to six digits as ``%g`` does."""
+    if math.isfinite(value) and value == int(value) and abs(value) < 1e21:
+        return str(int(value))
+    return repr(float(value))
+
+
 def _decimal_form(magnitude: Decimal) -> str:
     """A positive amount as a whole mantissa and a decimal suffix (exponent a multiple of 3)."""
     _, digits, exponent = magnitude.normalize().as_tuple()

@@ -14,6 +14,7 @@ from pykai.model.duration import parse_duration
 from pykai.model.errors import FieldProblem, ValidationError
 from pykai.model.meta import Meta, Obj, parse_meta
 from pykai.model.pydantic_errors import problems_from
+from pykai.model.quantity import format_number
 from pykai.model.resources import MB, Resources
 
 KIND = "Queue"
@@ -44,14 +45,14 @@ class ResourceSpec(BaseModel):
     @classmethod
     def _minus_one_or_positive(cls, value: float) -> float:
         if value < 0 and value != -1:
-            raise ValueError(f"must be -1 (unlimited) or at least 0, got {value:g}")
+            raise ValueError(f"must be -1 (unlimited) or at least 0, got {format_number(value)}")
         return value
 
     @field_validator("over_quota_weight")
     @classmethod
     def _non_negative(cls, value: float) -> float:
         if value < 0:
-            raise ValueError(f"must be at least 0, got {value:g}")
+            raise ValueError(f"must be at least 0, got {format_number(value)}")
         return value
 
 

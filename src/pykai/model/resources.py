@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass
 from typing import ClassVar
 
-from pykai.model.quantity import exact, format_quantity
+from pykai.model.quantity import exact, format_number, format_quantity
 
 RESOURCE_NAMES: tuple[str, str, str] = ("cpu", "memory", "gpu")
 MB = 1_000_000.0  # queue memory is in MB (10^6 bytes), as in KAI
@@ -66,7 +66,7 @@ class Resources:
         yield self.gpu
 
     def describe(self) -> str:
-        """Human form: ``cpu 1500m, memory 2.0Gi, gpu 1``."""
+        """Human form: ``cpu 1500m, memory 2Gi, gpu 1``."""
         cpu, memory, gpu = format_cpu(self.cpu), format_memory(self.memory), format_gpu(self.gpu)
         return f"cpu {cpu}, memory {memory}, gpu {gpu}"
 
@@ -75,35 +75,25 @@ Resources.ZERO = Resources()
 
 
 def format_cpu(millis: float) -> str:
-    """Millicores in Kubernetes form ("1500m", "2")."""
+    """Millicores as Kubernetes writes a CPU quantity (``1500m``, ``2``); ``unlimited``."""
     if math.isinf(millis):
         return "unlimited"
-    return f"{millis / 1000:g}" if millis % 1000 == 0 else f"{millis:g}m"
+    return format_quantity(exact(millis) / 1000)
 
 
 def format_memory(size: float) -> str:
-    """Bytes in Kubernetes form ("2Gi", "6G", "512Mi")."""
+    """Bytes as Kubernetes writes a memory quantity (``6G``, ``512Mi``); ``unlimited``."""
     if math.isinf(size):
         return "unlimited"
-    units: tuple[tuple[str, float], ...] = (
-        ("Ti", 2.0**40), ("Gi", 2.0**30), ("Mi", 2.0**20), ("Ki", 2.0**10),
-        ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3),
-    )  # fmt: skip
-    for suffix, unit in units:
-        if size >= unit and size % unit == 0:
-            return f"{size / unit:g}{suffix}"
-    if size >= 2**30:
-        return f"{size / 2**30:.1f}Gi"
-    if size >= 2**20:
-        return f"{size / 2**20:.1f}Mi"
-    return f"{size:g}"
+    return format_quantity(exact(size), binary=True)
 
 
 def format_gpu(devices: float) -> str:
-    """GPU devices, fractions with up to two decimals."""
+    """GPU devices as a count, as KAI's messages and ``get nodes`` show them: fractions with up
+    to two decimals (``2``, ``0.5``, ``1000000``, never ``1e+06``); ``unlimited``."""
     if math.isinf(devices):
         return "unlimited"
-    return f"{round(devices, 2):g}"
+    return format_number(round(devices, 2))
 
 
 def resource_list(amount: Resources) -> dict[str, str]:

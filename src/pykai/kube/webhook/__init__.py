@@ -7,10 +7,13 @@ apply`` refuses on the embedded cluster, with the same checks and messages
   RayJob, RayService, PyTorchJob (fields, and every pod template as a pod); CREATE of a Pod.
   An UPDATE is refused only for problems the old object did not have, so an object stored
   before the webhook existed can still be changed (finalizers removed, labels fixed).
+- CREATE/UPDATE of a SchedulingShard: what the scheduler's configuration takes (known actions
+  and placement strategies, numbers and durations where KAI's schema takes any string), and
+  none of the fields pykai does not act on yet (kValue, usageDBConfig, queueDepthPerAction).
 - CREATE/UPDATE of Kueue's objects (kueue.x-k8s.io, any served version): Kueue's own rules
   (model/kueue/validation.py), with its immutable fields checked against the stored object.
-- DELETE of a Queue still used by child queues or PodGroups (counted, never named: they live
-  in namespaces the requester may not see).
+- DELETE of a Queue still used by child queues or PodGroups (the PodGroups counted, the first
+  three named, as kubectl prints a long list).
 
 Every request gets an answer: a malformed or oversized request, or an error of the webhook
 itself, is a refusal with a message, never a dropped connection. HTTP/1.1 with keep-alive and
@@ -18,9 +21,10 @@ TCP_NODELAY, since the apiserver reuses its connections.
 
 TLS: certificate files, a ``kubernetes.io/tls`` Secret, or a self-signed CA and serving
 certificate generated at start (local use; the CA goes into the webhook configuration).
-Failure policy: ``Fail`` for queues (written by people: nothing invalid slips in while the
-webhook is down), ``Ignore`` for the rest (written constantly by controllers and pykai itself:
-an outage of the webhook must never stall workloads).
+Failure policy: ``Fail`` for queues, SchedulingShards and Kueue's configuration (written by
+people: nothing invalid slips in while the webhook is down), ``Ignore`` for the rest (written
+constantly by controllers and pykai itself: an outage of the webhook must never stall
+workloads).
 
 One job per module: ``validation.py`` (the validating review), ``mutation.py`` (the mutating
 review), ``answer.py`` (the AdmissionReview answer), ``server.py`` (HTTPS serving),

@@ -55,6 +55,7 @@ def configuration(client_config: Obj) -> Obj:
         "metadata": {"name": CONFIGURATION_NAME},
         "webhooks": [
             _webhook("queues", client_config, ("Queue",), [*writes, "DELETE"], "Fail"),
+            _webhook("schedulingshards", client_config, ("SchedulingShard",), writes, "Fail"),
             _webhook("podgroups", client_config, ("PodGroup",), writes, "Ignore"),
             _webhook("pods", client_config, ("Pod",), ["CREATE"], "Ignore"),
             _webhook("workloads", client_config, tuple(WORKLOAD_KINDS), writes, "Ignore"),
