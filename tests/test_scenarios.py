@@ -38,7 +38,7 @@ test case; numbers are unique within a folder. Their scenario.yaml has more keys
              test: <Go test function>, case: <1-based index in its table>, name: <case name>}
     recreate_evicted: true     # the harness plays the pods' controller (below)
     xfail: "<cause>"            # pykai fails this KAI case today, for the named reason (strict)
-    pykai_differs:              # pykai differs from KAI on purpose (docs/architecture.md):
+    pykai_differs:              # pykai differs from KAI on purpose (docs/engine.md):
       reason: "..."             #   why, and pykai's own outcome, checked in place of the
       expect: {pods: ...}       #   last step's expect (which stays KAI's, for the record)
 

@@ -18,7 +18,7 @@ conditions, the suspend and resume state machines. Not made: Services, Ray's pro
 if Ray ran (a RayJob's ``jobStatus`` is RUNNING once it runs; a RayService makes its cluster
 active once the cluster is ready). tests/standins/test_kuberay_conformance.py compares it with
 what the real operator made of the guides' manifests (tests/data/kuberay/, recorded by
-scripts/record-kuberay-pods; docs/architecture.md, "Stand-ins")."""
+scripts/record-kuberay-pods; docs/standins.md)."""
 
 from __future__ import annotations
 
