@@ -25,7 +25,11 @@ class NodeScorer(Protocol):
         ...
 
     def score(self, nodes: NodeTable, task: Task, rows: IntArray, future: bool) -> FloatArray:
-        """One score per row of ``rows``."""
+        """One finite score per row of ``rows``, in their order. Contract: every row given can
+        hold the task (placement filtered them: fit, constraints, idle or, with ``future``,
+        releasing resources); the scorer must not change ``nodes`` or ``task``, and gives the
+        same scores for the same table and task (a scorer that draws does so from
+        ``task_rng``), so a statement rolled back and tried again decides the same."""
         ...
 
 
@@ -35,7 +39,11 @@ class GpuChooser(Protocol):
     def choose(
         self, nodes: NodeTable, task: Task, row: int, portion: float, future: bool
     ) -> tuple[str, ...] | None:
-        """Group ids (existing or new) for each device the task asks for, or None."""
+        """Group ids for each device the task asks for: an existing shared group of the row
+        with room for ``portion`` (idle, or with ``future`` releasing), or a new id for an idle
+        whole device. ``None`` means the task does not fit on this row after all; placement
+        then tries the next best row. Contract: it must not change ``nodes``; the caller
+        allocates the groups it returns."""
         ...
 
 
