@@ -65,4 +65,8 @@ def test_the_lists_kept_elsewhere_name_registered_ones() -> None:
     shard_actions = schema["scheduler"]["properties"]["actions"]["propertyNames"]["enum"]
     config_actions = schema["schedulerConfig"]["properties"]["actions"]["items"]["enum"]
     assert shard_actions == config_actions == list(ACTIONS)
+    gpu = schema["schedulerConfig"]["properties"]["placementStrategy"]["properties"]["gpu"]
+    assert gpu == {"$ref": "#/definitions/gpuPolicy"}
+    definitions = json.loads(CHART_SCHEMA.read_text())["definitions"]
+    assert definitions["gpuPolicy"]["enum"] == list(POLICIES)
     assert set(replay.POLICIES) <= set(POLICIES)

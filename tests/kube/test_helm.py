@@ -296,6 +296,16 @@ def test_values_reach_the_scheduler_configuration(rendered: list[Obj]) -> None:
     assert placement(rendered) == ("binpack", "binpack")
     spread = render("--set", "schedulerConfig.placementStrategy.gpu=spread")
     assert placement(spread) == ("spread", "binpack")
+    # every registered policy, with its typical pods (values.yaml and docs/placement.md offer them)
+    fgd = render(
+        "--set", "schedulerConfig.placementStrategy.gpu=fgd",
+        "--set", "schedulerConfig.placementStrategy.typicalPods.window=200",
+    )  # fmt: skip
+    assert placement(fgd) == ("fgd", "binpack")
+    assert scheduler_config(fgd).placement.typical_pods.window == 200
+    assert "must be one of 'binpack', 'spread', 'random'" in refusal(
+        "--set", "schedulerConfig.placementStrategy.gpu=tetris"
+    )
 
 
 def test_switches(rendered: list[Obj]) -> None:
