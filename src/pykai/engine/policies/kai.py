@@ -13,6 +13,7 @@ from pykai.engine.gpu_sharing import NodeGpuGroups, choose_devices
 from pykai.engine.jobs import Task
 from pykai.engine.nodes import CPU, GPU, FloatArray, IntArray, NodeTable
 from pykai.engine.policies.base import portions
+from pykai.engine.settings import Strategy
 from pykai.model.resources import EPS
 
 RESOURCE_TYPE_SCORE = 10.0  # a CPU-only task on a CPU-only node
@@ -25,7 +26,7 @@ class KaiScorer:
     """binpack (fullest first, KAI's min-max scaled 0..9) or spread (the freest share of the
     node first) on the task's resource: GPU for GPU tasks, CPU for the others."""
 
-    name: Literal["binpack", "spread"]
+    name: Strategy
 
     def score(self, nodes: NodeTable, task: Task, rows: IntArray, future: bool) -> FloatArray:
         """KAI's node scores for the rows."""
