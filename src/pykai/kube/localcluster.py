@@ -255,6 +255,19 @@ class LocalCluster:
         pids[name] = self._start(str(self.binary(name)), args)
         self._write_state(pids, ports)
 
+    def launch(
+        self, name: str, args: list[str], env: dict[str, str] | None = None, **ports: int
+    ) -> int:
+        """Start peer binary ``name`` beside the running control plane (``env`` over this
+        process's environment, its log ``NAME.log`` in the directory) and record it, with the
+        ``ports`` it was given, at once: ``down`` stops it, newest first. Its pid."""
+        state = self._read_state()
+        pids, known = state.get("pids", {}), state.get("ports", {})
+        known.update(ports)
+        pids[name] = self._start(str(self.binary(name)), args, env=env)
+        self._write_state(pids, known)
+        return pids[name]
+
     def _launch_pykai(
         self, pids: dict[str, int], ports: dict[str, int], name: str, *args: str
     ) -> None:
@@ -363,11 +376,17 @@ class LocalCluster:
 
     # ---- internals ---------------------------------------------------------------------------
 
-    def _start(self, program: str, args: list[str], log_name: str = "") -> int:
+    def _start(
+        self, program: str, args: list[str], log_name: str = "", env: dict[str, str] | None = None
+    ) -> int:
         log_file = self.directory / f"{log_name or Path(program).name}.log"
         log = open(log_file, "ab")  # noqa: SIM115 - kept by the child
         process = subprocess.Popen(
-            [program, *args], stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            [program, *args],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+            env={**os.environ, **env} if env else None,
         )
         return process.pid
 

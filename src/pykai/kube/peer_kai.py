@@ -1,0 +1,198 @@
+"""The real KAI Scheduler (v0.12.0, built by scripts/peers) on a running LocalCluster, for side
+by side runs against ``pykai run``: its five components as plain processes with the arguments
+KAI's operator gives them (pkg/operator/operands/*), minus what KWOK cannot serve.
+
+Contract of ``start``:
+
+- the cluster runs on KAI's own CRDs (``LocalCluster(crds=kai_crds())``: the scheduler lists
+  Topologies and BindRequests, which pykai's CRDs lack); otherwise ``KaiStackError``;
+- it creates the namespaces ``kai-scheduler`` and ``kai-resource-reservation`` and writes the
+  scheduler's configuration as the operator's ConfigMap holds it for a shard with the given
+  placement (``scheduler_config``) to ``kai-scheduler.yaml`` in the cluster's directory;
+- every component gets ``KUBECONFIG`` (three of them ignore ``--kubeconfig``), its log
+  ``kai-*.log`` beside the cluster's, and is recorded by ``LocalCluster.launch``, so
+  ``LocalCluster.down`` stops it, also after a failed start;
+- listeners are on free loopback ports, except kai-podgroupcontroller's metrics, which v0.12.0
+  always serves on ``:8080`` (it never passes its flag on): port 8080 must be free, or
+  ``KaiStackError`` says so; hence one KAI stack per machine at a time;
+- the webhooks (PodGroup and Queue validation) are off: they only validate, and KWOK has no
+  kubelet to mount their certificates; kai-admission is not started (not built);
+- it returns once the scheduler serves its metrics and every component is still alive (within
+  ``timeout``), else ``KaiStackError`` naming the log to read.
+
+Pods reach it with ``spec.schedulerName: kai-scheduler``; a bare pod that names its PodGroup in
+the ``pod-group-name`` annotation keeps it (the podgrouper leaves it alone)."""
+
+from __future__ import annotations
+
+import socket
+import time
+import urllib.request
+from typing import cast
+
+import yaml
+
+from pykai.kube.api import connect
+from pykai.kube.localcluster import (
+    LocalCluster,
+    LocalClusterError,
+    alive,
+    free_port,
+    kai_crds,
+)
+from pykai.model.kinds import BY_KIND
+from pykai.model.meta import Obj
+
+SCHEDULER_NAME = "kai-scheduler"
+NAMESPACE = "kai-scheduler"
+RESERVATION_NAMESPACE = "kai-resource-reservation"
+QUEUE_LABEL = "kai.scheduler/queue"
+NODE_POOL_LABEL = "kai.scheduler/node-pool"
+PINNED_PORT = 8080  # kai-podgroupcontroller's metrics, on every interface, whatever its flags
+# started in this order; down() stops them newest first, the scheduler before the rest
+COMPONENTS = (
+    "kai-podgrouper",
+    "kai-podgroupcontroller",
+    "kai-queuecontroller",
+    "kai-binder",
+    "kai-scheduler",
+)
+
+
+class KaiStackError(LocalClusterError):
+    """The real KAI could not start (the message says which part and where its log is)."""
+
+
+def scheduler_config(gpu: str = "binpack", cpu: str = "binpack") -> Obj:
+    """The scheduler's configuration as KAI's operator writes it for a SchedulingShard with
+    this placement and nothing else set (resources_for_shard.go configMapForShard): any spread
+    drops consolidation; the GPU placement names its plugin; binpack GPUs add
+    gpusharingorder."""
+    actions = ["allocate"]
+    if "spread" not in (gpu, cpu):
+        actions.append("consolidation")
+    actions += ["reclaim", "preempt", "stalegangeviction"]
+    names = [
+        "predicates",
+        "proportion",
+        "priority",
+        "nodeavailability",
+        "resourcetype",
+        "podaffinity",
+        "elastic",
+        "kubeflow",
+        "ray",
+        "subgrouporder",
+        "taskorder",
+        "nominatednode",
+        "dynamicresources",
+        "minruntime",
+        "topology",
+        "snapshot",
+    ]
+    plugins: list[Obj] = [{"name": name} for name in names]
+    plugins.append({"name": "gpu" + gpu.replace("bin", "", 1)})
+    plugins.append({"name": "nodeplacement", "arguments": {"cpu": cpu, "gpu": gpu}})
+    if gpu == "binpack":
+        plugins.append({"name": "gpusharingorder"})
+    return {"actions": ", ".join(actions), "tiers": [{"plugins": plugins}]}
+
+
+def start(
+    cluster: LocalCluster, *, gpu: str = "binpack", cpu: str = "binpack", timeout: float = 60.0
+) -> None:
+    """Start KAI's five components against ``cluster`` (see the module's contract)."""
+    if cluster.crds.resolve() != kai_crds().resolve():
+        raise KaiStackError("the real KAI needs KAI's own CRDs: LocalCluster(crds=kai_crds())")
+    for name in COMPONENTS:
+        cluster.binary(name)
+    _check_pinned_port_free()
+    api = connect(cluster.kubeconfig)
+    for namespace in (NAMESPACE, RESERVATION_NAMESPACE):
+        api.create_if_absent(
+            BY_KIND["Namespace"],
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        )
+    config = cluster.directory / "kai-scheduler.yaml"
+    config.write_text(yaml.safe_dump(scheduler_config(gpu, cpu), sort_keys=False))
+    env = {"KUBECONFIG": str(cluster.kubeconfig)}
+    kubeconfig = f"--kubeconfig={cluster.kubeconfig}"
+    ports = {name: free_port() for name in ("binder", "podgrouper", "queues", "metrics", "plug")}
+    loopback = {name: f"127.0.0.1:{port}" for name, port in ports.items()}
+    common_pools = [f"--nodepool-label-key={NODE_POOL_LABEL}"]
+    arguments = {
+        "kai-podgrouper": [
+            kubeconfig,
+            f"--scheduler-name={SCHEDULER_NAME}",
+            f"--queue-label-key={QUEUE_LABEL}",
+            *common_pools,
+            f"--metrics-bind-address={loopback['podgrouper']}",
+            "--health-probe-bind-address=0",
+        ],
+        "kai-podgroupcontroller": [
+            f"--scheduler-name={SCHEDULER_NAME}",
+            "--enable-podgroup-webhook=false",
+            "--health-probe-bind-address=0",
+        ],
+        "kai-queuecontroller": [
+            f"--queue-label-key={QUEUE_LABEL}",
+            "--enable-webhook=false",
+            f"--metrics-listen-address={loopback['queues']}",
+        ],
+        "kai-binder": [
+            kubeconfig,
+            f"--scheduler-name={SCHEDULER_NAME}",
+            f"--resource-reservation-namespace={RESERVATION_NAMESPACE}",
+            "--resource-reservation-service-account=kai-resource-reservation",
+            "--resource-reservation-app-label=kai-resource-reservation",
+            "--scale-adjust-namespace=kai-scale-adjust",
+            f"--metrics-bind-address={loopback['binder']}",
+            "--health-probe-bind-address=0",
+            "--cdi-enabled=false",
+            "--fake-gpu-nodes",
+        ],
+        "kai-scheduler": [
+            f"--scheduler-conf={config}",
+            f"--scheduler-name={SCHEDULER_NAME}",
+            f"--namespace={NAMESPACE}",
+            *common_pools,
+            "--partition-label-value=",
+            "--resource-reservation-app-label=kai-resource-reservation",
+            f"--listen-address={loopback['metrics']}",
+            f"--plugin-server-port={ports['plug']}",
+        ],
+    }
+    for name in COMPONENTS:
+        cluster.launch(name, arguments[name], env, **{f"{name}-{k}": v for k, v in ports.items()})
+    _wait_serving(cluster, f"http://{loopback['metrics']}/metrics", timeout)
+
+
+def _check_pinned_port_free() -> None:
+    with socket.socket() as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("", PINNED_PORT))
+        except OSError as error:
+            raise KaiStackError(
+                f"port {PINNED_PORT} is taken ({error}): kai-podgroupcontroller v0.12.0 always "
+                "serves its metrics there, so only one KAI stack can run per machine"
+            ) from error
+
+
+def _wait_serving(cluster: LocalCluster, url: str, timeout: float) -> None:
+    """Until the scheduler answers ``url`` and every recorded process is alive."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not cluster.running():
+            break
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.25)
+    pids = cast(dict[str, int], cluster.status().get("pids", {}))
+    dead = [name for name, pid in pids.items() if not alive(pid)]
+    logs = ", ".join(str(cluster.directory / f"{name}.log") for name in dead or ["kai-scheduler"])
+    raise KaiStackError(f"the real KAI did not start within {timeout:g}s; see {logs}")
