@@ -107,6 +107,7 @@ from pykai.engine.settings import SchedulerConfig
 from pykai.model.duration import parse_duration
 from pykai.model.errors import ValidationError
 from pykai.model.kinds import CLUSTER_SCOPED as KIND_CLUSTER_SCOPED
+from pykai.model.meta import format_time, parse_time
 from pykai.model.podgroup import PodGroupStatus
 from pykai.model.quantity import count, cpu_millis, memory_bytes
 from pykai.model.queue import QueueStatus
@@ -197,7 +198,23 @@ def read_objects(name: str, files: list[str]) -> list[Obj]:
     for obj in objects:
         if obj.get("kind") == "Pod":
             obj.setdefault("spec", {}).setdefault("terminationGracePeriodSeconds", 0)
+    if name.startswith("kai/"):
+        age_in_file_order(objects)
     return objects
+
+
+AGES_FROM = parse_time("2026-01-01T00:00:00Z")
+
+
+def age_in_file_order(objects: list[Obj]) -> None:
+    """Give the PodGroups of a ported KAI case the ages KAI's fakes give its jobs: each one a
+    minute younger than the one before it (jobs_fake/jobs.go: job i of n is n - i minutes old),
+    so equal-priority jobs go in file order, as in KAI's test, and not by name, which is KAI's
+    tie-break for jobs of equal age (cluster_info.go: a job's ID is its PodGroup's name)."""
+    groups = [o for o in objects if o.get("kind") == "PodGroup"]
+    for minute, group in enumerate(groups):
+        stamp = format_time(AGES_FROM + 60.0 * minute)
+        group["metadata"].setdefault("creationTimestamp", stamp)
 
 
 def namespace_of(kind: str, obj_or_namespace: Obj | str | None) -> str:

@@ -35,8 +35,8 @@ QUIET = 6.0  # seconds without a change: six of KAI's 1 s cycles, twenty of pyka
 DEADLINE = 180.0
 # KAI v0.12.0 schedules no job whose queue has no parent (docs/conformance.md)
 TOP_LEVEL_QUEUE = (
-    "KAI v0.12.0 never schedules jobs of a queue without a parent (a 'department' is required); "
-    "pykai schedules them: docs/conformance.md, Side by side with the real KAI"
+    "KAI v0.12.0 never schedules jobs of a queue without a parent (KAI #621, fixed after v0.12 "
+    "by #858, n-level queues); pykai schedules them, as KAI does since: docs/conformance.md"
 )
 # scenario -> why the sides differ as written ("": they agree)
 SCENARIOS = {
@@ -53,10 +53,7 @@ UNDER_A_PARENT = {
     "01-gang-fits": "",
     "02-gang-all-or-nothing": "",
     "27-node-selector": "",
-    "30-never-over-allocate": (
-        "jobs of equal priority and age: KAI takes them in PodGroup name order (its job UID is "
-        "the name), pykai by metadata.uid (random): docs/conformance.md"
-    ),
+    "30-never-over-allocate": "",  # equal jobs in PodGroup name order on both sides
 }
 PARENT = "side-by-side-root"
 

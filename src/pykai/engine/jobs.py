@@ -148,7 +148,7 @@ class Job:
     pending_request: Resources = Resources.ZERO
     last_start: float | None = None
     stale_since: float | None = None
-    # (-priority, min member, creation, uid): what job order needs besides the live counts,
+    # (-priority, min member, creation, tie): what job order needs besides the live counts,
     # worked out once for the job (a PodGroup or priority change makes a new Job)
     order_parts: tuple[int, int, float, str] | None = None
 
@@ -156,8 +156,15 @@ class Job:
         """``order_parts``, worked out on first use."""
         if self.order_parts is None:
             meta = self.group.meta
-            self.order_parts = (-self.priority, self.group.spec.min_member, meta.creation, meta.uid)
+            self.order_parts = (-self.priority, self.group.spec.min_member, meta.creation, self.tie)
         return self.order_parts
+
+    @property
+    def tie(self) -> str:
+        """The last tie-break of job order: the PodGroup's name (KAI's job ID), then its
+        namespace and UID, NUL-separated so that a name sorts before its extensions."""
+        meta = self.group.meta
+        return f"{meta.name}\0{meta.namespace}\0{meta.uid}"
 
     @property
     def min_member(self) -> int:

@@ -13,8 +13,10 @@ from pykai.model.resources import EPS, Resources
 
 
 def job_order_key(job: Job) -> tuple[int, int, float, str]:
-    """Higher priority first, then jobs below their minimum, then older, then UID."""
-    return (-job.priority, job.elastic_state(), job.creation, job.uid)
+    """Higher priority first, then jobs below their minimum, then older, then by PodGroup name
+    (KAI's job ID is the PodGroup's name: cluster_info.go; namespace and UID only part jobs of
+    one name, which KAI cannot tell apart)."""
+    return (-job.priority, job.elastic_state(), job.creation, job.tie)
 
 
 def _dominant_share(
@@ -31,7 +33,7 @@ def _dominant_share(
     )
 
 
-QueueKey = tuple[bool, bool, int, bool, float, float, float, float, str, str]
+QueueKey = tuple[bool, bool, int, bool, float, float, float, float, str]
 
 
 def queue_order_key(
@@ -118,8 +120,7 @@ def _order_key(
         _dominant_share((a0, a1, a2), (s0, s1, s2)),
         relative,
         queue.creation,
-        queue.uid,
-        queue.name,
+        queue.name,  # KAI's queue ID is its name (queue_info.go), its last tie-break
     )
 
 

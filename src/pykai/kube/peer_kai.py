@@ -13,8 +13,11 @@ Contract of ``start``:
   ``kai-*.log`` beside the cluster's, and is recorded by ``LocalCluster.launch``, so
   ``LocalCluster.down`` stops it, also after a failed start;
 - listeners are on free loopback ports, except kai-podgroupcontroller's metrics, which v0.12.0
-  always serves on ``:8080`` (it never passes its flag on): port 8080 must be free, or
-  ``KaiStackError`` says so; hence one KAI stack per machine at a time;
+  always serves on ``:8080`` (it never passes its flag on): one KAI stack per machine at a
+  time. Stacks take turns: under an exclusive lock (``LOCK``, held only while starting), a
+  start waits until port 8080 is free, launches kai-podgroupcontroller and waits until it holds
+  the port, so the next start waits in turn until that stack is down; after ``port_wait``
+  seconds it gives up with ``KaiStackError``;
 - the webhooks (PodGroup and Queue validation) are off: they only validate, and KWOK has no
   kubelet to mount their certificates; kai-admission is not started (not built);
 - it returns once the scheduler serves its metrics and every component is still alive (within
@@ -25,9 +28,13 @@ the ``pod-group-name`` annotation keeps it (the podgrouper leaves it alone)."""
 
 from __future__ import annotations
 
+import fcntl
 import socket
 import time
 import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import cast
 
 import yaml
@@ -49,6 +56,7 @@ RESERVATION_NAMESPACE = "kai-resource-reservation"
 QUEUE_LABEL = "kai.scheduler/queue"
 NODE_POOL_LABEL = "kai.scheduler/node-pool"
 PINNED_PORT = 8080  # kai-podgroupcontroller's metrics, on every interface, whatever its flags
+LOCK = Path("/tmp/pykai-kai-stack.lock")  # taken while a stack starts (see the contract)
 # started in this order; down() stops them newest first, the scheduler before the rest
 COMPONENTS = (
     "kai-podgrouper",
@@ -99,14 +107,18 @@ def scheduler_config(gpu: str = "binpack", cpu: str = "binpack") -> Obj:
 
 
 def start(
-    cluster: LocalCluster, *, gpu: str = "binpack", cpu: str = "binpack", timeout: float = 60.0
+    cluster: LocalCluster,
+    *,
+    gpu: str = "binpack",
+    cpu: str = "binpack",
+    timeout: float = 60.0,
+    port_wait: float = 900.0,
 ) -> None:
     """Start KAI's five components against ``cluster`` (see the module's contract)."""
     if cluster.crds.resolve() != kai_crds().resolve():
         raise KaiStackError("the real KAI needs KAI's own CRDs: LocalCluster(crds=kai_crds())")
     for name in COMPONENTS:
         cluster.binary(name)
-    _check_pinned_port_free()
     api = connect(cluster.kubeconfig)
     for namespace in (NAMESPACE, RESERVATION_NAMESPACE):
         api.create_if_absent(
@@ -162,21 +174,61 @@ def start(
             f"--plugin-server-port={ports['plug']}",
         ],
     }
-    for name in COMPONENTS:
-        cluster.launch(name, arguments[name], env, **{f"{name}-{k}": v for k, v in ports.items()})
+    with _turn(port_wait):
+        for name in COMPONENTS:
+            if name == "kai-podgroupcontroller":
+                _wait_port(free=True, timeout=port_wait)
+            launched = {f"{name}-{k}": v for k, v in ports.items()}
+            cluster.launch(name, arguments[name], env, **launched)
+            if name == "kai-podgroupcontroller":
+                _wait_port(free=False, timeout=timeout)
     _wait_serving(cluster, f"http://{loopback['metrics']}/metrics", timeout)
 
 
-def _check_pinned_port_free() -> None:
+@contextmanager
+def _turn(timeout: float) -> Iterator[None]:
+    """Hold ``LOCK`` exclusively (waiting up to ``timeout`` seconds for it)."""
+    deadline = time.monotonic() + timeout
+    with LOCK.open("a") as handle:
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise KaiStackError(
+                        f"another KAI stack kept {LOCK} for {timeout:g}s while starting"
+                    ) from None
+                time.sleep(0.5)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
+
+
+def _port_free() -> bool:
     with socket.socket() as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind(("", PINNED_PORT))
-        except OSError as error:
+        except OSError:
+            return False
+        return True
+
+
+def _wait_port(*, free: bool, timeout: float) -> None:
+    """Until port 8080 is free (``free``) or taken (by the kai-podgroupcontroller just
+    launched), else ``KaiStackError``."""
+    deadline = time.monotonic() + timeout
+    while _port_free() != free:
+        if time.monotonic() > deadline:
+            state = "free" if free else "taken by kai-podgroupcontroller"
             raise KaiStackError(
-                f"port {PINNED_PORT} is taken ({error}): kai-podgroupcontroller v0.12.0 always "
-                "serves its metrics there, so only one KAI stack can run per machine"
-            ) from error
+                f"port {PINNED_PORT} was not {state} within {timeout:g}s: "
+                "kai-podgroupcontroller v0.12.0 always serves its metrics there, so KAI stacks "
+                "on one machine take turns"
+            )
+        time.sleep(0.25)
 
 
 def _wait_serving(cluster: LocalCluster, url: str, timeout: float) -> None:

@@ -383,7 +383,7 @@ def _order(job: Job, evicted: int = 0) -> JobKey:
     """Job order, with a victim job's elastic state counted without its evicted pods."""
     active = job.active - evicted
     state = 0 if active < job.min_member else 1 if active == job.min_member else 2
-    return (-job.priority, state, job.creation, job.uid)
+    return (-job.priority, state, job.creation, job.tie)
 
 
 def _add(

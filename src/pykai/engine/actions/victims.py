@@ -62,8 +62,8 @@ def victim_key(job: Job) -> JobKey:
 
 def _left_key(job: Job, left: int) -> JobKey:
     """Job order of a victim job with ``left`` pods on offer."""
-    priority, least, creation, uid = job.order_parts or job.static_order()
-    return (priority, 0 if left < least else 1 if left == least else 2, creation, uid)
+    priority, least, creation, tie = job.order_parts or job.static_order()
+    return (priority, 0 if left < least else 1 if left == least else 2, creation, tie)
 
 
 @dataclass(slots=True, eq=False)
