@@ -305,3 +305,26 @@ def test_a_failed_round_leaves_store_and_engine_state_as_they_were(
     assert dump(path) == before
     healthy.settle()
     assert len(healthy.list("PodGroup")) == 1
+
+
+def test_a_partitioned_shard_is_refused_by_the_one_scheduler_cluster() -> None:
+    """The embedded cluster has one scheduler over every node: a SchedulingShard naming a
+    partition would be ignored there, so apply refuses it, naming the field, and stores
+    nothing; a config given in code is refused the same way."""
+    from pykai.engine.settings import SchedulerConfig
+    from pykai.model.errors import ValidationError
+
+    cluster = EmbeddedCluster.open(None)
+    shard = {
+        "apiVersion": "kai.scheduler/v1",
+        "kind": "SchedulingShard",
+        "metadata": {"name": "pool-a"},
+        "spec": {"partitionLabelValue": "a"},
+    }
+    with pytest.raises(ValidationError, match=r"spec\.partitionLabelValue: is a partition"):
+        cluster.apply([shard])
+    assert cluster.list("SchedulingShard") == []
+    shard["spec"] = {"partitionLabelValue": ""}
+    cluster.apply([shard])  # the default shard's (empty) partition is fine
+    with pytest.raises(ValidationError, match="partitionLabelValue"):
+        EmbeddedCluster.open(None, config=SchedulerConfig(partitionLabelValue="a"))

@@ -6,6 +6,7 @@ import pytest
 
 from pykai.engine.config import config_from_documents, config_from_mapping
 from pykai.model.errors import ValidationError
+from pykai.model.meta import Obj
 
 
 def shard(spec: dict) -> dict:  # type: ignore[type-arg]
@@ -119,3 +120,53 @@ def test_settings_pykai_does_not_act_on_yet_are_refused(field: str) -> None:
     )
     with pytest.raises(ValidationError, match=rf"spec\.{field}: is not supported yet"):
         config_from_documents([{"maxConsolidationPreemptees": 4}, shard({field: value})], "c.yaml")
+
+
+@pytest.mark.parametrize(
+    ("spec", "field"),
+    [
+        ({"args": {"schedule-period": "1s"}}, "spec.args.schedule-period"),
+        ({"args": {"full-hierarchy-fairness": "false"}}, "spec.args.full-hierarchy-fairness"),
+        ({"plugins": {"gpupack": {"enabled": False}}}, "spec.plugins.gpupack.enabled"),
+        ({"plugins": {"priority": {"priority": 3}}}, "spec.plugins.priority.priority"),
+        (
+            {"plugins": {"proportion": {"arguments": {"kValue": "1"}}}},
+            "spec.plugins.proportion.arguments.kValue",
+        ),
+        (
+            {"plugins": {"nodeplacement": {"arguments": {"gpu": "spread"}}}},
+            "spec.plugins.nodeplacement.arguments.gpu",
+        ),
+    ],
+)
+def test_shard_args_and_plugins_pykai_does_not_read_are_refused(spec: Obj, field: str) -> None:
+    """No setting silently ignored: a scheduler flag or a plugin setting pykai would not act
+    on is refused, naming the shard's field."""
+    with pytest.raises(ValidationError) as caught:
+        config_from_mapping(shard(spec))
+    assert f'SchedulingShard "default": {field}' in str(caught.value), caught.value
+
+
+def test_shard_args_and_plugins_pykai_reads_are_accepted() -> None:
+    config = config_from_mapping(
+        shard(
+            {
+                "args": {"default-staleness-grace-period": "30s"},
+                "plugins": {
+                    "proportion": {"arguments": {"reclaimerSaturationMultiplier": "1.5"}},
+                    "gpupack": {"enabled": True},  # changes nothing
+                },
+            }
+        )
+    )
+    assert config.stale_gang_grace_period == 30.0
+    assert config.reclaimer_saturation_multiplier == 1.5
+
+
+def test_partition_label_value_is_read_and_checked() -> None:
+    assert config_from_mapping(shard({"partitionLabelValue": "pool-a"})).partition_label_value == (
+        "pool-a"
+    )
+    assert config_from_mapping(shard({})).partition_label_value == ""
+    with pytest.raises(ValidationError, match=r"spec\.partitionLabelValue"):
+        config_from_mapping(shard({"partitionLabelValue": "not a label value"}))

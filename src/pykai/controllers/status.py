@@ -21,6 +21,7 @@ from pykai.engine.jobs import HOLDS_NODE, Job, Task, TaskStatus
 from pykai.engine.state import ClusterState
 from pykai.model.conditions import Condition, condition_of, with_conditions
 from pykai.model.meta import Obj, format_time, mapping
+from pykai.model.partition import pool_of
 from pykai.model.problems import ObjectProblem
 from pykai.model.queue_status import FAIR_SHARE_CONDITION, queue_figures
 from pykai.model.resources import Resources, resource_list
@@ -82,10 +83,11 @@ def reason_text(reasons: list[Reason]) -> str:
 
 
 def podgroup_status(
-    job: Job, reasons: list[Reason] | None, old: dict[str, Any], now: float
+    job: Job, reasons: list[Reason] | None, old: dict[str, Any], now: float, pool: str = "default"
 ) -> dict[str, Any]:
-    """phase, counts, resourcesStatus and the UnschedulableOnNodePool condition (kept as it was
-    while the job was not looked at; cleared when nothing is pending)."""
+    """phase, counts, resourcesStatus and the UnschedulableOnNodePool condition on node pool
+    ``pool`` (kept as it was while the job was not looked at; cleared when nothing is
+    pending)."""
     tasks = list(job.tasks.values())
     running = sum(1 for t in tasks if t.status in HOLDS_NODE)
     pending = sum(
@@ -105,20 +107,20 @@ def podgroup_status(
         },
     }
     if pending and reasons:
-        status["schedulingConditions"] = [_condition(reasons, old, now)]
+        status["schedulingConditions"] = [_condition(reasons, old, now, pool)]
     elif pending and old.get("schedulingConditions"):
         status["schedulingConditions"] = old["schedulingConditions"]
     return status
 
 
 def invalid_podgroup_status(
-    problem: ObjectProblem, old: dict[str, Any], now: float
+    problem: ObjectProblem, old: dict[str, Any], now: float, pool: str = "default"
 ) -> dict[str, Any]:
     """The status of a PodGroup the scheduler cannot read: what it had, with a condition that
     says why it is skipped."""
     return {
         **old,
-        "schedulingConditions": [_condition([Reason(INVALID, problem.message)], old, now)],
+        "schedulingConditions": [_condition([Reason(INVALID, problem.message)], old, now, pool)],
     }
 
 
@@ -143,14 +145,14 @@ def held_pods(state: ClusterState) -> list[tuple[Task, ObjectProblem]]:
     return held
 
 
-def _condition(reasons: list[Reason], old: dict[str, Any], now: float) -> dict[str, Any]:
+def _condition(reasons: list[Reason], old: dict[str, Any], now: float, pool: str) -> dict[str, Any]:
     entries = [{"reason": r.reason, "message": r.message} for r in reasons]
     previous = (old.get("schedulingConditions") or [{}])[0]
     if previous.get("reasons") == entries:
         return dict(previous)
     return {
         "type": "UnschedulableOnNodePool",
-        "nodePool": "default",
+        "nodePool": pool,
         "status": "True",
         "reasons": entries,
         "lastTransitionTime": format_time(now),
@@ -240,15 +242,16 @@ def _podgroup(
     key = f"{meta['namespace']}/{meta['name']}"
     job = host.state.jobs.get(key)
     old = group.get("status") or {}
+    pool = pool_of(mapping(meta.get("labels")))
     if job is None:
         problem = host.state.problems.get(("PodGroup", meta["namespace"], meta["name"]))
         if problem is not None and "schedulingConditions" in owned:
-            status = invalid_podgroup_status(problem, old, now)
+            status = invalid_podgroup_status(problem, old, now, pool)
             if status != old:
                 replace_status(host, group, status)
         return
     reasons = result.unschedulable.get(key)
-    computed = podgroup_status(job, reasons, old, now)
+    computed = podgroup_status(job, reasons, old, now, pool)
     status = {k: v for k, v in old.items() if k not in owned}
     status |= {k: v for k, v in computed.items() if k in owned}
     if status == old:

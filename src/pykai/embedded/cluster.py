@@ -37,7 +37,7 @@ from pykai.engine.positions import Reasons, board, reasons_of
 from pykai.engine.scheduler import Scheduler
 from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import STATE_KINDS, ClusterState
-from pykai.model.errors import PykaiError
+from pykai.model.errors import FieldProblem, PykaiError, ValidationError
 from pykai.model.kueue.conversion import as_stored
 from pykai.model.kueue.jobs import is_managed, suspended_on_create
 from pykai.model.meta import Obj
@@ -71,6 +71,33 @@ class ApplyOutcome:
     action: str
 
 
+def _partition_problem(name: str, field: str) -> FieldProblem:
+    return FieldProblem(
+        "SchedulingShard",
+        name,
+        field,
+        "is a partition of the cluster: the embedded cluster runs one scheduler over every node",
+        "remove it here; on a real cluster, run one `pykai run --partition-label-value` per "
+        "shard (docs/shards.md)",
+    )
+
+
+def one_scheduler(objects: builtins.list[Obj]) -> None:
+    """Refuse SchedulingShards that name a partition: the embedded cluster has one scheduler,
+    which sees every node, and would otherwise ignore it."""
+    problems = [
+        _partition_problem(str(o["metadata"].get("name", "")), "spec.partitionLabelValue")
+        for o in objects
+        if isinstance(o, dict)
+        and o.get("kind") == "SchedulingShard"
+        and isinstance(o.get("metadata"), dict)
+        and isinstance(o.get("spec"), dict)
+        and o["spec"].get("partitionLabelValue")
+    ]
+    if problems:
+        raise ValidationError(problems)
+
+
 class EmbeddedCluster(ClusterReader):
     """A Kubernetes-like cluster with KAI installed, in one SQLite file (or in memory): a
     reader that also writes, and runs the controllers and the scheduler."""
@@ -89,6 +116,8 @@ class EmbeddedCluster(ClusterReader):
         ``scheduled_events=False`` binds without a Scheduled event (trace replays,
         pykai/sim/)."""
         super().__init__(store)
+        if config is not None and config.partition_label_value:
+            raise ValidationError([_partition_problem("scheduler config", "partitionLabelValue")])
         self._config = config
         self._scheduler = scheduler
         self._isolations: dict[str, Isolation] = {}
@@ -149,6 +178,7 @@ class EmbeddedCluster(ClusterReader):
 
         def check() -> None:
             validate_objects(objects, self.store.list)
+            one_scheduler(objects)
             if not create_namespaces:
                 self._check_namespaces(objects)
 

@@ -85,6 +85,7 @@ def _from_shard(shard: dict[str, Any]) -> SchedulerConfig:
         for field, what in _NOT_YET.items()
         if spec.get(field) is not None
     ]
+    unsupported += _unread(name, spec)
     if unsupported:
         raise ValidationError(unsupported)
     data, fields = _shard_settings(spec)
@@ -95,6 +96,61 @@ def _from_shard(shard: dict[str, Any]) -> SchedulerConfig:
         raise ValidationError([_in_shard(p, fields) for p in problems]) from exc
 
 
+READ_ARGS = ("default-staleness-grace-period", "max-consolidation-preemptees")
+"""The scheduler flags of a shard's ``args`` that pykai reads."""
+READ_ARGUMENTS = {"proportion": ("reclaimerSaturationMultiplier", "relcaimerSaturationMultiplier")}
+"""The plugin arguments pykai reads (KAI's misspelt name first)."""
+_ARG_ELSEWHERE = {
+    "schedule-period": "set the cycle with `pykai run --period` (the chart: period)",
+    "leader-elect": "use `pykai run --leader-elect`",
+    "partition-label-value": "set spec.partitionLabelValue",
+}
+
+
+def _unread(name: str, spec: dict[str, Any]) -> list[FieldProblem]:
+    """The shard's ``args`` and ``plugins`` entries pykai would not act on: refused, never
+    silently ignored. A plugin entry that only says ``enabled: true`` changes nothing and is
+    accepted; pykai's plugins are KAI's default set, always on."""
+    problems = []
+    for key in (spec.get("args") or {}) if isinstance(spec.get("args"), dict) else ():
+        if key not in READ_ARGS:
+            hint = _ARG_ELSEWHERE.get(str(key), f"remove it; pykai reads {', '.join(READ_ARGS)}")
+            problems.append(
+                FieldProblem(
+                    "SchedulingShard", name, f"spec.args.{key}", "is not read by pykai", hint
+                )
+            )
+    plugins = spec.get("plugins") if isinstance(spec.get("plugins"), dict) else {}
+    for plugin, raw in (plugins or {}).items():
+        settings = raw if isinstance(raw, dict) else {}
+        known = READ_ARGUMENTS.get(str(plugin), ())
+        for key in settings.get("arguments") or {}:
+            if key not in known:
+                problems.append(
+                    FieldProblem(
+                        "SchedulingShard",
+                        name,
+                        f"spec.plugins.{plugin}.arguments.{key}",
+                        "is not read by pykai",
+                        "remove it; pykai reads only spec.plugins.proportion.arguments."
+                        "reclaimerSaturationMultiplier",
+                    )
+                )
+        for key in ("enabled", "priority"):
+            if key in settings and not (key == "enabled" and settings[key] is True):
+                problems.append(
+                    FieldProblem(
+                        "SchedulingShard",
+                        name,
+                        f"spec.plugins.{plugin}.{key}",
+                        "cannot change pykai's plugins: KAI's default set always runs, in "
+                        "KAI's order",
+                        f"remove spec.plugins.{plugin}.{key}",
+                    )
+                )
+    return problems
+
+
 def _shard_settings(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str]]:
     """A shard's settings as the plain config's fields (values as written: the config's own
     validation reads them), and where in the shard each field was written."""
@@ -102,6 +158,9 @@ def _shard_settings(spec: dict[str, Any]) -> tuple[dict[str, Any], dict[str, str
     fields = {"placementStrategy": "spec.placementStrategy", "actions": "spec.actions"}
     if "placementStrategy" in spec:
         data["placementStrategy"] = spec["placementStrategy"]
+    if spec.get("partitionLabelValue") is not None:
+        data["partitionLabelValue"] = spec["partitionLabelValue"]
+        fields["partitionLabelValue"] = "spec.partitionLabelValue"
     actions = spec.get("actions")
     if isinstance(actions, dict):
         enabled = []

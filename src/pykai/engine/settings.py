@@ -102,6 +102,15 @@ class SchedulerConfig(BaseModel):
     # simulate every scenario, without bounds, memo or budget (the reference the fast search
     # must agree with; for tests and benchmarks)
     exhaustive_search: bool = Field(False, alias="exhaustiveSearch")
+    # the scheduling shard's partition: the value of the node-pool label of the nodes, queues
+    # and PodGroups it schedules ("": those without the label); read by `pykai run`
+    # (model/partition.py), refused by the embedded cluster, which has one scheduler
+    partition_label_value: str = Field(
+        "",
+        alias="partitionLabelValue",
+        max_length=63,
+        pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$",
+    )
 
     @field_validator("actions")
     @classmethod

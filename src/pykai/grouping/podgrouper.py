@@ -33,6 +33,7 @@ class GroupPlan:
     sub_groups: tuple[dict[str, Any], ...] = ()
     owner: Obj | None = None  # what the PodGroup's ownerReference names: it goes with it
     subgroup_of_pod: str = ""
+    node_pool: str = ""  # the pod's node-pool label, which the PodGroup carries (its shard's)
 
     def to_object(self) -> Obj:
         """The PodGroup object."""
@@ -46,6 +47,8 @@ class GroupPlan:
         if self.sub_groups:
             spec["subGroups"] = [dict(g) for g in self.sub_groups]
         metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        if self.node_pool:
+            metadata["labels"] = {c.NODE_POOL_LABEL: self.node_pool}
         if self.owner is not None:
             meta = self.owner["metadata"]
             metadata["ownerReferences"] = [
@@ -132,6 +135,9 @@ def plan_for(
         check(owner)
     grouper = GROUPERS.get(group_key(context.top), default_grouper)
     plan = grouper(context)
+    pool = labels(pod).get(c.NODE_POOL_LABEL)
+    if isinstance(pool, str) and pool:  # as KAI's podgrouper (pod_controller.go addNodePoolLabel)
+        plan = replace(plan, node_pool=pool)
     if any(
         is_managed(o) for o in context.owners
     ):  # admitted by Kueue: placed by the engine, outside KAI's queues

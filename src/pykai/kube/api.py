@@ -204,15 +204,23 @@ class KubeApi:
         return error
 
     def list(
-        self, kind: KindSpec, *, resource_version: str = "", limit: int = LIST_PAGE
+        self,
+        kind: KindSpec,
+        *,
+        resource_version: str = "",
+        limit: int = LIST_PAGE,
+        label_selector: str = "",
     ) -> tuple[list[Obj], str]:
-        """Every object of a kind, with ``kind``/``apiVersion`` filled, and the list's version;
-        read in pages of ``limit`` (``continue``; an expired token is a 410). As client-go's
-        reflector, ``resource_version="0"`` lets the apiserver answer from its watch cache
-        (no etcd read; the cache answers whole, ignoring the limit); "" reads the latest."""
+        """Every object of a kind (that ``label_selector`` selects, if given), with
+        ``kind``/``apiVersion`` filled, and the list's version; read in pages of ``limit``
+        (``continue``; an expired token is a 410). As client-go's reflector,
+        ``resource_version="0"`` lets the apiserver answer from its watch cache (no etcd read;
+        the cache answers whole, ignoring the limit); "" reads the latest."""
         params = {"limit": str(limit)}
         if resource_version:
             params["resourceVersion"] = resource_version
+        if label_selector:
+            params["labelSelector"] = label_selector
         items: list[Obj] = []
         while True:
             response = self.http.get(self.path(kind), params=params)
@@ -223,18 +231,24 @@ class KubeApi:
             if not meta.get("continue"):
                 break
             params = {"limit": str(limit), "continue": str(meta["continue"])}
+            if label_selector:
+                params["labelSelector"] = label_selector
         return items, str(meta.get("resourceVersion", ""))
 
     def watch(
-        self, kind: KindSpec, resource_version: str, timeout: int = 60
+        self, kind: KindSpec, resource_version: str, timeout: int = 60, label_selector: str = ""
     ) -> Iterator[tuple[str, Obj]]:
-        """Events (ADDED / MODIFIED / DELETED / BOOKMARK / ERROR) from ``resource_version``."""
+        """Events (ADDED / MODIFIED / DELETED / BOOKMARK / ERROR) from ``resource_version``, of
+        the objects ``label_selector`` selects if given (an object whose labels change out of
+        it arrives as DELETED, into it as ADDED: the apiserver's filtered watch)."""
         params = {
             "watch": "1",
             "resourceVersion": resource_version,
             "timeoutSeconds": str(timeout),
             "allowWatchBookmarks": "true",
         }
+        if label_selector:
+            params["labelSelector"] = label_selector
         with self.http.stream("GET", self.path(kind), params=params) as response:
             self._refused(response, "watch")
             for line in _lines(response.iter_bytes()):

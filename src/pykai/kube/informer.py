@@ -37,13 +37,19 @@ class Change:
 
 
 class Informer(threading.Thread):
-    """Watches one kind until stopped."""
+    """Watches one kind (the objects ``selector`` selects, if given) until stopped."""
 
     def __init__(
-        self, api: KubeApi, kind: KindSpec, changes: queue.Queue[Change], stop: threading.Event
+        self,
+        api: KubeApi,
+        kind: KindSpec,
+        changes: queue.Queue[Change],
+        stop: threading.Event,
+        selector: str = "",
     ) -> None:
         super().__init__(name=f"informer-{kind.plural}", daemon=True)
         self.api, self.kind, self.changes, self.stop_event = api, kind, changes, stop
+        self.selector = selector
         self.missing = False  # the apiserver answered 404 for the kind (said once)
 
     def run(self) -> None:
@@ -54,12 +60,15 @@ class Informer(threading.Thread):
             try:
                 if not version:  # the first list from the watch cache, a relist from etcd
                     items, version = self.api.list(
-                        self.kind, resource_version="" if listed else "0"
+                        self.kind,
+                        resource_version="" if listed else "0",
+                        label_selector=self.selector,
                     )
                     listed = True
                     self._served(len(items))
                     self.changes.put(Change(self.kind.kind, "SYNC", None, tuple(items)))
-                for event_type, obj in self.api.watch(self.kind, version, timeout=30):
+                events = self.api.watch(self.kind, version, 30, self.selector)
+                for event_type, obj in events:
                     if self.stop_event.is_set():
                         return
                     version = str(obj.get("metadata", {}).get("resourceVersion", version))

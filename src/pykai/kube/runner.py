@@ -52,6 +52,7 @@ from pykai.kube.watched import KUEUE_READS, OPTIONAL, Watch
 from pykai.model import constants as c
 from pykai.model.errors import AlreadyExists
 from pykai.model.meta import Obj
+from pykai.model.partition import Partition
 from pykai.standins.provisioning import answer_provisioning_requests
 from pykai.standins.workloads import Controller
 
@@ -77,6 +78,7 @@ class KubeRunner:
         visibility: Visibility | None = None,
         bind_pool: Executor | None = None,
         watch: Watch | None = None,
+        partition: Partition | None = None,
     ) -> None:
         """``pool`` carries out the writes (default: 32 threads), ``bind_pool`` the binds
         started while a cycle decides (default: the host's ``BIND_THREADS``); ``watch``: the
@@ -85,7 +87,9 @@ class KubeRunner:
         ``scheduled_events`` off leaves a bind one write (for benchmarks); each observer is
         handed the state, the result and the time after every cycle, in the loop's thread (the
         dashboard, the pending-positions board); ``visibility`` is told the pending Workloads'
-        positions after each Kueue pass."""
+        positions after each Kueue pass; ``partition``: the scheduling shard this process
+        serves (its informers see only that partition's nodes, queues, PodGroups and
+        BindRequests; its pod-grouper groups only that partition's pods)."""
         self.api = api
         self.metrics = metrics or RunMetrics(components)
         self.visibility = visibility
@@ -94,7 +98,7 @@ class KubeRunner:
         if "scheduler" not in components:  # status only: fair share without actions
             config = config.model_copy(update={"actions": []})
         self.scheduler = Scheduler(config)
-        self.watch = watch or Watch(api, components)
+        self.watch = watch or Watch(api, components, partition)
         self.pool = pool or ThreadPoolExecutor(max_workers=32, thread_name_prefix="pykai-write")
         self.host = KubeHost(
             api,
@@ -104,7 +108,8 @@ class KubeRunner:
             bind_pool=bind_pool,
             changes=self.watch.changes,
         )
-        kueue = "scheduler" in components
+        # Kueue's admission is cluster-wide: the default shard's scheduler runs it, no other
+        kueue = "scheduler" in components and (partition is None or not partition.value)
         self.round = Round(
             components,
             workloads=(
@@ -117,6 +122,7 @@ class KubeRunner:
                 *((self._run_kueue,) if kueue else ()),
                 *((answer_provisioning_requests,) if "provisioning" in components else ()),
             ),
+            partition=partition,
         )
         self.kinds = self.watch.kinds
         self.observers = tuple(observers)

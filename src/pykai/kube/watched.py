@@ -18,6 +18,7 @@ from pykai.kube.api import KubeApi
 from pykai.kube.informer import Change, Informer
 from pykai.model.kinds import BY_KIND
 from pykai.model.kueue.jobs import MANAGED_KINDS
+from pykai.model.partition import PARTITIONED_KINDS, Partition
 
 ENGINE_KINDS = ("PriorityClass", "Queue", "Node", "PodGroup", "Pod", "BindRequest")
 # what Kueue's controllers read, where Kueue's CRDs are installed (they run once all have listed)
@@ -103,10 +104,16 @@ def later_kinds(components: frozenset[str]) -> list[str]:
 
 class Watch:
     """The informers of a process's kinds, feeding one queue of changes; ``start`` lists the
-    first kinds, ``start_later`` the others (once the first are in)."""
+    first kinds, ``start_later`` the others (once the first are in). With a ``partition`` (a
+    scheduling shard's), the partitioned kinds are listed and watched through its label
+    selector: the process never sees another shard's nodes, queues, PodGroups or
+    BindRequests."""
 
-    def __init__(self, api: KubeApi, components: frozenset[str]) -> None:
+    def __init__(
+        self, api: KubeApi, components: frozenset[str], partition: Partition | None = None
+    ) -> None:
         self.api = api
+        self.partition = partition
         self.first = first_kinds(components)
         self.later = later_kinds(components)
         self.kinds = sorted({*self.first, *self.later})
@@ -125,8 +132,10 @@ class Watch:
             self._start(self.later)
 
     def _start(self, kinds: list[str]) -> None:
+        selector = self.partition.selector() if self.partition is not None else ""
         for kind in kinds:
-            informer = Informer(self.api, BY_KIND[kind], self.changes, self.stop)
+            chosen = selector if kind in PARTITIONED_KINDS else ""
+            informer = Informer(self.api, BY_KIND[kind], self.changes, self.stop, chosen)
             self.informers.append(informer)
             informer.start()
 

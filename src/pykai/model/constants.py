@@ -33,6 +33,7 @@ PRIORITY_CLASS_LABEL: Final = "priorityClassName"
 PREEMPTIBILITY_LABEL: Final = "kai.scheduler/preemptibility"
 TASK_PRIORITY_LABEL: Final = "kai.scheduler/task-priority"
 SUBGROUP_LABEL: Final = "kai.scheduler/subgroup-name"
+NODE_POOL_LABEL: Final = "kai.scheduler/node-pool"  # the partition of a scheduling shard
 RAY_NODE_TYPE_LABEL: Final = "ray.io/node-type"
 KUBEFLOW_ROLE_LABEL: Final = "training.kubeflow.org/job-role"
 LAST_START_ANNOTATION: Final = "kai.scheduler/last-start-timestamp"

@@ -14,6 +14,8 @@ import typer
 
 from pykai.cli.errors import refused, reported
 from pykai.cli.options import ContextOption, KubeconfigOption, LogFormat, LogLevel
+from pykai.model.constants import NODE_POOL_LABEL
+from pykai.model.partition import Partition
 
 LogLevelOption = Annotated[LogLevel, typer.Option(help="Least severe log lines shown")]
 LogFormatOption = Annotated[
@@ -102,9 +104,22 @@ def run(
     scheduled_events: Annotated[
         bool, typer.Option(help="A Scheduled event per bind, as kube-scheduler writes")
     ] = True,
+    partition_label_value: Annotated[
+        str | None,
+        typer.Option(
+            help="Schedule one shard: only the nodes, queues, PodGroups and BindRequests whose "
+            'node-pool label has this value ("": those without the label; default: the '
+            'configuration\'s SchedulingShard partitionLabelValue, else "")'
+        ),
+    ] = None,
+    node_pool_label_key: Annotated[
+        str,
+        typer.Option(help='The node-pool label ("": no partitions, every object is seen)'),
+    ] = NODE_POOL_LABEL,
 ) -> None:
     """Run pykai's components against a real Kubernetes cluster (foreground; stops cleanly on
-    SIGTERM)."""
+    SIGTERM). Several runs with different --partition-label-value split the cluster as KAI's
+    scheduling shards do, each with its own Lease and metrics."""
     # light imports only until the informers list: the apiserver answers while the engine loads
     from pykai.cli.manifests import ManifestError, read_manifests
     from pykai.engine.memory import long_running
@@ -130,9 +145,10 @@ def run(
             from pykai.engine.config import config_from_documents
 
             config = config_from_documents(documents, str(scheduler_config))
+        partition = _partition(config, partition_label_value, node_pool_label_key)
         stop = serving(log_level, log_format)  # before the informers, which may log at once
         api = connect(kubeconfig, context)
-        watch = Watch(api, chosen)
+        watch = Watch(api, chosen, partition)
         watch.start()
         elector = None
         if leader_elect:
@@ -140,7 +156,7 @@ def run(
                 elector = LeaderElector(
                     api,
                     identity or f"{socket.gethostname()}-{os.getpid()}",
-                    name=lease_name or "pykai-" + "-".join(sorted(chosen)),
+                    name=lease_name or lease_for(chosen, partition),
                     namespace=lease_namespace,
                     duration=lease_duration,
                     renew_deadline=renew_deadline,
@@ -186,6 +202,7 @@ def run(
                 observers=observers,
                 visibility=visibility,
                 watch=watch,
+                partition=partition,
             )
             runner.run(stop, period, elector)
     finally:
@@ -193,6 +210,30 @@ def run(
             server.shutdown()
         if dashboard is not None:
             dashboard.server.shutdown()
+
+
+def _partition(config: object, flag: str | None, key: str) -> Partition:
+    """The shard this run schedules: ``--partition-label-value``, else the configuration's
+    ``partitionLabelValue``; both given and different is refused."""
+    from pykai.cli.manifests import ManifestError
+
+    written = str(getattr(config, "partition_label_value", "") or "")
+    if flag is not None and written and flag != written:
+        raise ManifestError(
+            f"--partition-label-value {flag!r} and the configuration's partitionLabelValue "
+            f"{written!r} differ: give one"
+        )
+    value = flag if flag is not None else written
+    if value and not key:
+        raise ManifestError("a partition needs a node-pool label: give --node-pool-label-key")
+    return Partition(key, value)
+
+
+def lease_for(components: frozenset[str], partition: Partition) -> str:
+    """The default Lease of a run: one per set of components and shard (KAI's scheduler
+    names its Lease after the shard's partition too)."""
+    name = "pykai-" + "-".join(sorted(components))
+    return f"{name}-{partition.value}".lower() if partition.value else name
 
 
 def webhook(

@@ -1,0 +1,61 @@
+"""Which shard `pykai run` schedules, and its Lease (KAI names a shard's Lease after its
+partition: cmd/scheduler/app/server.go)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pykai.cli.commands.serve import _partition, lease_for
+from pykai.cli.manifests import ManifestError
+from pykai.engine.settings import SchedulerConfig
+from pykai.model.constants import NODE_POOL_LABEL
+from pykai.model.partition import Partition
+
+
+def test_the_flag_or_else_the_configuration_names_the_shard() -> None:
+    shard_b = SchedulerConfig(partitionLabelValue="b")
+    assert _partition(SchedulerConfig(), None, NODE_POOL_LABEL) == Partition(NODE_POOL_LABEL, "")
+    assert _partition(shard_b, None, NODE_POOL_LABEL) == Partition(NODE_POOL_LABEL, "b")
+    assert _partition(None, "a", NODE_POOL_LABEL) == Partition(NODE_POOL_LABEL, "a")
+    assert _partition(shard_b, "b", NODE_POOL_LABEL).value == "b"
+
+
+def test_a_flag_that_contradicts_the_configuration_is_refused() -> None:
+    with pytest.raises(ManifestError, match="differ: give one"):
+        _partition(SchedulerConfig(partitionLabelValue="b"), "a", NODE_POOL_LABEL)
+    with pytest.raises(ManifestError, match="--node-pool-label-key"):
+        _partition(None, "a", "")
+
+
+def test_each_shard_has_its_own_lease() -> None:
+    components = frozenset({"scheduler", "binder"})
+    assert lease_for(components, Partition()) == "pykai-binder-scheduler"
+    assert lease_for(components, Partition(value="Pool-A")) == "pykai-binder-scheduler-pool-a"
+
+
+def test_pykai_run_refuses_contradicting_partitions_before_connecting(tmp_path: Path) -> None:
+    config = tmp_path / "shard.yaml"
+    config.write_text(
+        "apiVersion: kai.scheduler/v1\nkind: SchedulingShard\nmetadata: {name: b}\n"
+        "spec: {partitionLabelValue: b}\n"
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pykai",
+            "run",
+            f"--kubeconfig={tmp_path / 'absent'}",
+            f"--scheduler-config={config}",
+            "--partition-label-value=a",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode != 0 and "differ: give one" in result.stderr, result
