@@ -15,26 +15,34 @@ from pykai.engine.settings import SchedulerConfig
 from pykai.model.constants import NODE_POOL_LABEL
 from pykai.model.partition import Partition
 
+SCHEDULER = frozenset({"scheduler"})
+
 
 def test_the_flag_or_else_the_configuration_names_the_shard() -> None:
     shard_b = SchedulerConfig(partitionLabelValue="b")
-    assert _partition(SchedulerConfig(), None, NODE_POOL_LABEL) == Partition(NODE_POOL_LABEL, "")
-    assert _partition(shard_b, None, NODE_POOL_LABEL) == Partition(NODE_POOL_LABEL, "b")
-    assert _partition(None, "a", NODE_POOL_LABEL) == Partition(NODE_POOL_LABEL, "a")
-    assert _partition(shard_b, "b", NODE_POOL_LABEL).value == "b"
+    assert _partition(SchedulerConfig(), None, NODE_POOL_LABEL, SCHEDULER) is None
+    assert _partition(None, None, NODE_POOL_LABEL, frozenset({"binder"})) is None
+    default = SchedulerConfig(partitionLabelValue="")
+    assert _partition(default, None, NODE_POOL_LABEL, SCHEDULER) == Partition(NODE_POOL_LABEL)
+    assert _partition(shard_b, None, NODE_POOL_LABEL, SCHEDULER) == Partition(NODE_POOL_LABEL, "b")
+    assert _partition(None, "a", NODE_POOL_LABEL, SCHEDULER) == Partition(NODE_POOL_LABEL, "a")
+    assert _partition(shard_b, "b", NODE_POOL_LABEL, SCHEDULER) == Partition(NODE_POOL_LABEL, "b")
 
 
-def test_a_flag_that_contradicts_the_configuration_is_refused() -> None:
+def test_contradictions_and_shared_components_are_refused() -> None:
     with pytest.raises(ManifestError, match="differ: give one"):
-        _partition(SchedulerConfig(partitionLabelValue="b"), "a", NODE_POOL_LABEL)
+        _partition(SchedulerConfig(partitionLabelValue="b"), "a", NODE_POOL_LABEL, SCHEDULER)
     with pytest.raises(ManifestError, match="--node-pool-label-key"):
-        _partition(None, "a", "")
+        _partition(None, "a", "", SCHEDULER)
+    # KAI's binder, pod-grouper and controllers serve every shard: a shard runs the scheduler
+    with pytest.raises(ManifestError, match="binder, podgrouper serve every partition"):
+        _partition(None, "", NODE_POOL_LABEL, frozenset({"scheduler", "binder", "podgrouper"}))
 
 
 def test_each_shard_has_its_own_lease() -> None:
-    components = frozenset({"scheduler", "binder"})
-    assert lease_for(components, Partition()) == "pykai-binder-scheduler"
-    assert lease_for(components, Partition(value="Pool-A")) == "pykai-binder-scheduler-pool-a"
+    assert lease_for(SCHEDULER, None) == "pykai-scheduler"
+    assert lease_for(SCHEDULER, Partition()) == "pykai-scheduler"
+    assert lease_for(SCHEDULER, Partition(value="Pool-A")) == "pykai-scheduler-pool-a"
 
 
 def test_pykai_run_refuses_contradicting_partitions_before_connecting(tmp_path: Path) -> None:
@@ -51,6 +59,7 @@ def test_pykai_run_refuses_contradicting_partitions_before_connecting(tmp_path: 
             "run",
             f"--kubeconfig={tmp_path / 'absent'}",
             f"--scheduler-config={config}",
+            "--components=scheduler",
             "--partition-label-value=a",
         ],
         check=False,

@@ -167,6 +167,7 @@ def test_partition_label_value_is_read_and_checked() -> None:
     assert config_from_mapping(shard({"partitionLabelValue": "pool-a"})).partition_label_value == (
         "pool-a"
     )
-    assert config_from_mapping(shard({})).partition_label_value == ""
+    assert config_from_mapping(shard({"partitionLabelValue": ""})).partition_label_value == ""
+    assert config_from_mapping(shard({})).partition_label_value is None  # no partition
     with pytest.raises(ValidationError, match=r"spec\.partitionLabelValue"):
         config_from_mapping(shard({"partitionLabelValue": "not a label value"}))

@@ -118,9 +118,11 @@ def container(objects: list[Obj], deployment: str) -> Obj:
     return spec
 
 
-def scheduler_config(objects: list[Obj]) -> SchedulerConfig:
+def scheduler_config(
+    objects: list[Obj], configmap: str = "pykai-scheduler-config"
+) -> SchedulerConfig:
     """The configuration pykai run reads from the chart's ConfigMap."""
-    text = of_kind(objects, "ConfigMap")["pykai-scheduler-config"]["data"]["config.yaml"]
+    text = of_kind(objects, "ConfigMap")[configmap]["data"]["config.yaml"]
     return config_from_documents([d for d in yaml.safe_load_all(text) if d], "config.yaml")
 
 
@@ -305,6 +307,43 @@ def test_values_reach_the_scheduler_configuration(rendered: list[Obj]) -> None:
     assert scheduler_config(fgd).placement.typical_pods.window == 200
     assert "must be one of 'binpack', 'spread', 'random'" in refusal(
         "--set", "schedulerConfig.placementStrategy.gpu=tetris"
+    )
+
+
+def test_one_more_scheduler_per_shard(rendered: list[Obj], tmp_path: Path) -> None:
+    """KAI's operator runs one scheduler per SchedulingShard; the chart does from ``shards``:
+    a Deployment each, under the scheduler's account, reading its own configuration (the
+    scheduler's, then the shard's fields); the default scheduler keeps the unlabelled
+    partition."""
+    values = {
+        "shards": {
+            "pool-a": {"partitionLabelValue": "a", "placementStrategy": {"gpu": "spread"}},
+            "pool-b": {"partitionLabelValue": "b"},
+        }
+    }
+    objects = render(*with_values(tmp_path, values))
+    deployments = of_kind(objects, "Deployment")
+    assert {"pykai-scheduler-pool-a", "pykai-scheduler-pool-b"} <= set(deployments)
+    assert not any("pool" in name for name in of_kind(rendered, "Deployment"))
+    for shard, value, gpu in (("pool-a", "a", "spread"), ("pool-b", "b", "binpack")):
+        spec = container(objects, f"pykai-scheduler-{shard}")
+        assert spec["serviceAccountName"] == "pykai-scheduler"
+        assert "--components=scheduler" in spec["containers"][0]["args"]
+        volume = spec["volumes"][0]["configMap"]["name"]
+        assert volume == f"pykai-scheduler-config-{shard}"
+        config = scheduler_config(objects, volume)
+        assert (config.partition_label_value, config.placement.gpu) == (value, gpu)
+    # the default scheduler is KAI's default shard: what carries no node-pool label
+    assert (
+        "--partition-label-value=" in container(objects, "pykai-scheduler")["containers"][0]["args"]
+    )
+    for deployment in ("pykai-binder", "pykai-podgrouper", "pykai-controllers"):
+        args = container(objects, deployment)["containers"][0]["args"]
+        assert not any(a.startswith("--partition") for a in args), (deployment, args)
+    assert "pykai-scheduler-pool-a" not in of_kind(objects, "ServiceAccount")
+    # a shard must name its partition (else it would schedule the default scheduler's)
+    assert "partitionLabelValue" in refusal(
+        *with_values(tmp_path, {"shards": {"pool-c": {"placementStrategy": {"gpu": "spread"}}}})
     )
 
 

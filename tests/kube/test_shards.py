@@ -1,8 +1,9 @@
-"""KAI's scheduling shards on a real apiserver: two `pykai run`s, one per partition of the
-node-pool label, split the cluster as KAI's schedulers do (conf/scheduler_conf.go: a shard sees
-only the nodes, queues and PodGroups whose `kai.scheduler/node-pool` label holds its value;
-its pod-grouper's PodGroups carry the pod's label, podgrouper/pod_controller.go). Expected
-outcomes from KAI's code, cited per assertion."""
+"""KAI's scheduling shards on a real apiserver, deployed as KAI deploys them: one process of
+the components that serve every shard (binder, pod-grouper, controllers) and one scheduler per
+partition of the node-pool label. They split the cluster as KAI's schedulers do
+(conf/scheduler_conf.go: a shard sees only the nodes, queues and PodGroups whose
+`kai.scheduler/node-pool` label holds its value; the pod-grouper's PodGroups carry the pod's
+label, podgrouper/pod_controller.go). Expected outcomes from KAI's code."""
 
 from __future__ import annotations
 
@@ -45,10 +46,12 @@ def test_two_shards_each_schedule_only_their_partition(tmp_path: Path) -> None:
         create_ready_nodes(api, [o for o in objects if o["kind"] == "Node"], time.time())
         for obj in (o for o in objects if o["kind"] != "Node"):
             api.create(BY_KIND[obj["kind"]], obj)
-        common = ("--leader-elect", "--lease-namespace=default")
+        shard = ("--components=scheduler", "--leader-elect", "--lease-namespace=default")
+        shared = "--components=binder,podgrouper,queuecontroller,podgroupcontroller"
         with (
-            pykai_running(cluster, "--partition-label-value=a", *common),
-            pykai_running(cluster, "--partition-label-value=b", *common),
+            pykai_running(cluster, shared),
+            pykai_running(cluster, "--partition-label-value=a", *shard),
+            pykai_running(cluster, "--partition-label-value=b", *shard),
         ):
 
             def placed() -> dict[str, str]:
@@ -76,7 +79,7 @@ def test_two_shards_each_schedule_only_their_partition(tmp_path: Path) -> None:
                 return {g["metadata"]["name"]: g for g in items}
 
             # each PodGroup carries its pod's node pool; the pending one's condition names
-            # its pool (KAI's UnschedulableOnNodePool), and no shard grouped the plain pod
+            # its pool (KAI's UnschedulableOnNodePool); the plain pod is grouped, unlabelled
             def pending_condition() -> bool:
                 found = groups()
                 pools = {
@@ -87,11 +90,22 @@ def test_two_shards_each_schedule_only_their_partition(tmp_path: Path) -> None:
                     for g in found.values()
                     for c in (g.get("status") or {}).get("schedulingConditions") or []
                 ]
-                return pools == {"a", "b"} and any(c.get("nodePool") == "a" for c in conditions)
+                return pools == {"a", "b", None} and any(
+                    c.get("nodePool") == "a" for c in conditions
+                )
 
             assert wait_for(pending_condition, 60), groups()
-            assert len(groups()) == 4, sorted(groups())
+            assert len(groups()) == 5, sorted(groups())
+            # the controllers serve every partition: the running pods' PodGroups are Running
+            assert wait_for(
+                lambda: (
+                    sum(
+                        (g.get("status") or {}).get("phase") == "Running" for g in groups().values()
+                    )
+                    == 3
+                ),
+                60,
+            ), groups()
             leases, _ = api.list(BY_KIND["Lease"])
             names = {lease["metadata"]["name"] for lease in leases}
-            components = "binder-podgroupcontroller-podgrouper-queuecontroller-scheduler"
-            assert {f"pykai-{components}-a", f"pykai-{components}-b"} <= names, names
+            assert {"pykai-scheduler-a", "pykai-scheduler-b"} <= names, names

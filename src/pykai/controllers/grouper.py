@@ -14,25 +14,16 @@ from pykai.grouping.ray import RayGroupingError
 from pykai.model import constants as c
 from pykai.model.errors import AlreadyExists
 from pykai.model.meta import Obj
-from pykai.model.partition import Partition
 
 COMPONENT = "the pod-grouper"
 
 
-def group_pods(
-    host: Host,
-    check: Callable[[Obj], None] = lambda _: None,
-    partition: Partition | None = None,
-) -> None:
+def group_pods(host: Host, check: Callable[[Obj], None] = lambda _: None) -> None:
     """Group the ungrouped pods, oldest first; ``check`` raises for an owner the grouper must
-    not read (see grouping.podgrouper.plan_for); with a ``partition``, only the pods whose
-    node-pool label it holds (a shard's pod-grouper leaves the others to their shard's)."""
+    not read (see grouping.podgrouper.plan_for). A pod's node-pool label goes on its PodGroup
+    (its scheduling shard's, as KAI's podgrouper: pod_controller.go addNodePoolLabel)."""
     views = sorted(
-        (
-            task.pod
-            for task in host.state.ungrouped.values()
-            if partition is None or partition.holds(task.pod.meta.labels)
-        ),
+        (task.pod for task in host.state.ungrouped.values()),
         key=lambda view: (view.meta.creation, view.meta.uid),
     )
     pods = [p for v in views if (p := host.get("Pod", v.meta.name, v.meta.namespace))]

@@ -103,10 +103,11 @@ class SchedulerConfig(BaseModel):
     # must agree with; for tests and benchmarks)
     exhaustive_search: bool = Field(False, alias="exhaustiveSearch")
     # the scheduling shard's partition: the value of the node-pool label of the nodes, queues
-    # and PodGroups it schedules ("": those without the label); read by `pykai run`
-    # (model/partition.py), refused by the embedded cluster, which has one scheduler
-    partition_label_value: str = Field(
-        "",
+    # and PodGroups it schedules ("": those without the label; None: no partition, every
+    # object); read by `pykai run` (model/partition.py); the embedded cluster, which has one
+    # scheduler, refuses a value
+    partition_label_value: str | None = Field(
+        None,
         alias="partitionLabelValue",
         max_length=63,
         pattern=r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$",

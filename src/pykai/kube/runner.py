@@ -87,9 +87,10 @@ class KubeRunner:
         ``scheduled_events`` off leaves a bind one write (for benchmarks); each observer is
         handed the state, the result and the time after every cycle, in the loop's thread (the
         dashboard, the pending-positions board); ``visibility`` is told the pending Workloads'
-        positions after each Kueue pass; ``partition``: the scheduling shard this process
+        positions after each Kueue pass; ``partition``: the scheduling shard this scheduler
         serves (its informers see only that partition's nodes, queues, PodGroups and
-        BindRequests; its pod-grouper groups only that partition's pods)."""
+        BindRequests; the other components serve every partition, so a partitioned process
+        runs the scheduler alone: ``pykai run`` refuses the rest)."""
         self.api = api
         self.metrics = metrics or RunMetrics(components)
         self.visibility = visibility
@@ -122,7 +123,6 @@ class KubeRunner:
                 *((self._run_kueue,) if kueue else ()),
                 *((answer_provisioning_requests,) if "provisioning" in components else ()),
             ),
-            partition=partition,
         )
         self.kinds = self.watch.kinds
         self.observers = tuple(observers)

@@ -20,7 +20,6 @@ from pykai.controllers.outcome import carry_out
 from pykai.controllers.status import write_status
 from pykai.engine.decisions import CycleResult
 from pykai.model.meta import Obj
-from pykai.model.partition import Partition
 from pykai.standins.kubelet import run_pods
 from pykai.standins.workloads import Controller, run_workloads
 
@@ -50,7 +49,6 @@ class Round:
     statuses: bool = True
     after_binds: tuple[Callable[[], None], ...] = field(default=())  # e.g. a BindRequest binder
     admission: tuple[Callable[[Host], None], ...] = ()  # e.g. Kueue's, before the workloads
-    partition: Partition | None = None  # a shard's: the pods its pod-grouper groups
 
     def run(
         self, host: Host, decide: Callable[[], CycleResult], *, full_status: bool = False
@@ -62,7 +60,7 @@ class Round:
         if self.workloads:
             run_workloads(host, self.workloads, self.check)
         if "podgrouper" in self.components:
-            group_pods(host, self.owner_check, self.partition)
+            group_pods(host, self.owner_check)
         result = decide()
         if "scheduler" in self.components:
             carry_out(host, result, scheduled_events=self.scheduled_events)

@@ -104,6 +104,20 @@ components:
     resources: {{ toYaml $section.resources | nindent 6 }}
     affinity: {{ toYaml $section.affinity | nindent 6 }}
     podDisruptionBudget: {{ toYaml $section.podDisruptionBudget | nindent 6 }}
+{{- /* one more scheduler per shard: the scheduler's settings, its own configuration */}}
+{{- if eq $name "scheduler" }}
+{{- range $shard, $_ := $v.shards | default dict }}
+  scheduler-{{ $shard }}:
+    components: {{ $parts | join "," | quote }}
+    replicas: {{ $section.replicas }}
+    metricsPort: {{ $kaiPorts.metricsPort | default $v.metrics.port }}
+    resources: {{ toYaml $section.resources | nindent 6 }}
+    affinity: {{ toYaml $section.affinity | nindent 6 }}
+    podDisruptionBudget: {{ toYaml $section.podDisruptionBudget | nindent 6 }}
+    account: scheduler
+    shard: {{ $shard }}
+{{- end }}
+{{- end }}
 {{- end }}
 {{- $admission := $v.admission | default dict }}
 {{- $webhook := deepCopy $v.webhook }}
@@ -136,6 +150,21 @@ metadata:
 spec:
   {{- toYaml . | nindent 2 }}
 {{- end }}
+{{- end -}}
+
+{{/* A shard's configuration file (called with (list $ SHARD)): the scheduler's, then the
+shard's own fields as a SchedulingShard of that name, which override it. */}}
+{{- define "pykai.shardConfig" -}}
+{{- $root := index . 0 }}
+{{- $name := index . 1 }}
+{{- include "pykai.schedulerConfig" $root }}
+---
+apiVersion: kai.scheduler/v1
+kind: SchedulingShard
+metadata:
+  name: {{ $name }}
+spec:
+  {{- toYaml (index $root.Values.shards $name) | nindent 2 }}
 {{- end -}}
 
 {{/* Pod-level fields every pykai pod shares (called with dict "settings" and "affinity": the

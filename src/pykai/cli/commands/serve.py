@@ -107,9 +107,10 @@ def run(
     partition_label_value: Annotated[
         str | None,
         typer.Option(
-            help="Schedule one shard: only the nodes, queues, PodGroups and BindRequests whose "
-            'node-pool label has this value ("": those without the label; default: the '
-            'configuration\'s SchedulingShard partitionLabelValue, else "")'
+            help="Schedule one shard (with --components=scheduler): only the nodes, queues, "
+            'PodGroups and BindRequests whose node-pool label has this value ("": those '
+            "without it; default: the configuration's partitionLabelValue, else no "
+            "partition: every object)"
         ),
     ] = None,
     node_pool_label_key: Annotated[
@@ -118,7 +119,7 @@ def run(
     ] = NODE_POOL_LABEL,
 ) -> None:
     """Run pykai's components against a real Kubernetes cluster (foreground; stops cleanly on
-    SIGTERM). Several runs with different --partition-label-value split the cluster as KAI's
+    SIGTERM). Schedulers run with different --partition-label-value split the cluster as KAI's
     scheduling shards do, each with its own Lease and metrics."""
     # light imports only until the informers list: the apiserver answers while the engine loads
     from pykai.cli.manifests import ManifestError, read_manifests
@@ -145,7 +146,7 @@ def run(
             from pykai.engine.config import config_from_documents
 
             config = config_from_documents(documents, str(scheduler_config))
-        partition = _partition(config, partition_label_value, node_pool_label_key)
+        partition = _partition(config, partition_label_value, node_pool_label_key, chosen)
         stop = serving(log_level, log_format)  # before the informers, which may log at once
         api = connect(kubeconfig, context)
         watch = Watch(api, chosen, partition)
@@ -212,28 +213,41 @@ def run(
             dashboard.server.shutdown()
 
 
-def _partition(config: object, flag: str | None, key: str) -> Partition:
+def _partition(
+    config: object, flag: str | None, key: str, components: frozenset[str]
+) -> Partition | None:
     """The shard this run schedules: ``--partition-label-value``, else the configuration's
-    ``partitionLabelValue``; both given and different is refused."""
+    ``partitionLabelValue``, else none (every object). Both given and different is refused;
+    so is a partition with components other than the scheduler, which serve every partition
+    (KAI runs one binder, pod-grouper and controllers for all its shards)."""
     from pykai.cli.manifests import ManifestError
 
-    written = str(getattr(config, "partition_label_value", "") or "")
-    if flag is not None and written and flag != written:
+    written = getattr(config, "partition_label_value", None)
+    if flag is not None and written is not None and flag != written:
         raise ManifestError(
             f"--partition-label-value {flag!r} and the configuration's partitionLabelValue "
             f"{written!r} differ: give one"
         )
     value = flag if flag is not None else written
-    if value and not key:
+    if value is None:
+        return None
+    if not key:
         raise ManifestError("a partition needs a node-pool label: give --node-pool-label-key")
+    if components != {"scheduler"}:
+        others = ", ".join(sorted(components - {"scheduler"}))
+        raise ManifestError(
+            f"a scheduling shard's process runs the scheduler alone (--components=scheduler): "
+            f"{others} serve every partition, as KAI's do; run them in a process without "
+            "--partition-label-value (docs/shards.md)"
+        )
     return Partition(key, value)
 
 
-def lease_for(components: frozenset[str], partition: Partition) -> str:
+def lease_for(components: frozenset[str], partition: Partition | None) -> str:
     """The default Lease of a run: one per set of components and shard (KAI's scheduler
     names its Lease after the shard's partition too)."""
     name = "pykai-" + "-".join(sorted(components))
-    return f"{name}-{partition.value}".lower() if partition.value else name
+    return f"{name}-{partition.value}".lower() if partition and partition.value else name
 
 
 def webhook(
