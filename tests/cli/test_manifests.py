@@ -99,3 +99,11 @@ def test_numbers_are_read_as_kubectl_reads_them() -> None:
         "i": 1000,
     }
     assert isinstance(document["g"], int) and isinstance(document["a"], float)
+
+
+def test_base_60_numbers_stay_strings_as_kubectl_reads_them() -> None:
+    """YAML 1.1 reads ``10:30`` as 630 (base 60); go-yaml v2, kubectl's reader, has no base-60
+    numbers and keeps the string (a time in an env value, a port mapping)."""
+    text = "a: 10:30\nb: 1:30.5\nc: -1:00\nd: '10:30'\ne: 630\n"
+    (document,) = parse_documents(text, "x.yaml")
+    assert document == {"a": "10:30", "b": "1:30.5", "c": "-1:00", "d": "10:30", "e": 630}

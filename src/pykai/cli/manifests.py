@@ -154,8 +154,12 @@ def _as_string(loader: _Loader, node: yaml.ScalarNode) -> str:
     return str(loader.construct_scalar(node))
 
 
-def _as_int(loader: _Loader, node: yaml.ScalarNode) -> int:
-    """An integer, or an error at its line (Python refuses to read one of over 4300 digits)."""
+def _as_int(loader: _Loader, node: yaml.ScalarNode) -> int | str:
+    """An integer, or an error at its line (Python refuses to read one of over 4300 digits).
+    YAML 1.1's base 60 (``10:30``) stays the string it is, as kubectl's reader (go-yaml v2,
+    which has no sexagesimal numbers) leaves it."""
+    if ":" in str(node.value):
+        return str(node.value)
     try:
         return int(loader.construct_yaml_int(node))
     except ValueError as exc:
@@ -165,6 +169,8 @@ def _as_int(loader: _Loader, node: yaml.ScalarNode) -> int:
 def _as_float(loader: _Loader, node: yaml.ScalarNode) -> float | str:
     """A float; one past float64 (``1e400``) as the string it is, as kubectl's YAML reader
     (go-yaml v2) leaves what strconv.ParseFloat refuses, for the schema to refuse."""
+    if ":" in str(node.value):  # base 60, as _as_int
+        return str(node.value)
     value = float(loader.construct_yaml_float(node))
     if math.isinf(value) and "inf" not in str(node.value).lower():
         return str(node.value)
