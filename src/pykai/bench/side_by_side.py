@@ -20,7 +20,6 @@ processes are stopped and its directory removed."""
 from __future__ import annotations
 
 import subprocess
-import sys
 import tempfile
 import threading
 import time
@@ -33,7 +32,9 @@ from typing import cast
 
 from pykai.bench.cpu import cpu_seconds
 from pykai.bench.figures import order, percentile, summarize
+from pykai.bench.kube import kube_scheduler_command, pykai_command
 from pykai.bench.shapes import Shape, background, measured, probe, queues
+from pykai.bench.termination import terminated_as_exit
 from pykai.kube import peer_kai
 from pykai.kube.api import KubeApi, connect
 from pykai.kube.localcluster import LocalCluster, kai_crds
@@ -137,35 +138,6 @@ class Scheduler:
                 continue
             parts.append(f"== {path.name}\n{text[-LOG_TAIL:]}")
         return "\n".join(parts)
-
-
-def kube_scheduler_command(cluster: LocalCluster) -> list[str]:
-    """kube-scheduler v1.34 on the cluster, client QPS and burst raised (its default 50/100
-    would throttle it), no listener, no leader election."""
-    return [
-        str(cluster.binary("kube-scheduler")),
-        f"--kubeconfig={cluster.kubeconfig}",
-        f"--authentication-kubeconfig={cluster.kubeconfig}",
-        f"--authorization-kubeconfig={cluster.kubeconfig}",
-        "--leader-elect=false",
-        "--kube-api-qps=1000",
-        "--kube-api-burst=1000",
-        "--bind-address=127.0.0.1",
-        "--secure-port=0",
-    ]
-
-
-def pykai_command(cluster: LocalCluster) -> list[str]:
-    """``pykai run`` as the ``pykai`` rows of bench/kube.py run it."""
-    return [
-        sys.executable,
-        "-m",
-        "pykai",
-        "run",
-        f"--kubeconfig={cluster.kubeconfig}",
-        "--period=0.2",
-        "--no-scheduled-events",
-    ]
 
 
 def start_scheduler(row: str, cluster: LocalCluster) -> Scheduler:
@@ -314,9 +286,10 @@ def run_shape_bench(
             f"it runs {', '.join(shape.rows)}"
         )
     runs = []
-    for number, row in order(rows, repeat):
-        progress(f"{shape.name}: {row}, run {number} of {repeat}")
-        runs.append({"run": number} | measure(shape, row, timeout))
+    with terminated_as_exit():
+        for number, row in order(rows, repeat):
+            progress(f"{shape.name}: {row}, run {number} of {repeat}")
+            runs.append({"run": number} | measure(shape, row, timeout))
     return {
         "shape": shape.name,
         "nodes": shape.nodes,
