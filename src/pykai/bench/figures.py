@@ -5,8 +5,9 @@ Contract: ``order`` runs every row once per repeat, forwards on odd repeats and 
 ones (so no row always runs first on a machine that warms up or loads up); ``percentile`` is the
 nearest-rank percentile; ``summarize`` takes the runs as dicts (``row``, ``ok`` and the numeric
 ``FIGURES``) and gives, per row, the median, min and max of each figure over its successful runs,
-and ``vs_kai``: how many times faster than the ``kai`` row each row is (a rate divided by KAI's,
-KAI's time divided by the row's), from the medians."""
+and, for each of the ``BASELINES`` rows that ran (``vs_kai``, ``vs_kube_scheduler``,
+``vs_warm_ceiling``), how many times faster than it each row is (a rate divided by the
+baseline's, the baseline's time divided by the row's), from the medians."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import math
 import statistics
 from collections.abc import Mapping, Sequence
 
+# the rows others are compared with, where they ran
+BASELINES = ("kai", "kube-scheduler", "warm-ceiling")
 # figure -> True if more is better (a rate), False if less is (a time)
 FIGURES = {
     "pods_per_s": True,
@@ -61,13 +64,14 @@ def summarize(runs: Sequence[Mapping[str, object]], rows: Sequence[str]) -> dict
                     "max": round(max(values), 3),
                 }
         entries[row] = entry
-    if "kai" in medians:
-        kai = medians["kai"]
+    for baseline in BASELINES:
+        if baseline not in medians:
+            continue
         for row in rows:
             ratios = {}
             for figure, rate in FIGURES.items():
-                value, theirs = medians[row].get(figure), kai.get(figure)
+                value, theirs = medians[row].get(figure), medians[baseline].get(figure)
                 if value and theirs:
                     ratios[figure] = round(value / theirs if rate else theirs / value, 2)
-            entries[row]["vs_kai"] = ratios
+            entries[row]["vs_" + baseline.replace("-", "_")] = ratios
     return dict(entries)

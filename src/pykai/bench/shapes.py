@@ -8,7 +8,8 @@ leaves, which KAI v0.12.0 needs: it schedules no queue without a parent), the ba
 measured jobs, each a PodGroup followed by its pods. Every pod is in namespace ``default``, has
 ``terminationGracePeriodSeconds: 0`` (an evicted pod is gone at once: no kubelet runs), names
 its PodGroup (KAI's pod-grouper then leaves it alone) and the leaf queue in ``QUEUE_LABEL``.
-Rows that cannot run a shape (kube-scheduler: no gangs, no queues) are not in its ``rows``."""
+Rows that cannot run a shape (kube-scheduler: no gangs, no queues) are not in its ``rows``;
+``warm`` is ``basic`` against the warm no-decision binder (``warm-ceiling``)."""
 
 from __future__ import annotations
 
@@ -24,6 +25,7 @@ SCHEDULERS = {
     "kai": "kai-scheduler",
     "pykai": "kai-scheduler",
     "kube-scheduler": "default-scheduler",
+    "warm-ceiling": "nobody",  # bench/warm_binder.py binds them, deciding nothing
 }
 GPUS_PER_NODE = 8
 
@@ -86,6 +88,7 @@ SHAPES = {
     "reclaim": Shape("reclaim", nodes=500, jobs=2000, reclaim=True),
     "distributed": Shape("distributed", nodes=512, jobs=1, pods_per_job=512, gpus_per_pod=8),
     "basic": Shape("basic", nodes=1000, jobs=5000, rows=("kai", "pykai", "kube-scheduler")),
+    "warm": Shape("warm", nodes=1000, jobs=5000, rows=("pykai", "warm-ceiling")),
 }
 
 

@@ -1,5 +1,6 @@
 """``pykai bench kube --shape``: the real KAI v0.12.0 (pykai.kube.peer_kai), ``pykai run`` and
-kube-scheduler v1.34 side by side on KAI's scale-test shapes (bench/shapes.py), each run on a
+kube-scheduler v1.34 side by side on KAI's scale-test shapes (bench/shapes.py), and the warm
+no-decision binder (``warm-ceiling``: bench/warm_binder.py) for ``warm``; each run on a
 fresh control plane of its own (etcd + kube-apiserver v1.34 on KAI's CRDs, fake Ready nodes, no
 KWOK: nothing but the scheduler writes), the rows in alternating order (bench/figures.py).
 
@@ -20,6 +21,7 @@ processes are stopped and its directory removed."""
 from __future__ import annotations
 
 import subprocess
+import sys
 import tempfile
 import threading
 import time
@@ -33,7 +35,7 @@ from typing import cast
 from pykai.bench.cpu import cpu_seconds
 from pykai.bench.figures import order, percentile, summarize
 from pykai.bench.kube import kube_scheduler_command, pykai_command
-from pykai.bench.shapes import Shape, background, measured, probe, queues
+from pykai.bench.shapes import SCHEDULERS, Shape, background, measured, probe, queues
 from pykai.bench.termination import terminated_as_exit
 from pykai.kube import peer_kai
 from pykai.kube.api import KubeApi, connect
@@ -151,7 +153,13 @@ def start_scheduler(row: str, cluster: LocalCluster) -> Scheduler:
             pids = cast(dict[str, int], cluster.status().get("pids", {}))
             scheduler.pids = {n: pids[n] for n in peer_kai.COMPONENTS if n in pids}
         return scheduler
-    command = kube_scheduler_command(cluster) if row == "kube-scheduler" else pykai_command(cluster)
+    if row == "kube-scheduler":
+        command = kube_scheduler_command(cluster)
+    elif row == "warm-ceiling":
+        module = "pykai.bench.warm_binder"
+        command = [sys.executable, "-m", module, str(cluster.kubeconfig), SCHEDULERS[row]]
+    else:
+        command = pykai_command(cluster)
     path = cluster.directory / f"{row}.log"
     log = path.open("wb")
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)

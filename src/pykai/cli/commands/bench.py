@@ -193,6 +193,7 @@ def _kube_shape(
         return
     summary, every_run = figures["rows"], figures["runs"]
     assert isinstance(summary, dict) and isinstance(every_run, list)
+    baselines = [b for b in ("kai", "kube-scheduler", "warm-ceiling") if b in summary]
     lines = []
     for row, entry in summary.items():
         cells = [row, f"{entry['runs'] - entry['failed']}/{entry['runs']}"]
@@ -201,9 +202,9 @@ def _kube_shape(
             cells.append(
                 f"{value['median']:g} ({value['min']:g}-{value['max']:g})" if value else "-"
             )
-        ratios = entry.get("vs_kai", {})
-        cells.append(str(ratios.get("all_bound_s", "-")))
-        cells.append(str(ratios.get("latency_avg_s", "-")))
+        for baseline in baselines:
+            ratios = entry.get("vs_" + baseline.replace("-", "_"), {})
+            cells.append(str(ratios.get("all_bound_s", "-")))
         runs = [r for r in every_run if r["row"] == row and r.get("ok")]
         cells.append(",".join(str(r["evictions"]) for r in runs) or "-")
         cells.append(",".join(f"{r['cpu_total_s']:g}" for r in runs) or "-")
@@ -215,8 +216,7 @@ def _kube_shape(
         "ALL BOUND S",
         "LATENCY AVG S",
         "LATENCY P99 S",
-        "× KAI (TIME)",
-        "× KAI (LATENCY)",
+        *(f"× {b.upper()}" for b in baselines),
         "EVICTIONS",
         "CPU S",
     ]
