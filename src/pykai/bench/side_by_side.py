@@ -28,7 +28,7 @@ import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -116,13 +116,11 @@ class PodWatch(threading.Thread):
 
 @dataclass
 class Scheduler:
-    """A row's running scheduler: its processes by name, its logs, how to stop it."""
+    """A row's running scheduler: its processes by name, how to stop it, whether it runs."""
 
     pids: dict[str, int]
-    logs: list[Path]
     stop: Callable[[], None] = lambda: None
     alive: Callable[[], bool] = lambda: True
-    extra: dict[str, object] = field(default_factory=dict)
 
     def cpu(self) -> dict[str, float]:
         return {
@@ -131,22 +129,30 @@ class Scheduler:
             if (seconds := cpu_seconds(pid)) is not None
         }
 
-    def tail(self) -> str:
-        parts = []
-        for path in self.logs:
-            try:
-                text = path.read_text(errors="replace")
-            except OSError:
-                continue
-            parts.append(f"== {path.name}\n{text[-LOG_TAIL:]}")
-        return "\n".join(parts)
+
+def log_paths(row: str, cluster: LocalCluster) -> list[Path]:
+    """Where ``row``'s scheduler logs."""
+    if row == "kai":
+        return [cluster.directory / f"{name}.log" for name in peer_kai.COMPONENTS]
+    return [cluster.directory / f"{row}.log"]
+
+
+def tail(paths: list[Path]) -> str:
+    """The last ``LOG_TAIL`` characters of each log that exists, each under its name."""
+    parts = []
+    for path in paths:
+        try:
+            text = path.read_text(errors="replace")
+        except OSError:
+            continue
+        parts.append(f"== {path.name}\n{text[-LOG_TAIL:]}")
+    return "\n".join(parts)
 
 
 def start_scheduler(row: str, cluster: LocalCluster) -> Scheduler:
     """Start ``row``'s scheduler on ``cluster``."""
     if row == "kai":
-        logs = [cluster.directory / f"{name}.log" for name in peer_kai.COMPONENTS]
-        scheduler = Scheduler({}, logs, alive=cluster.running)
+        scheduler = Scheduler({}, alive=cluster.running)
         try:
             peer_kai.start(cluster)
         finally:  # the components started so far, also after a failed start
@@ -160,7 +166,7 @@ def start_scheduler(row: str, cluster: LocalCluster) -> Scheduler:
         command = [sys.executable, "-m", module, str(cluster.kubeconfig), SCHEDULERS[row]]
     else:
         command = pykai_command(cluster)
-    path = cluster.directory / f"{row}.log"
+    [path] = log_paths(row, cluster)
     log = path.open("wb")
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
 
@@ -173,7 +179,7 @@ def start_scheduler(row: str, cluster: LocalCluster) -> Scheduler:
             process.wait()
         log.close()
 
-    return Scheduler({row: process.pid}, [path], stop, lambda: process.poll() is None)
+    return Scheduler({row: process.pid}, stop, lambda: process.poll() is None)
 
 
 def _create_jobs(api: KubeApi, jobs: list[list[Obj]]) -> dict[str, float]:
@@ -217,65 +223,76 @@ def _control_plane(shape: Shape) -> Iterator[tuple[LocalCluster, KubeApi]]:
 def measure(shape: Shape, row: str, timeout: float = 600.0) -> dict[str, object]:
     """One run of ``row`` on ``shape`` (see the module's protocol and contract)."""
     result: dict[str, object] = {"row": row, "ok": False, "pods": shape.pods}
-    scheduler: Scheduler | None = None
     try:
         with _control_plane(shape) as (cluster, api):
-            apiserver = cast(dict[str, int], cluster.status()["pids"])["kube-apiserver"]
-            watch = PodWatch(api)
-            watch.start()
             try:
-                scheduler = start_scheduler(row, cluster)
-                alive = scheduler.alive
-                _create_jobs(api, [probe(row)])
-                watch.wait(["probe-0"], timeout, alive, "probe")
-                filler = background(shape, row)
-                if filler:
-                    began = time.monotonic()
-                    _create_jobs(api, filler)
-                    watch.wait(_pod_names(filler), timeout, alive, "queue A filling")
-                    result["background_bound_s"] = round(time.monotonic() - began, 3)
-                cpu_before = scheduler.cpu()
-                api_before = cpu_seconds(apiserver) or 0.0
-                jobs = measured(shape, row)
-                names = _pod_names(jobs)
-                start = time.monotonic()
-                began_at = _create_jobs(api, jobs)
-                created = time.monotonic()
-                watch.wait(names, timeout, alive, "measured jobs")
-                cpu_after = scheduler.cpu()
-                api_after = cpu_seconds(apiserver) or 0.0
-                binds = [watch.bound[name] for name in names]
-                latencies = [max(0.0, watch.bound[n] - began_at[n]) for n in names]
-                last = max(binds) - start
-                filler_names = set(_pod_names(filler))
-                result |= {
-                    "ok": True,
-                    "create_s": round(created - start, 3),
-                    "first_bind_s": round(min(binds) - start, 3),
-                    "all_bound_s": round(last, 3),
-                    "pods_per_s": round(shape.pods / last, 1),
-                    "latency_avg_s": round(sum(latencies) / len(latencies), 3),
-                    "latency_p99_s": round(percentile(latencies, 99), 3),
-                    "evictions": len(watch.deleted & filler_names),
-                    "cpu_s": {
-                        name: round(cpu_after[name] - cpu_before.get(name, 0.0), 2)
-                        for name in cpu_after
-                    },
-                    "cpu_run_s": {name: round(seconds, 2) for name, seconds in cpu_after.items()},
-                    "apiserver_cpu_s": round(api_after - api_before, 2),
-                }
-                result["cpu_total_s"] = round(
-                    sum(cast(dict[str, float], result["cpu_s"]).values()), 2
-                )
-            finally:
-                watch.stop()
-                if scheduler is not None:
-                    scheduler.stop()
+                _run(shape, row, timeout, cluster, api, result)
+            except Exception as exc:  # read the logs before the run's directory goes
+                result |= {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+                result["log_tail"] = tail(log_paths(row, cluster))
     except Exception as exc:
         result |= {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-        if scheduler is not None:
-            result["log_tail"] = scheduler.tail()
     return result
+
+
+def _run(
+    shape: Shape,
+    row: str,
+    timeout: float,
+    cluster: LocalCluster,
+    api: KubeApi,
+    result: dict[str, object],
+) -> None:
+    """``measure``'s work on a running control plane: its figures into ``result``."""
+    scheduler: Scheduler | None = None
+    apiserver = cast(dict[str, int], cluster.status()["pids"])["kube-apiserver"]
+    watch = PodWatch(api)
+    watch.start()
+    try:
+        scheduler = start_scheduler(row, cluster)
+        alive = scheduler.alive
+        _create_jobs(api, [probe(row)])
+        watch.wait(["probe-0"], timeout, alive, "probe")
+        filler = background(shape, row)
+        if filler:
+            began = time.monotonic()
+            _create_jobs(api, filler)
+            watch.wait(_pod_names(filler), timeout, alive, "queue A filling")
+            result["background_bound_s"] = round(time.monotonic() - began, 3)
+        cpu_before = scheduler.cpu()
+        api_before = cpu_seconds(apiserver) or 0.0
+        jobs = measured(shape, row)
+        names = _pod_names(jobs)
+        start = time.monotonic()
+        began_at = _create_jobs(api, jobs)
+        created = time.monotonic()
+        watch.wait(names, timeout, alive, "measured jobs")
+        cpu_after = scheduler.cpu()
+        api_after = cpu_seconds(apiserver) or 0.0
+        binds = [watch.bound[name] for name in names]
+        latencies = [max(0.0, watch.bound[n] - began_at[n]) for n in names]
+        last = max(binds) - start
+        filler_names = set(_pod_names(filler))
+        result |= {
+            "ok": True,
+            "create_s": round(created - start, 3),
+            "first_bind_s": round(min(binds) - start, 3),
+            "all_bound_s": round(last, 3),
+            "pods_per_s": round(shape.pods / last, 1),
+            "latency_avg_s": round(sum(latencies) / len(latencies), 3),
+            "latency_p99_s": round(percentile(latencies, 99), 3),
+            "evictions": len(watch.deleted & filler_names),
+            "cpu_s": {
+                name: round(cpu_after[name] - cpu_before.get(name, 0.0), 2) for name in cpu_after
+            },
+            "cpu_run_s": {name: round(seconds, 2) for name, seconds in cpu_after.items()},
+            "apiserver_cpu_s": round(api_after - api_before, 2),
+        }
+        result["cpu_total_s"] = round(sum(cast(dict[str, float], result["cpu_s"]).values()), 2)
+    finally:
+        watch.stop()
+        if scheduler is not None:
+            scheduler.stop()
 
 
 def run_shape_bench(
