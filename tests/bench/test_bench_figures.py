@@ -1,6 +1,6 @@
 """The arithmetic of ``pykai bench kube --shape``: alternating row order, nearest-rank p99,
-medians with their ranges, ratios to the real KAI, failed runs kept out of the figures, and
-CPU seconds read from /proc/PID/stat."""
+medians with their ranges, ratios to the real KAI, failed runs kept out of the figures, CPU
+seconds read from /proc/PID/stat, and writes read from the apiserver's counters."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 
 from pykai.bench.cpu import TICKS, cpu_seconds, parse_stat
 from pykai.bench.figures import order, percentile, summarize
+from pykai.bench.writes import parse
 
 
 def test_rows_alternate_forwards_and_backwards() -> None:
@@ -76,3 +77,21 @@ def test_cpu_seconds_come_from_proc_stat() -> None:
     after = cpu_seconds(os.getpid())
     assert after is not None and after >= before
     assert cpu_seconds(2**22 + 12345) is None  # no such process
+
+
+def test_writes_are_counted_from_the_apiservers_metrics_without_reads() -> None:
+    metric = "apiserver_request_total"
+    text = "\n".join(
+        [
+            f"# HELP {metric} Counter of apiserver requests",
+            f'{metric}{{code="201",resource="pods",subresource="binding",verb="POST"}} 7',
+            f'{metric}{{code="409",resource="pods",subresource="binding",verb="POST"}} 1',
+            f'{metric}{{code="200",resource="podgroups",subresource="status",verb="PATCH"}} 3',
+            f'{metric}{{code="201",resource="pods",verb="POST"}} 2',
+            f'{metric}{{code="200",resource="pods",verb="LIST"}} 50',
+            f'{metric}{{code="200",resource="pods",verb="WATCH"}} 4',
+            f'{metric}{{code="200",resource="nodes",verb="GET"}} 9',
+            'apiserver_request_duration_seconds_count{resource="pods",verb="POST"} 99',
+        ]
+    )
+    assert parse(text) == {"POST pods/binding": 8, "PATCH podgroups/status": 3, "POST pods": 2}

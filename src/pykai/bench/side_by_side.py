@@ -11,7 +11,9 @@ threads, each job its PodGroup then its pods) and stops when a pod watch has see
 their pods bound. Each pod's latency runs from its job's creation to its bind. Evictions are
 queue A's pods deleted. CPU seconds are read from /proc for every process of the scheduler
 (KAI's five components, listed and summed; pykai's or kube-scheduler's one) and for the
-apiserver: over the measured window (``cpu_s``) and over the run (``cpu_run_s``).
+apiserver: over the measured window (``cpu_s``) and over the run (``cpu_run_s``). The
+apiserver's own counters give the writes it served in the measured window, per measured pod
+(``writes_per_pod``, bench/writes.py; the measured jobs' creates included).
 
 Contract: a run whose scheduler fails to start, exits, or does not bind everything within
 ``timeout`` seconds of a step is a failed row (``ok`` false, ``error``, the tail of the
@@ -37,6 +39,7 @@ from pykai.bench.figures import order, percentile, summarize
 from pykai.bench.kube import kube_scheduler_command, pykai_command
 from pykai.bench.shapes import SCHEDULERS, Shape, background, measured, probe, queues
 from pykai.bench.termination import terminated_as_exit
+from pykai.bench.writes import served
 from pykai.kube import peer_kai
 from pykai.kube.api import KubeApi, connect
 from pykai.kube.localcluster import LocalCluster, kai_crds
@@ -261,6 +264,7 @@ def _run(
             result["background_bound_s"] = round(time.monotonic() - began, 3)
         cpu_before = scheduler.cpu()
         api_before = cpu_seconds(apiserver) or 0.0
+        writes_before = served(api)
         jobs = measured(shape, row)
         names = _pod_names(jobs)
         start = time.monotonic()
@@ -269,6 +273,7 @@ def _run(
         watch.wait(names, timeout, alive, "measured jobs")
         cpu_after = scheduler.cpu()
         api_after = cpu_seconds(apiserver) or 0.0
+        writes = served(api) - writes_before
         binds = [watch.bound[name] for name in names]
         latencies = [max(0.0, watch.bound[n] - began_at[n]) for n in names]
         last = max(binds) - start
@@ -287,6 +292,9 @@ def _run(
             },
             "cpu_run_s": {name: round(seconds, 2) for name, seconds in cpu_after.items()},
             "apiserver_cpu_s": round(api_after - api_before, 2),
+            "writes_per_pod": {
+                key: round(count / shape.pods, 2) for key, count in sorted(writes.items())
+            },
         }
         result["cpu_total_s"] = round(sum(cast(dict[str, float], result["cpu_s"]).values()), 2)
     finally:
