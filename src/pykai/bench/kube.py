@@ -19,7 +19,6 @@ turned into SystemExit while the bench runs), the processes it started are stopp
 from __future__ import annotations
 
 import itertools
-import signal
 import statistics
 import subprocess
 import sys
@@ -33,6 +32,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from pykai.bench import KUBE_ROWS
+from pykai.bench.termination import terminated_as_exit
 from pykai.kube.api import KubeApi, connect
 from pykai.kube.localcluster import LocalCluster
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
@@ -134,6 +134,35 @@ def _create(api: KubeApi, objects: list[Obj]) -> None:
             list(pool.map(lambda o, kind=kind: api.create(BY_KIND[kind], o), batch))
 
 
+def kube_scheduler_command(cluster: LocalCluster) -> list[str]:
+    """kube-scheduler v1.34 on the cluster, client QPS and burst raised (its default 50/100
+    would throttle it), no listener, no leader election."""
+    return [
+        str(cluster.binary("kube-scheduler")),
+        f"--kubeconfig={cluster.kubeconfig}",
+        f"--authentication-kubeconfig={cluster.kubeconfig}",
+        f"--authorization-kubeconfig={cluster.kubeconfig}",
+        "--leader-elect=false",
+        "--kube-api-qps=1000",
+        "--kube-api-burst=1000",
+        "--bind-address=127.0.0.1",
+        "--secure-port=0",
+    ]
+
+
+def pykai_command(cluster: LocalCluster) -> list[str]:
+    """``pykai run`` as the ``pykai`` rows of bench/kube.py run it."""
+    return [
+        sys.executable,
+        "-m",
+        "pykai",
+        "run",
+        f"--kubeconfig={cluster.kubeconfig}",
+        "--period=0.2",
+        "--no-scheduled-events",
+    ]
+
+
 def _scheduler(
     row: str, cluster: LocalCluster, api: KubeApi, nodes: int, pods: int
 ) -> Callable[[], object]:
@@ -148,29 +177,11 @@ def _scheduler(
         return lambda: pool.shutdown(wait=True)
     log = open(cluster.directory / f"{row}.log", "wb")  # noqa: SIM115 - closed by stop()
     if row == "kube-scheduler":
-        command = [
-            str(cluster.binary("kube-scheduler")),
-            f"--kubeconfig={cluster.kubeconfig}",
-            f"--authentication-kubeconfig={cluster.kubeconfig}",
-            f"--authorization-kubeconfig={cluster.kubeconfig}",
-            "--leader-elect=false",
-            "--kube-api-qps=1000",
-            "--kube-api-burst=1000",
-            "--bind-address=127.0.0.1",
-            "--secure-port=0",
-        ]
+        command = kube_scheduler_command(cluster)
     elif row == "cold-ceiling":
         command = [sys.executable, "-m", "pykai.bench.cold_binder", str(cluster.kubeconfig), NOBODY]
     else:
-        command = [
-            sys.executable,
-            "-m",
-            "pykai",
-            "run",
-            f"--kubeconfig={cluster.kubeconfig}",
-            "--period=0.2",
-            "--no-scheduled-events",  # binds only: the apiserver's writes are the ceiling
-        ]
+        command = pykai_command(cluster)
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
 
     def stop() -> None:
@@ -204,24 +215,6 @@ def measure(row: str, nodes: int, pods: int, gang: int = 1, timeout: float = 600
         return Run(row, pods, times[0] - started, times[-1] - started)
 
 
-@contextmanager
-def _terminated_as_exit() -> Iterator[None]:
-    """SIGTERM raises SystemExit inside the block (on the main thread), so the ``finally`` of
-    every run stops its control plane, as Ctrl-C does (KeyboardInterrupt)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def exit_on_term(signum: int, frame: object) -> None:
-        raise SystemExit(128 + signum)
-
-    previous = signal.signal(signal.SIGTERM, exit_on_term)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
-
-
 def run_kube_bench(
     nodes: int,
     pods: int,
@@ -237,7 +230,7 @@ def run_kube_bench(
     if pods % gang:
         raise InvalidRequest(f"--pods {pods} is not a multiple of --gang {gang}")
     runs = []
-    with _terminated_as_exit():
+    with terminated_as_exit():
         for run in range(1, repeat + 1):
             for row in rows:
                 progress(f"{row}, run {run} of {repeat}")

@@ -10,7 +10,7 @@ from typing import Annotated
 
 import typer
 
-from pykai.bench import KUBE_ROWS
+from pykai.bench import KUBE_ROWS, PEER_ROWS, SHAPE_NAMES
 from pykai.cli.errors import fail
 from pykai.cli.tables import table
 from pykai.model.errors import PykaiError
@@ -100,26 +100,55 @@ def engine(
 
 @app.command("kube")
 def kube(
-    nodes: Annotated[int, typer.Option(help="Fake nodes of 8 GPUs")] = 1000,
-    pods: Annotated[int, typer.Option(help="Pending pods of 1 GPU")] = 5000,
+    nodes: Annotated[
+        int | None, typer.Option(help="Fake nodes of 8 GPUs [default: 1000, or the shape's]")
+    ] = None,
+    pods: Annotated[
+        int | None,
+        typer.Option(help="Pending pods of 1 GPU [default: 5000, or the shape's measured pods]"),
+    ] = None,
     gang: Annotated[int, typer.Option(help="Pods per PodGroup (pykai row)", min=1)] = 1,
-    rows: Annotated[str, typer.Option(help="Comma-separated: " + ", ".join(KUBE_ROWS))] = ",".join(
-        KUBE_ROWS
-    ),
+    rows: Annotated[
+        str,
+        typer.Option(
+            help="Comma-separated: "
+            + ", ".join(KUBE_ROWS)
+            + "; with --shape: "
+            + ", ".join(PEER_ROWS)
+            + " [default: all the shape runs]"
+        ),
+    ] = "",
     repeat: Annotated[int, typer.Option(help="Runs per row (medians reported)", min=1)] = 1,
+    shape: Annotated[
+        str,
+        typer.Option(
+            help="Side by side with the real KAI on a shape: "
+            + ", ".join(SHAPE_NAMES)
+            + " (rows in alternating order; see bench/results/peers.md)"
+        ),
+    ] = "",
+    timeout: Annotated[
+        float, typer.Option(help="With --shape: seconds a step may take before the row fails")
+    ] = 600.0,
     output: OutputOption = "table",
 ) -> None:
     """End to end on a real local kube-apiserver: pykai vs kube-scheduler vs the apiserver's
-    binding ceiling (a fresh control plane per run; needs scripts/peers)."""
-    from pykai.bench.kube import run_kube_bench
+    binding ceiling (a fresh control plane per run; needs scripts/peers); with --shape, pykai
+    vs the real KAI v0.12.0 (and kube-scheduler where the shape allows) on KAI's scale tests."""
     from pykai.cli.progress import steps
 
     _check_output(output)
-    chosen = tuple(r.strip() for r in rows.split(",") if r.strip())
+    if shape:
+        _kube_shape(shape, nodes, pods, rows, repeat, timeout, output)
+        return
+    from pykai.bench.kube import run_kube_bench
+
+    chosen = tuple(r.strip() for r in rows.split(",") if r.strip()) or KUBE_ROWS
     unknown = [r for r in chosen if r not in KUBE_ROWS]
-    if unknown or not chosen:
+    if unknown:
         known = ", ".join(KUBE_ROWS)
-        fail(f"--rows: unknown {', '.join(unknown) or '(none)'}; choose from {known}")
+        fail(f"--rows: unknown {', '.join(unknown)}; choose from {known}")
+    nodes, pods = nodes or 1000, pods or 5000
     try:
         with steps("bench kube") as step:
             figures = run_kube_bench(nodes, pods, gang, chosen, repeat, step)
@@ -134,6 +163,73 @@ def kube(
         if isinstance(values, dict):
             flat |= {f"{name} {row}": value for row, value in values.items()}
     _print(flat, output)
+
+
+def _kube_shape(
+    name: str,
+    nodes: int | None,
+    pods: int | None,
+    rows: str,
+    repeat: int,
+    timeout: float,
+    output: str,
+) -> None:
+    """``bench kube --shape``: run the shape's rows and print their medians and ratios."""
+    from pykai.bench.shapes import SHAPES
+    from pykai.bench.side_by_side import run_shape_bench
+    from pykai.cli.progress import steps
+
+    if name not in SHAPES:
+        fail(f"--shape: unknown {name}; choose from {', '.join(SHAPE_NAMES)}")
+    chosen_shape = SHAPES[name].sized(nodes, pods)
+    chosen = tuple(r.strip() for r in rows.split(",") if r.strip()) or chosen_shape.rows
+    try:
+        with steps(f"bench kube --shape {name}") as step:
+            figures = run_shape_bench(chosen_shape, chosen, repeat, timeout, step)
+    except ValueError as exc:
+        fail(str(exc))
+    if output == "json":
+        _print(figures, output)
+        return
+    summary, every_run = figures["rows"], figures["runs"]
+    assert isinstance(summary, dict) and isinstance(every_run, list)
+    baselines = [b for b in ("kai", "kube-scheduler", "warm-ceiling") if b in summary]
+    lines = []
+    for row, entry in summary.items():
+        cells = [row, f"{entry['runs'] - entry['failed']}/{entry['runs']}"]
+        for figure in ("pods_per_s", "all_bound_s", "latency_avg_s", "latency_p99_s"):
+            value = entry.get(figure)
+            cells.append(
+                f"{value['median']:g} ({value['min']:g}-{value['max']:g})" if value else "-"
+            )
+        for baseline in baselines:
+            ratios = entry.get("vs_" + baseline.replace("-", "_"), {})
+            cells.append(str(ratios.get("all_bound_s", "-")))
+        runs = [r for r in every_run if r["row"] == row and r.get("ok")]
+        cells.append(",".join(str(r["evictions"]) for r in runs) or "-")
+        cells.append(",".join(f"{r['cpu_total_s']:g}" for r in runs) or "-")
+        lines.append(cells)
+    headers = [
+        "ROW",
+        "OK",
+        "PODS/S",
+        "ALL BOUND S",
+        "LATENCY AVG S",
+        "LATENCY P99 S",
+        *(f"× {b.upper()}" for b in baselines),
+        "EVICTIONS",
+        "CPU S",
+    ]
+    typer.echo(
+        f"shape {name}: {chosen_shape.nodes} nodes of 8 GPUs, {chosen_shape.pods} measured pods "
+        f"({chosen_shape.jobs} jobs), {chosen_shape.background} pods of queue A before; "
+        "medians (min-max)"
+    )
+    typer.echo(table(headers, lines))
+    for run in every_run:
+        if not run.get("ok"):
+            typer.echo(f"\nfailed: {run['row']} run {run['run']}: {run.get('error')}")
+            typer.echo(str(run.get("log_tail", ""))[-1500:])
 
 
 @app.command("fgd")
