@@ -61,13 +61,17 @@ class KubeHost(ObjectCache):
         bound: Callable[[float, bool], None] = lambda seconds, failed: None,
         bind_pool: Executor | None = None,
         changes: queue.Queue[Change] | None = None,
+        background: Executor | None = None,
     ) -> None:
         """``report_binds``: this process tells a pod when the binder gave up on it (the
         scheduler's part: the controllers may not write events); ``bound(seconds, failed)``
         is told of every bind (the metrics); ``bind_pool`` makes the binds started while a
         cycle decides (default: ``BIND_THREADS`` of their own); ``changes`` is the queue the
-        informers feed (default: a new one)."""
-        super().__init__(EventRecorder(api, pool), report_binds, changes)
+        informers feed (default: a new one); ``background`` writes what no cycle waits for
+        (status patches, events; default: ``pool``): apart from ``pool``, a backlog of them
+        never delays the next cycle's writes, which ``each`` waits for."""
+        self.background = background or pool
+        super().__init__(EventRecorder(api, self.background), report_binds, changes)
         self.api, self.pool = api, pool
         self.bound = bound
         self.binder = Binder(api, pool, self.events)
@@ -119,7 +123,7 @@ class KubeHost(ObjectCache):
             finally:
                 self._in_flight.discard((kind, namespace, name))
 
-        self.pool.submit(write)
+        self.background.submit(write)
 
     def _patched(self, kind: str, written: Obj) -> None:
         written.setdefault("kind", kind)

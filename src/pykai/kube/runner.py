@@ -101,6 +101,12 @@ class KubeRunner:
         self.scheduler = Scheduler(config)
         self.watch = watch or Watch(api, components, partition)
         self.pool = pool or ThreadPoolExecutor(max_workers=32, thread_name_prefix="pykai-write")
+        # status patches and events: their backlog after a big cycle never delays the next
+        self.background = (
+            ThreadPoolExecutor(max_workers=8, thread_name_prefix="pykai-status")
+            if pool is None
+            else pool
+        )
         self.host = KubeHost(
             api,
             self.pool,
@@ -108,6 +114,7 @@ class KubeRunner:
             bound=self.metrics.bound,
             bind_pool=bind_pool,
             changes=self.watch.changes,
+            background=self.background,
         )
         # Kueue's admission is cluster-wide: the default shard's scheduler runs it, no other
         kueue = "scheduler" in components and (partition is None or not partition.value)
@@ -181,6 +188,7 @@ class KubeRunner:
             # cycle, each waiting out a timeout if the apiserver is gone) are dropped: the
             # next process derives them again
             self.pool.shutdown(wait=True, cancel_futures=True)
+            self.background.shutdown(wait=True, cancel_futures=True)
             self.host.bind_pool.shutdown(wait=True, cancel_futures=True)
 
     def _cycled(self) -> None:
