@@ -113,8 +113,10 @@ def start(
     cpu: str = "binpack",
     timeout: float = 60.0,
     port_wait: float = 900.0,
+    flags: tuple[str, ...] = (),
 ) -> None:
-    """Start KAI's five components against ``cluster`` (see the module's contract)."""
+    """Start KAI's five components against ``cluster`` (see the module's contract);
+    ``flags`` go to kai-scheduler after the operator's arguments."""
     if cluster.crds.resolve() != kai_crds().resolve():
         raise KaiStackError("the real KAI needs KAI's own CRDs: LocalCluster(crds=kai_crds())")
     for name in COMPONENTS:
@@ -172,6 +174,7 @@ def start(
             "--resource-reservation-app-label=kai-resource-reservation",
             f"--listen-address={loopback['metrics']}",
             f"--plugin-server-port={ports['plug']}",
+            *flags,
         ],
     }
     with _turn(port_wait):
