@@ -3,10 +3,12 @@ on a fresh LocalCluster of its own, on KAI's CRDs.
 
 Contract of ``run_side``: start the cluster, create each ``apply`` step's objects (nodes and
 queues first, then the PodGroups and pods within one second of the apiserver's clock, so that
-equal ages are equal on both sides), start the scheduler after the first step's objects exist,
-run the plan's steps in order (``delete``: the targets, at once; ``advance``: a real wait),
-wait after each until nothing the scheduler writes has changed for ``quiet`` seconds, record
-it (``record.StepRecord``), and tear everything down, always: every process it started is
+equal ages are equal on both sides), run the plan's steps in order (``delete``: the targets,
+at once; ``advance``: a real wait), each ``apply`` and ``delete`` with the scheduler stopped
+and started again after it (KAI: kai-scheduler alone, the other components kept; a scheduler
+that saw half of a step would decide on half of it, at a point that differs between runs),
+wait after each step until nothing the scheduler writes has changed for ``quiet`` seconds,
+record it (``record.StepRecord``), and tear everything down, always: every process it started is
 stopped before it returns. It never raises for the side's own failure: a scheduler that does
 not start, exits or never settles (``deadline`` seconds per step) gives a ``Record`` with
 ``failure`` and the tail of its log. ``binaries`` replaces the directory of peer binaries
@@ -18,8 +20,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -82,13 +83,13 @@ def run_side(
     try:
         cluster.up()
         api = connect(cluster.kubeconfig)
-        with _scheduler(plan, side, cluster, api, start_timeout) as alive:
-            tracker = _Tracker()
-            for index, (number, step) in enumerate(plan.steps):
-                settled = _step(
-                    api, number, index == 0, step, alive, tracker, groups, quiet, deadline
-                )
-                steps.append(settled)
+        scheduler = _Scheduler(plan, side, cluster, start_timeout)
+        tracker = _Tracker()
+        try:
+            for number, step in plan.steps:
+                steps.append(_step(api, number, step, scheduler, tracker, groups, quiet, deadline))
+        finally:
+            scheduler.stop()
     except (PykaiError, OSError) as exc:
         failure = f"{type(exc).__name__}: {exc}"
         tail = _log_tail(cluster, side)
@@ -97,52 +98,71 @@ def run_side(
     return Record(side, tuple(steps), nodes, classes, failure, tail, time.monotonic() - begun)
 
 
-@contextmanager
-def _scheduler(
-    plan: Plan, side: str, cluster: LocalCluster, api: KubeApi, timeout: float
-) -> Iterator[Callable[[], bool]]:
-    """The side's scheduler for the block, started once the first step's objects exist (the
-    first step is applied here); yields whether it still runs."""
-    first = plan.steps[0][1] if plan.steps else None
-    if first is not None and first.action == "apply":
-        create(api, list(first.objects))
-    if side == "kai":
-        peer_kai.start(
-            cluster,
-            gpu=plan.placement.get("gpu", "binpack"),
-            cpu=plan.placement.get("cpu", "binpack"),
-            flags=plan.kai_flags,
-            timeout=timeout,
-        )
-        yield cluster.running
-        return
-    config = cluster.directory / "pykai-config.yaml"
-    args = []
-    if plan.pykai_config:
-        config.write_text(yaml.safe_dump(plan.pykai_config))
-        args.append(f"--scheduler-config={config}")
-    log_path = cluster.directory / "pykai-run.log"
-    with open(log_path, "ab") as log:
-        process = subprocess.Popen(
-            [
-                sys.executable,
-                *("-m", "pykai", "run", f"--kubeconfig={cluster.kubeconfig}"),
-                *("--period=0.3", "--log-level=debug", *args),
-            ],
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-    try:
-        _wait(
-            lambda: "ready:" in log_path.read_text(errors="replace") or process.poll() is not None,
-            timeout,
-            f"pykai run did not get ready within {timeout:g}s",
-        )
+class _Scheduler:
+    """The side's scheduler: started, stopped (between steps) and started again."""
+
+    def __init__(self, plan: Plan, side: str, cluster: LocalCluster, timeout: float) -> None:
+        self.plan, self.side, self.cluster, self.timeout = plan, side, cluster, timeout
+        self.process: subprocess.Popen[bytes] | None = None
+        self.started = False
+
+    def start(self) -> None:
+        if self.side == "kai" and not self.started:
+            peer_kai.start(
+                self.cluster,
+                gpu=self.plan.placement.get("gpu", "binpack"),
+                cpu=self.plan.placement.get("cpu", "binpack"),
+                flags=self.plan.kai_flags,
+                timeout=self.timeout,
+            )
+        elif self.side == "kai":
+            peer_kai.restart_scheduler(self.cluster, self.timeout)
+        else:
+            self._start_pykai()
+        self.started = True
+
+    def _start_pykai(self) -> None:
+        args = []
+        if self.plan.pykai_config:
+            config = self.cluster.directory / "pykai-config.yaml"
+            config.write_text(yaml.safe_dump(self.plan.pykai_config))
+            args.append(f"--scheduler-config={config}")
+        log_path = self.cluster.directory / "pykai-run.log"
+        with open(log_path, "ab") as log:
+            begin = log.tell()
+            self.process = subprocess.Popen(
+                [
+                    sys.executable,
+                    *("-m", "pykai", "run", f"--kubeconfig={self.cluster.kubeconfig}"),
+                    *("--period=0.3", "--log-level=debug", *args),
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        process = self.process
+
+        def ready() -> bool:
+            with open(log_path, "rb") as log:
+                log.seek(begin)
+                return b"ready:" in log.read() or process.poll() is not None
+
+        _wait(ready, self.timeout, f"pykai run did not get ready within {self.timeout:g}s")
         if process.poll() is not None:
             raise SideFailed(f"pykai run exited {process.returncode}")
-        yield lambda: process.poll() is None
-    finally:
+
+    def alive(self) -> bool:
+        if self.side == "kai":
+            return self.cluster.running()
+        return self.process is not None and self.process.poll() is None
+
+    def stop(self) -> None:
+        if self.side == "kai":
+            peer_kai.stop_scheduler(self.cluster)
+            return
+        process, self.process = self.process, None
+        if process is None:
+            return
         process.send_signal(signal.SIGTERM)
         try:
             process.wait(timeout=30)
@@ -176,16 +196,19 @@ class _Tracker:
 def _step(
     api: KubeApi,
     number: int,
-    first: bool,
     step: Step,
-    alive: Callable[[], bool],
+    scheduler: _Scheduler,
     tracker: _Tracker,
     groups: dict[str, str],
     quiet: float,
     deadline: float,
 ) -> StepRecord:
+    """Apply the step with the scheduler stopped (started again after it: a scheduler that
+    sees half a step decides on half of it), settle, record."""
     deleted: set[str] = set()
-    if step.action == "apply" and not first:
+    if step.action != "advance":
+        scheduler.stop()
+    if step.action == "apply":
         create(api, list(step.objects))
     elif step.action == "delete":
         for target in step.targets:
@@ -194,15 +217,17 @@ def _step(
             api.delete(BY_KIND[kind], target["name"], namespace, grace_seconds=0)
             if kind == "Pod":
                 deleted.add(f"{namespace}/{target['name']}")
-    elif step.action == "advance":
+    if step.action == "advance":
         time.sleep(step.seconds)
+    else:
+        scheduler.start()
     expected = {pod_key(o) for o in step.objects if o["kind"] == "Pod"}
     evictions: list[tuple[str, str]] = []
     seen: set[str] = set()
     last, since = "", time.monotonic()
     end = time.monotonic() + deadline
     while True:
-        if not alive():
+        if not scheduler.alive():
             raise SideFailed(f"the scheduler stopped during step {number}")
         now = observe(api)
         evictions += tracker.evictions(now, deleted)
