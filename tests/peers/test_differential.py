@@ -37,6 +37,7 @@ SCENARIOS = {
     "19-fair-share-two-levels": TOP_LEVEL_QUEUE,  # its queue b has no parent
     "27-node-selector": TOP_LEVEL_QUEUE,
     "30-never-over-allocate": TOP_LEVEL_QUEUE,
+    "98-resources-not-found-reason": "",  # KAI's reason code, PodSchedulingErrors (fixed)
 }
 # the same scenarios with their (all parentless) queues put under one unlimited parent, so that
 # KAI schedules them: scenario -> why the sides still differ ("": they agree)
@@ -45,6 +46,7 @@ UNDER_A_PARENT = {
     "02-gang-all-or-nothing": "",
     "27-node-selector": "",
     "30-never-over-allocate": "",  # equal jobs in PodGroup name order on both sides
+    "34-delete-frees-room": "",  # two steps: apply, then delete the running pod
 }
 PARENT = "side-by-side-root"
 
