@@ -38,6 +38,8 @@ SCENARIOS = {
     "27-node-selector": TOP_LEVEL_QUEUE,
     "30-never-over-allocate": TOP_LEVEL_QUEUE,
     "98-resources-not-found-reason": "",  # KAI's reason code, PodSchedulingErrors (fixed)
+    "99-limit-before-quota": "",  # OverLimit up the tree before quota (fixed)
+    "100-elastic-extras-no-condition": "",  # no condition while a pod holds a node (fixed)
 }
 # the same scenarios with their (all parentless) queues put under one unlimited parent, so that
 # KAI schedules them: scenario -> why the sides still differ ("": they agree)

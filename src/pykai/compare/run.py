@@ -81,7 +81,7 @@ def run_side(
     steps: list[StepRecord] = []
     failure, tail = "", ""
     try:
-        cluster.up()
+        cluster.up(timeout=start_timeout * 3)  # a loaded machine starts an apiserver slowly
         api = connect(cluster.kubeconfig)
         scheduler = _Scheduler(plan, side, cluster, start_timeout)
         tracker = _Tracker()
