@@ -29,10 +29,16 @@ TOP_LEVEL_QUEUE = (
     "KAI v0.12.0 never schedules jobs of a queue without a parent (KAI #621, fixed after v0.12 "
     "by #858, n-level queues); pykai schedules them, as KAI does since: docs/conformance.md"
 )
+STALE_CONDITION = (
+    "KAI v0.12.0 never clears a PodGroup's UnschedulableOnNodePool condition once the job runs "
+    "(KAI #1888, fixed by #1908); pykai clears it, as KAI does since: docs/conformance.md"
+)
 # scenario -> why the sides differ as written ("": they agree)
 SCENARIOS = {
     "01-gang-fits": TOP_LEVEL_QUEUE,
-    "02-gang-all-or-nothing": "",  # nothing fits: both leave all pending (KAI for two reasons)
+    # nothing fits: both leave all pending, but KAI never tries the job, so its condition has
+    # no reason (pykai's: PodSchedulingErrors)
+    "02-gang-all-or-nothing": TOP_LEVEL_QUEUE,
     "08-queue-limit-parent": "",
     "19-fair-share-two-levels": TOP_LEVEL_QUEUE,  # its queue b has no parent
     "27-node-selector": TOP_LEVEL_QUEUE,
@@ -48,7 +54,8 @@ UNDER_A_PARENT = {
     "02-gang-all-or-nothing": "",
     "27-node-selector": "",
     "30-never-over-allocate": "",  # equal jobs in PodGroup name order on both sides
-    "34-delete-frees-room": "",  # two steps: apply, then delete the running pod
+    # two steps: apply, then delete the running pod; b runs, and KAI keeps its condition
+    "34-delete-frees-room": STALE_CONDITION,
 }
 PARENT = "side-by-side-root"
 
