@@ -90,7 +90,7 @@ def run_side(
                 steps.append(_step(api, number, step, scheduler, tracker, groups, quiet, deadline))
         finally:
             scheduler.stop()
-    except (PykaiError, OSError) as exc:
+    except Exception as exc:  # any failure of the side is its row, never a crash
         failure = f"{type(exc).__name__}: {exc}"
         tail = _log_tail(cluster, side)
     finally:
