@@ -102,6 +102,7 @@ import pytest
 import yaml
 from pydantic import ValidationError as PydanticError
 
+from pykai.compare.scenario import read_document, read_manifests
 from pykai.controllers.status import queue_figures
 from pykai.engine.settings import SchedulerConfig
 from pykai.model.duration import parse_duration
@@ -181,23 +182,17 @@ SETTLE_ROUNDS = 50  # rounds a recreate_evicted scenario may take to settle
 
 
 def load(name: str) -> dict[str, Any]:
-    """The scenario.yaml of one folder."""
-    scenario: dict[str, Any] = yaml.safe_load((ROOT / name / "scenario.yaml").read_text())
-    return scenario
+    """The scenario.yaml of one folder (pykai.compare.scenario reads the format)."""
+    return read_document(ROOT / name)
 
 
 def read_objects(name: str, files: list[str]) -> list[Obj]:
-    """Every object of the given manifest files of a scenario, in file and document order.
-    A pod that gives no terminationGracePeriodSeconds gets 0: an evicted pod is gone once the
-    kubelet stand-in next runs, in the same settling (a scenario about the grace period sets
-    its own; one about a pod stuck terminating gives it a finalizer)."""
-    objects: list[Obj] = []
-    for file in files:
-        text = (ROOT / name / file).read_text()
-        objects += [doc for doc in yaml.safe_load_all(text) if doc is not None]
-    for obj in objects:
-        if obj.get("kind") == "Pod":
-            obj.setdefault("spec", {}).setdefault("terminationGracePeriodSeconds", 0)
+    """Every object of the given manifest files of a scenario, in file and document order
+    (pykai.compare.scenario.read_manifests: a pod that gives no terminationGracePeriodSeconds
+    gets 0, so an evicted pod is gone once the kubelet stand-in next runs, in the same
+    settling; a scenario about the grace period sets its own; one about a pod stuck
+    terminating gives it a finalizer). A ported KAI case's PodGroups get KAI's ages."""
+    objects = read_manifests(ROOT / name, files)
     if name.startswith("kai/"):
         age_in_file_order(objects)
     return objects

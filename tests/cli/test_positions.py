@@ -49,7 +49,7 @@ def test_get_podgroups_shows_each_ones_place_in_its_queue(waiting: Cli) -> None:
     assert {row[0]: row[5] for row in lines[1:]} == {"urgent": "1", "a1": "2", "a2": "3", "b1": "1"}
     wide = waiting.lines("get", "podgroups", "-o", "wide")
     assert {row[0]: row[-1] for row in wide[1:]} == dict.fromkeys(
-        ("urgent", "a1", "a2", "b1"), "Unschedulable"
+        ("urgent", "a1", "a2", "b1"), "PodSchedulingErrors"
     )
 
 

@@ -24,7 +24,7 @@ def test_gang_that_does_not_fit_stays_pending_entirely(engine: Engine) -> None:
     result = engine.cycle()
     assert result.binds == []
     assert all(t.status == TaskStatus.PENDING for t in engine.state.tasks.values())
-    assert [r.reason for r in result.unschedulable["default/a"]] == ["Unschedulable"]
+    assert [r.reason for r in result.unschedulable["default/a"]] == ["PodSchedulingErrors"]
     # node usage fully rolled back
     assert engine.state.nodes.used.sum() == 0
 

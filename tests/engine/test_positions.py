@@ -99,7 +99,7 @@ def test_reasons_given_are_kept_and_nothing_in_the_state_changes(engine: Engine)
     result = engine.cycle()
     used = engine.state.nodes.used.copy()
     found = by_job(pending_positions(engine.state, engine.now, result.unschedulable))
-    assert found["big"].reason == "Unschedulable"
+    assert found["big"].reason == "PodSchedulingErrors"
     assert found["big"].reasons == tuple(result.unschedulable["default/big"])
     assert (engine.state.nodes.used == used).all()
     assert engine.state.usage["q"].allocated.gpu == 0

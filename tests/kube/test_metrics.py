@@ -115,7 +115,7 @@ def test_queue_controller_and_scheduler_figures_in_kai_units(cluster: Engine) ->
     assert value(samples, "kai_e2e_scheduling_latency_milliseconds") == 750
     actions = {a for (n, labels) in samples for k, a in labels if n.startswith("kai_action_")}
     assert actions == {"allocate", "consolidation", "reclaim", "preempt", "stalegangeviction"}
-    assert value(samples, "pykai_pending_podgroups", queue="research", reason="Unschedulable")
+    assert value(samples, "pykai_pending_podgroups", queue="research", reason="PodSchedulingErrors")
     assert value(samples, "kai_task_scheduling_latency_milliseconds_count") == 1
 
 

@@ -75,7 +75,7 @@ def check_positions(local_cluster: LocalCluster) -> None:
         assert [i["positionInQueue"] for i in mine] == [0, 1, 2]
         assert [i["priority"] for i in mine] == [125, 100, 50]
         assert {i["metadata"]["namespace"] for i in mine} == {NAMESPACE}
-        assert mine[0]["reasons"][0]["reason"] == "Unschedulable"
+        assert mine[0]["reasons"][0]["reason"] == "PodSchedulingErrors"
         everything = listed("pos-dept")
         assert {i["metadata"]["name"] for i in everything} == {
             "a-urgent", "a-build", "a-train", "b-train"

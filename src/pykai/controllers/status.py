@@ -86,8 +86,9 @@ def podgroup_status(
     job: Job, reasons: list[Reason] | None, old: dict[str, Any], now: float, pool: str = "default"
 ) -> dict[str, Any]:
     """phase, counts, resourcesStatus and the UnschedulableOnNodePool condition on node pool
-    ``pool`` (kept as it was while the job was not looked at; cleared when nothing is
-    pending)."""
+    ``pool`` (kept as it was while the job was not looked at, and while any of its pods holds
+    a node: KAI updates it only for a job with none, default_status_updater.go
+    markPodGroupUnschedulable; cleared when nothing is pending)."""
     tasks = list(job.tasks.values())
     running = sum(1 for t in tasks if t.status in HOLDS_NODE)
     pending = sum(
@@ -106,7 +107,7 @@ def podgroup_status(
             "requested": resource_list(requested),
         },
     }
-    if pending and reasons:
+    if pending and reasons and not running:
         status["schedulingConditions"] = [_condition(reasons, old, now, pool)]
     elif pending and old.get("schedulingConditions"):
         status["schedulingConditions"] = old["schedulingConditions"]

@@ -38,12 +38,17 @@ _LIVE: Usage = {}
 def over_capacity(
     job: Job, chain: list[QueueInfo], request: Resources, usage: Usage = _LIVE
 ) -> Reason | None:
-    """OverLimit if any queue up the tree would pass its limit; NonPreemptibleOverQuota if a
-    non-preemptible job would pass any queue's quota. None when the job may run. ``usage``
-    stands in for the queues' own figures where it has them."""
+    """OverLimit if any queue up the tree would pass its limit; else NonPreemptibleOverQuota if
+    a non-preemptible job would pass any queue's quota. None when the job may run. Limits come
+    first over the whole chain, as KAI checks them (capacity_policy.go: resultsOverLimit walks
+    leaf to root, then resultsWithNonPreemptibleOverQuota): a leaf over its quota under a parent
+    over its limit is OverLimit. ``usage`` stands in for the queues' own figures where it has
+    them."""
+    reason = over_limit(chain, request, usage)
+    if reason is not None:
+        return reason
     for queue in chain:
-        figures = usage.get(queue.name, queue.usage)
-        reason = _over_limit(queue, figures, request) or _over_quota(job, queue, figures, request)
+        reason = _over_quota(job, queue, usage.get(queue.name, queue.usage), request)
         if reason is not None:
             return reason
     return None

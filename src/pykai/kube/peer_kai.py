@@ -23,12 +23,19 @@ Contract of ``start``:
 - it returns once the scheduler serves its metrics and every component is still alive (within
   ``timeout``), else ``KaiStackError`` naming the log to read.
 
+``stop_scheduler`` and ``restart_scheduler`` stop kai-scheduler alone and start it again with
+the same arguments (a side-by-side run applies each step of a scenario while no scheduler
+decides).
+
 Pods reach it with ``spec.schedulerName: kai-scheduler``; a bare pod that names its PodGroup in
 the ``pod-group-name`` annotation keeps it (the podgrouper leaves it alone)."""
 
 from __future__ import annotations
 
 import fcntl
+import json
+import os
+import signal
 import socket
 import time
 import urllib.request
@@ -56,6 +63,7 @@ RESERVATION_NAMESPACE = "kai-resource-reservation"
 QUEUE_LABEL = "kai.scheduler/queue"
 NODE_POOL_LABEL = "kai.scheduler/node-pool"
 PINNED_PORT = 8080  # kai-podgroupcontroller's metrics, on every interface, whatever its flags
+SCHEDULER_ARGS = "kai-scheduler.args.json"  # how start launched it, for restart_scheduler
 LOCK = Path("/tmp/pykai-kai-stack.lock")  # taken while a stack starts (see the contract)
 # started in this order; down() stops them newest first, the scheduler before the rest
 COMPONENTS = (
@@ -113,8 +121,10 @@ def start(
     cpu: str = "binpack",
     timeout: float = 60.0,
     port_wait: float = 900.0,
+    flags: tuple[str, ...] = (),
 ) -> None:
-    """Start KAI's five components against ``cluster`` (see the module's contract)."""
+    """Start KAI's five components against ``cluster`` (see the module's contract);
+    ``flags`` go to kai-scheduler after the operator's arguments."""
     if cluster.crds.resolve() != kai_crds().resolve():
         raise KaiStackError("the real KAI needs KAI's own CRDs: LocalCluster(crds=kai_crds())")
     for name in COMPONENTS:
@@ -172,6 +182,7 @@ def start(
             "--resource-reservation-app-label=kai-resource-reservation",
             f"--listen-address={loopback['metrics']}",
             f"--plugin-server-port={ports['plug']}",
+            *flags,
         ],
     }
     with _turn(port_wait):
@@ -182,7 +193,33 @@ def start(
             cluster.launch(name, arguments[name], env, **launched)
             if name == "kai-podgroupcontroller":
                 _wait_port(free=False, timeout=timeout)
+    (cluster.directory / SCHEDULER_ARGS).write_text(
+        json.dumps({"args": arguments["kai-scheduler"], "env": env, "url": loopback["metrics"]})
+    )
     _wait_serving(cluster, f"http://{loopback['metrics']}/metrics", timeout)
+
+
+def stop_scheduler(cluster: LocalCluster, timeout: float = 30.0) -> None:
+    """Stop the running stack's kai-scheduler alone (SIGTERM, SIGKILL after ``timeout``
+    seconds), the other components kept: nothing is decided until ``restart_scheduler``."""
+    pid = cast(dict[str, int], cluster.status().get("pids", {})).get("kai-scheduler")
+    if pid is None or not alive(pid):
+        return
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while alive(pid):
+        if time.monotonic() > deadline:
+            os.kill(pid, signal.SIGKILL)
+            deadline = time.monotonic() + timeout
+        time.sleep(0.1)
+
+
+def restart_scheduler(cluster: LocalCluster, timeout: float = 60.0) -> None:
+    """Start kai-scheduler again as ``start`` did (same arguments and ports, recorded again
+    for ``LocalCluster.down``); returns once it serves its metrics."""
+    saved = json.loads((cluster.directory / SCHEDULER_ARGS).read_text())
+    cluster.launch("kai-scheduler", saved["args"], saved["env"])
+    _wait_serving(cluster, f"http://{saved['url']}/metrics", timeout)
 
 
 @contextmanager

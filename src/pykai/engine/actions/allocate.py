@@ -196,7 +196,9 @@ def allocate_job(
         where = f"pod {task.pod.meta.key}"
         if len(tasks) > 1:
             where += f" ({failed + 1} of {len(tasks)} the gang needs together)"
-        session.note(job, Reason("Unschedulable", f"{where}: {message}"))
+        # KAI's code for "resources were not found" (podgroup_info.PodSchedulingErrors, written
+        # to the PodGroup's scheduling condition by actions/common/allocate.go)
+        session.note(job, Reason("PodSchedulingErrors", f"{where}: {message}"))
         return False
     statement.commit()
     session.reasons.pop(job.key, None)

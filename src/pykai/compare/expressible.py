@@ -1,0 +1,106 @@
+"""What of a scenario a real cluster can replay under the real KAI, and how.
+
+Contract of ``plan(scenario)``: a ``Plan`` whose ``problems`` list, each with its reason,
+whatever the peer cannot express (then the scenario is "not expressible" and nothing runs):
+
+- an ``advance`` longer than ``ADVANCE_LIMIT`` seconds (a real cluster has no clock to
+  advance; a short one is replayed as a wait on both sides);
+- a ``config`` key KAI's scheduler cannot be given (``EXPRESSIBLE_CONFIG`` lists the ones it
+  can: placement through its configuration, the rest through kai-scheduler's flags);
+- shared GPUs (``gpu-fraction``, ``gpu-memory``, ``gpu-fraction-num-devices``): their binds
+  need a reservation-pod annotator and kai-admission's ConfigMap annotation, not set up here;
+- ``recreate_evicted``: the pods' controller pykai's scenario harness plays has no real
+  counterpart for bare pods;
+- kinds outside KAI's API (Kueue's are compared elsewhere).
+
+``reject`` steps are not decisions: they are left out and listed in ``skipped``. Both sides
+get the same configuration: ``pykai_config`` for ``pykai run --scheduler-config``,
+``placement`` and ``kai_flags`` for ``peer_kai.start``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pykai.compare.scenario import Scenario, Step
+from pykai.model.duration import parse_duration
+from pykai.model.meta import Obj
+
+ADVANCE_LIMIT = 5.0  # seconds: longer advances are not replayed as real waits
+SHARED_GPU = frozenset({"gpu-fraction", "gpu-memory", "gpu-fraction-num-devices"})
+KINDS = frozenset({"Node", "Queue", "PodGroup", "Pod", "PriorityClass", "Namespace"})
+# SchedulerConfig key -> how KAI is told it ("placementStrategy": its scheduler configuration)
+EXPRESSIBLE_CONFIG = {
+    "placementStrategy": "the shard's placement (scheduler configuration)",
+    "staleGangGracePeriod": "kai-scheduler --default-staleness-grace-period",
+    "maxConsolidationPreemptees": "kai-scheduler --max-consolidation-preemptees",
+}
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How a scenario runs side by side: the ``steps`` to run (1-based number, step), the steps
+    left out (``skipped``, each with why), the configuration of each side, and ``problems``
+    (non-empty: not expressible, each a reason)."""
+
+    steps: tuple[tuple[int, Step], ...]
+    skipped: tuple[str, ...] = ()
+    pykai_config: Obj = field(default_factory=dict)
+    placement: dict[str, str] = field(default_factory=dict)
+    kai_flags: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+
+def plan(scenario: Scenario) -> Plan:
+    """The plan for ``scenario`` (see the module's contract)."""
+    problems: list[str] = []
+    steps: list[tuple[int, Step]] = []
+    skipped: list[str] = []
+    for number, step in enumerate(scenario.steps, start=1):
+        if step.action == "reject":
+            skipped.append(f"step {number}: reject (a validation, not a decision)")
+            continue
+        if step.action == "advance" and step.seconds > ADVANCE_LIMIT:
+            problems.append(
+                f"step {number}: advance {step.seconds:g}s: a real cluster has no clock to "
+                f"advance (waits of up to {ADVANCE_LIMIT:g}s are replayed)"
+            )
+        problems += _object_problems(number, step)
+        steps.append((number, step))
+    if scenario.document.get("recreate_evicted"):
+        problems.append(
+            "recreate_evicted: pykai's harness re-creates evicted pods as their controller "
+            "would; bare pods on a real cluster stay gone"
+        )
+    placement: dict[str, str] = {}
+    flags: list[str] = []
+    for key, value in scenario.config.items():
+        if key not in EXPRESSIBLE_CONFIG:
+            problems.append(f"config {key}: KAI's scheduler has no setting for it")
+        elif key == "placementStrategy":
+            placement = {k: str(v) for k, v in dict(value).items() if k in ("gpu", "cpu")}
+        elif key == "staleGangGracePeriod":
+            flags.append(f"--default-staleness-grace-period={parse_duration(str(value)):g}s")
+        else:
+            flags.append(f"--max-consolidation-preemptees={int(value)}")
+    return Plan(
+        tuple(steps),
+        tuple(skipped),
+        dict(scenario.config),
+        placement,
+        tuple(flags),
+        tuple(dict.fromkeys(problems)),
+    )
+
+
+def _object_problems(number: int, step: Step) -> list[str]:
+    problems = []
+    for obj in step.objects:
+        if obj["kind"] not in KINDS:
+            problems.append(f"step {number}: kind {obj['kind']} is not in KAI's API")
+        shared = SHARED_GPU & set(obj["metadata"].get("annotations") or {})
+        if obj["kind"] == "Pod" and shared:
+            problems.append(
+                f"step {number}: shared GPUs ({', '.join(sorted(shared))}): the binder needs "
+                "a reservation-pod annotator and kai-admission's ConfigMap annotation"
+            )
+    return problems

@@ -1,0 +1,113 @@
+"""Reading back from the apiserver what a scheduler wrote, the same way for both sides.
+
+Contract of ``observe(api)``: an ``Observation`` of the pods (but KAI's reservation pods):
+node ("" unbound), uid, whether terminating; each Queue's ``status.allocated``,
+``allocatedNonPreemptible`` and ``requested`` and each PodGroup's scheduling-condition
+reasons and ``resourcesStatus.allocated`` (as ``record`` types; quantities as numbers: cpu in
+millicores, memory in bytes, ``nvidia.com/gpu`` in devices, other resources and zeros left
+out); the actions of the ``Evict`` events on each PodGroup (pykai's ``action`` field, KAI's
+``evictor-action-type`` annotation); and a ``digest`` of all that plus the BindRequests'
+phases, which changes whenever any of it does (settling waits on it)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+
+from pykai.compare.record import Amounts, GroupStatus, QueueStatus, pod_key
+from pykai.kube.api import KubeApi
+from pykai.kube.peer_kai import RESERVATION_NAMESPACE
+from pykai.model.kinds import BY_KIND
+from pykai.model.meta import Obj
+from pykai.model.quantity import count, cpu_millis, memory_bytes
+
+ACTION_ANNOTATION = "evictor-action-type"  # KAI's Evict events (framework/interface.go)
+_PARSE = {"cpu": cpu_millis, "memory": memory_bytes, "nvidia.com/gpu": count}
+_NAMES = {"cpu": "cpu", "memory": "memory", "nvidia.com/gpu": "gpu"}
+
+
+@dataclass(frozen=True)
+class Observation:
+    """One read of the cluster (see the module's contract)."""
+
+    digest: str
+    placed: dict[str, str]
+    uids: dict[str, str]
+    terminating: frozenset[str]
+    queues: dict[str, QueueStatus]
+    podgroups: dict[str, GroupStatus]
+    evict_actions: dict[str, tuple[str, ...]]
+
+
+def amounts(resources: Obj | None) -> Amounts:
+    """A ResourceList as numbers (see the module's contract)."""
+    found: Amounts = {}
+    for name, value in (resources or {}).items():
+        if name in _PARSE:
+            number = _PARSE[name](value)
+            if number:
+                found[_NAMES[name]] = number
+    return found
+
+
+def observe(api: KubeApi) -> Observation:
+    """The cluster now (see the module's contract)."""
+    pods, _ = api.list(BY_KIND["Pod"])
+    placed, uids, terminating = {}, {}, set()
+    parts: list[object] = []
+    for pod in pods:
+        meta = pod["metadata"]
+        if meta.get("namespace") == RESERVATION_NAMESPACE:
+            continue
+        key = pod_key(pod)
+        placed[key] = str(pod["spec"].get("nodeName") or "")
+        uids[key] = str(meta.get("uid", ""))
+        if meta.get("deletionTimestamp"):
+            terminating.add(key)
+        conditions = [(c["type"], c["status"]) for c in pod.get("status", {}).get("conditions", [])]
+        parts.append((key, uids[key], placed[key], key in terminating, sorted(conditions)))
+    requests, _ = api.list(BY_KIND["BindRequest"])
+    parts += [(pod_key(r), (r.get("status") or {}).get("phase")) for r in requests]
+    queues = {
+        q["metadata"]["name"]: _queue(q.get("status") or {}) for q in api.list(BY_KIND["Queue"])[0]
+    }
+    groups = {pod_key(g): _group(g.get("status") or {}) for g in api.list(BY_KIND["PodGroup"])[0]}
+    actions: dict[str, set[str]] = {}
+    for event in api.list(BY_KIND["Event"])[0]:
+        involved = event.get("involvedObject") or {}
+        if event.get("reason") != "Evict" or involved.get("kind") != "PodGroup":
+            continue
+        annotations = event["metadata"].get("annotations") or {}
+        action = event.get("action") or annotations.get(ACTION_ANNOTATION, "")
+        group = f"{involved.get('namespace') or 'default'}/{involved.get('name')}"
+        actions.setdefault(group, set()).update([action] if action else [])
+    parts += [sorted(queues.items()), sorted(groups.items())]
+    parts += [sorted((group, sorted(names)) for group, names in actions.items())]
+    digest = hashlib.sha256(json.dumps(sorted(map(repr, parts))).encode()).hexdigest()
+    return Observation(
+        digest,
+        placed,
+        uids,
+        frozenset(terminating),
+        queues,
+        groups,
+        {group: tuple(sorted(names)) for group, names in actions.items()},
+    )
+
+
+def _queue(status: Obj) -> QueueStatus:
+    return QueueStatus(
+        amounts(status.get("allocated")),
+        amounts(status.get("allocatedNonPreemptible")),
+        amounts(status.get("requested")),
+    )
+
+
+def _group(status: Obj) -> GroupStatus:
+    reasons: set[str] = set()
+    for condition in status.get("schedulingConditions") or []:
+        listed = [r.get("reason", "") for r in condition.get("reasons") or []]
+        reasons.update(r for r in listed or [condition.get("reason", "")] if r)
+    allocated = amounts((status.get("resourcesStatus") or {}).get("allocated"))
+    return GroupStatus(tuple(sorted(reasons)), allocated)

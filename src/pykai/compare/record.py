@@ -1,0 +1,135 @@
+"""What one side decided, as fields: per settled step, where each pod is, which pods were
+evicted (and by which action, where the side says), each queue's allocation and each
+PodGroup's status, plus what makes nodes and pods interchangeable.
+
+Contract: a ``Record`` holds only facts read back from the cluster (``observe``); its
+canonical views (``bound``, ``packing``, ``evicted``) name pods by ``pod_class`` and nodes by
+``node_class``, so two records that differ only by interchanging identical nodes, or twin pods
+of one PodGroup, have equal views. ``failure`` non-empty: the side did not finish (the text
+says why, ``log_tail`` what its log ended with); its steps are what it recorded before."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+
+from pykai.model.meta import Obj
+
+HOSTNAME = "kubernetes.io/hostname"
+Amounts = dict[str, float]  # cpu (millicores), memory (bytes), gpu (devices); no zeros
+
+
+@dataclass(frozen=True)
+class Eviction:
+    """A pod bound and then deleted or re-created, not by the scenario; ``actions``: the KAI
+    actions (reclaim, preempt, consolidation, stalegangeviction) its PodGroup's ``Evict``
+    events name, sorted (empty: the side said none)."""
+
+    pod: str
+    node: str
+    actions: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class QueueStatus:
+    """The parts of a Queue's status both KAI's queuecontroller and pykai write."""
+
+    allocated: Amounts
+    allocated_non_preemptible: Amounts
+    requested: Amounts
+
+
+@dataclass(frozen=True)
+class GroupStatus:
+    """The parts of a PodGroup's status both sides write: the reasons of its
+    ``UnschedulableOnNodePool`` scheduling condition (sorted, unique) and its
+    ``resourcesStatus.allocated``."""
+
+    reasons: tuple[str, ...]
+    allocated: Amounts
+
+
+@dataclass(frozen=True)
+class StepRecord:
+    """The cluster once step ``number`` settled: ``placed`` pod -> node ("" pending; a pod
+    gone is absent), the evictions during the step, queues by name, PodGroups by key."""
+
+    number: int
+    placed: dict[str, str]
+    evictions: tuple[Eviction, ...] = ()
+    queues: dict[str, QueueStatus] = field(default_factory=dict)
+    podgroups: dict[str, GroupStatus] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Record:
+    """One side's run of a scenario (see the module's contract)."""
+
+    side: str
+    steps: tuple[StepRecord, ...]
+    node_class: dict[str, str]
+    pod_class: dict[str, str]
+    failure: str = ""
+    log_tail: str = ""
+    seconds: float = 0.0
+
+    def bound(self, step: StepRecord) -> list[str]:
+        """The classes of the pods bound once ``step`` settled, sorted."""
+        return sorted(self.pod_class.get(p, p) for p, node in step.placed.items() if node)
+
+    def packing(self, step: StepRecord) -> list[tuple[str, tuple[str, ...]]]:
+        """Each used node's class and its pods' classes, sorted."""
+        by_node: dict[str, list[str]] = {}
+        for pod, node in step.placed.items():
+            if node:
+                by_node.setdefault(node, []).append(self.pod_class.get(pod, pod))
+        return sorted(
+            (self.node_class.get(node, f"unknown node {node}"), tuple(sorted(pods)))
+            for node, pods in by_node.items()
+        )
+
+    def evicted(self, step: StepRecord) -> list[tuple[str, str, tuple[str, ...]]]:
+        """The step's evictions as (pod class, node class, actions), sorted."""
+        return sorted(
+            (self.pod_class.get(e.pod, e.pod), self.node_class.get(e.node, e.node), e.actions)
+            for e in step.evictions
+        )
+
+
+def node_class(node: Obj) -> str:
+    """Capacity, labels (less the hostname) and taints: nodes equal in these are
+    interchangeable."""
+    labels = {k: v for k, v in (node["metadata"].get("labels") or {}).items() if k != HOSTNAME}
+    status = node.get("status") or {}
+    key = [status.get("allocatable", {}), labels, (node.get("spec") or {}).get("taints", [])]
+    return "node-" + hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:8]
+
+
+def pod_key(obj: Obj) -> str:
+    """``namespace/name``."""
+    return f"{obj['metadata'].get('namespace') or 'default'}/{obj['metadata']['name']}"
+
+
+def pod_classes(pods: list[Obj]) -> dict[str, str]:
+    """Each pod's key, or, for pods KAI cannot tell apart, a name for the class they share:
+    pods of one PodGroup (``pod-group-name``) with the same spec, labels and annotations
+    (created in the same second, KAI orders a job's tasks by their UID, at random:
+    pod_info.go). Pods of different PodGroups are never twins: KAI's PodGroupInfo.UID is the
+    PodGroup's name (cluster_info.go), so equal-age jobs go in name order."""
+    keys: dict[str, str] = {}
+    grouped: dict[str, bool] = {}
+    for pod in pods:
+        meta = pod["metadata"]
+        shape = [
+            meta.get("namespace") or "default",
+            pod["spec"],
+            meta.get("labels") or {},
+            meta.get("annotations") or {},
+        ]
+        digest = hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:8]
+        keys[pod_key(pod)] = f"twin-{digest}"
+        grouped[pod_key(pod)] = bool((meta.get("annotations") or {}).get("pod-group-name"))
+    counts = Counter(keys.values())
+    return {pod: key if counts[key] > 1 and grouped[pod] else pod for pod, key in keys.items()}

@@ -1,0 +1,63 @@
+"""One scenario side by side: planned, run under the peer and under pykai (concurrently: the
+two clusters share nothing), and compared.
+
+Contract of ``compare(scenario, directory)``: an ``Outcome`` whose ``verdict`` is
+``not expressible`` (nothing ran; ``reasons`` say why), ``failed`` (a side did not finish:
+``failure`` and ``log_tail`` of its record), ``differ`` (``differences`` non-empty) or
+``agree``. Each side works in its own subdirectory of ``directory`` and leaves no process
+behind (``run.run_side``)."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pykai.compare.diff import Difference, differences
+from pykai.compare.expressible import plan
+from pykai.compare.record import Record
+from pykai.compare.run import run_side
+from pykai.compare.scenario import Scenario
+
+AGREE, DIFFER, FAILED, NOT_EXPRESSIBLE = "agree", "differ", "failed", "not expressible"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """A scenario's row (see the module's contract); ``skipped``: steps left out, and why."""
+
+    name: str
+    verdict: str
+    reasons: tuple[str, ...] = ()
+    skipped: tuple[str, ...] = ()
+    differences: tuple[Difference, ...] = ()
+    records: tuple[Record, ...] = field(default=(), compare=False)
+
+
+def compare(
+    scenario: Scenario,
+    directory: Path,
+    *,
+    peer: str = "kai",
+    binaries: Path | None = None,
+    concurrently: bool = True,
+) -> Outcome:
+    """The scenario's outcome (see the module's contract)."""
+    planned = plan(scenario)
+    if planned.problems:
+        return Outcome(scenario.name, NOT_EXPRESSIBLE, planned.problems, planned.skipped)
+    if not planned.steps:
+        return Outcome(scenario.name, NOT_EXPRESSIBLE, ("no step to run",), planned.skipped)
+    sides = (peer, "pykai")
+    with ThreadPoolExecutor(max_workers=2 if concurrently else 1) as pool:
+        futures = [
+            pool.submit(run_side, planned, side, directory / side, binaries=binaries)
+            for side in sides
+        ]
+        theirs, ours = (future.result() for future in futures)
+    found = tuple(differences(theirs, ours))
+    if theirs.failure or ours.failure:
+        failed = [f"{r.side}: {r.failure}" for r in (theirs, ours) if r.failure]
+        return Outcome(scenario.name, FAILED, tuple(failed), planned.skipped, found, (theirs, ours))
+    verdict = DIFFER if found else AGREE
+    return Outcome(scenario.name, verdict, (), planned.skipped, found, (theirs, ours))
