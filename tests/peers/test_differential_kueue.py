@@ -4,11 +4,11 @@ real Kueue can express runs on a fresh control plane under Kueue v0.17.0's manag
 and on another fresh one under ``pykai run`` (its Kueue front door; pods as the scenario writes
 them, for kai-scheduler); both on Kueue's own CRDs (``LocalCluster(kueue_crds=True)``). The
 scheduler starts on an empty cluster, then the steps are carried out in order: ``apply``
-creates the step's objects in file order, ``delete`` deletes, ``advance`` waits that long on
-the wall clock (both sides run on real time). After each step the cluster is waited on until
-nothing compared has changed for ``QUIET`` seconds, and its decision is read
-(pykai.compare.kueue). The expected outcome is what the real Kueue decided, never the
-scenario's ``expect``.
+creates the step's objects in file order, ``delete`` deletes as kubectl does (dependents in
+the background), ``advance`` waits that long on the wall clock (both sides run on real time).
+After each step the cluster is waited on until nothing compared has changed for ``QUIET``
+seconds, and its decision is read (pykai.compare.kueue). The expected outcome is what the real
+Kueue decided, never the scenario's ``expect``.
 
 Both sides get the same objects, changed only as Kueue's webhooks (which the peer runs without,
 see peer_kueue) would store them: Kueue-managed jobs are created suspended. On the peer's side
@@ -54,19 +54,40 @@ NOT_EXPRESSIBLE = {
 # docs/conformance.md ("Side by side with the real Kueue") rows that explain a difference of one
 # field, each with what it accepts: (field, what Kueue decided, what pykai decided)
 GRANULAR_REASONS = (
-    "QuotaReserved reasons: pykai writes the granular reasons Kueue adopted after v0.17 "
-    "(KEP #10852, #12452), v0.17.0 writes Pending"
+    "QuotaReserved reasons: pykai writes the granular reasons of Kueue's "
+    "UnadmittedWorkloadsObservability (KEP #10852, #12452; v0.18+, gate off by default), "
+    "v0.17.0 writes Pending and Inadmissible"
 )
+# v0.17.0's reason -> the granular reasons that replace it with the gate on
+GRANULAR = {
+    "False Pending": {
+        "False WaitingForQuota",
+        "False ExceedsMaxQuota",
+        "False NoMatchingFlavor",
+        "False Misconfigured",  # namespace not matched: the scheduler's inadmissible message
+    },
+    "False Inadmissible": {"False Misconfigured"},  # the LocalQueue or ClusterQueue is missing
+}
 EXPLAINED: dict[str, Callable[[Difference], bool]] = {
     GRANULAR_REASONS: lambda d: (
-        d.field == "workload.quota_reserved"
-        and d.expected == "False Pending"
-        and d.actual in ("False WaitingForQuota", "False ExceedsMaxQuota", "False NoMatchingFlavor")
+        d.field == "workload.quota_reserved" and d.actual in GRANULAR.get(str(d.expected), ())
     ),
 }
 # scenario -> the rows that explain its differences (absent: the sides agree on every field)
 KNOWN: dict[str, set[str]] = {
-    "01-borrowing-up-to-the-cohort": {GRANULAR_REASONS},
+    name: {GRANULAR_REASONS}
+    for name in (
+        "01-borrowing-up-to-the-cohort",
+        "02-borrowing-limit",
+        "03-lending-limit",
+        "04-within-cluster-queue-lower-priority",
+        "05-within-cluster-queue-lower-or-newer-equal-priority",
+        "06-reclaim-within-cohort-any",
+        "07-reclaim-within-cohort-lower-priority",
+        "08-borrow-within-cohort",
+        "09-borrow-within-cohort-above-threshold",
+        "10-strict-fifo",
+    )
 }
 # scenario -> the docs/conformance.md row of a difference not settled yet (an expected failure)
 DISAGREE: dict[str, str] = {}
@@ -160,8 +181,11 @@ def carry_out(
         if "apply" in step:
             create(api, prepared(read_objects(f"kueue/{name}", step["apply"]), peer))
         for target in step.get("delete") or []:
-            kind = target["kind"]
-            api.delete(BY_KIND[kind], target["name"], namespace_of(kind, target.get("namespace")))
+            kind = BY_KIND[target["kind"]]
+            path = api.path(kind, namespace_of(kind.kind, target.get("namespace")), target["name"])
+            # as kubectl deletes: in the background (a batch/v1 Job's API default orphans its
+            # dependents, its Workload included, which would then keep its quota)
+            api.http.delete(path, params={"propagationPolicy": "Background"}).raise_for_status()
         if "advance" in step:
             time.sleep(parse_duration(str(step["advance"])))
         decided.append(settle(api, alive, classes))
