@@ -31,7 +31,19 @@ from typing import Any
 
 import pytest
 
-from pykai.compare.kueue import Difference, KueueDecision, differences, node_class, read
+from pykai.compare.kueue import (
+    ClusterQueueDecision,
+    Condition,
+    Difference,
+    JobDecision,
+    KueueDecision,
+    Usage,
+    WorkloadDecision,
+    differences,
+    node_class,
+    read,
+    usages,
+)
 from pykai.kube import peer_kueue, peers
 from pykai.kube.api import KubeApi, connect
 from pykai.kube.localcluster import LocalCluster
@@ -255,3 +267,25 @@ def test_pykai_decides_as_the_real_kueue(name: str, tmp_path: Path) -> None:
                 unexplained.append(f"step {number}: {difference}")
     assert not unexplained, "\n".join(unexplained)
     assert rows == KNOWN.get(name, set()), "the known differences changed"
+
+
+def test_differences_are_fields_and_quantities_compare_by_value() -> None:
+    admitted = Condition("True", "Admitted")
+    job = JobDecision(True, WorkloadDecision(exists=True, admitted=admitted), ("n",), 0)
+    queue = ClusterQueueDecision((Usage("f", "cpu", "2", "0"),), (), 0, 1, 1)
+    theirs = KueueDecision({"Job d/j": job}, {"cq": queue, "gone": queue})
+    mine = KueueDecision(
+        {"Job d/j": JobDecision(False, WorkloadDecision(exists=True), ("n", "n"), 0)},
+        {"cq": queue},
+    )
+    assert differences(theirs, theirs) == []
+    assert differences(theirs, mine) == [
+        Difference("Job d/j", "suspended", True, False),
+        Difference("Job d/j", "workload.admitted", "True Admitted", "absent"),
+        Difference("Job d/j", "bound", ("n",), ("n", "n")),
+        Difference("ClusterQueue gone", "", True, False),
+    ]
+    status = {
+        "flavorsReservation": [{"name": "f", "resources": [{"name": "cpu", "total": "2000m"}]}]
+    }
+    assert usages(status["flavorsReservation"]) == queue.reservation

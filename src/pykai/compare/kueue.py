@@ -161,7 +161,9 @@ def _canonical(quantity: object) -> str:
     return format(parse_quantity(str(quantity)).normalize(), "f")
 
 
-def _usages(rows: list[Obj]) -> tuple[Usage, ...]:
+def usages(rows: list[Obj]) -> tuple[Usage, ...]:
+    """A ClusterQueue's ``flavorsReservation`` or ``flavorsUsage`` as rows, zero rows left out,
+    quantities canonical."""
     found = []
     for flavor in rows:
         for resource in flavor.get("resources", []):
@@ -231,8 +233,8 @@ def read(api: KubeApi, node_classes: Mapping[str, str] | None = None) -> KueueDe
     for queue in api.list(BY_KIND["ClusterQueue"])[0]:
         status = queue.get("status", {})
         queues[queue["metadata"]["name"]] = ClusterQueueDecision(
-            reservation=_usages(status.get("flavorsReservation", [])),
-            usage=_usages(status.get("flavorsUsage", [])),
+            reservation=usages(status.get("flavorsReservation", [])),
+            usage=usages(status.get("flavorsUsage", [])),
             pending=int(status.get("pendingWorkloads", 0)),
             reserving=int(status.get("reservingWorkloads", 0)),
             admitted=int(status.get("admittedWorkloads", 0)),
