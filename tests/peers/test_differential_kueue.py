@@ -99,6 +99,13 @@ KNOWN: dict[str, set[str]] = {
         "08-borrow-within-cohort",
         "09-borrow-within-cohort-above-threshold",
         "10-strict-fifo",
+        "11-besteffort-fifo",
+        "12-missing-local-queue",
+        "14-raycluster-suspended-then-resumed",
+        "15-gang-all-or-nothing",
+        "16-flavor-node-labels-and-tolerations",
+        "17-flavor-taints",
+        "18-namespace-selector",
     )
 }
 # scenario -> the docs/conformance.md row of a difference not settled yet (an expected failure)
