@@ -64,7 +64,7 @@ NOT_EXPRESSIBLE = {
     ),
 }
 # docs/conformance.md ("Side by side with the real Kueue") rows that explain a difference of one
-# field, each with what it accepts: (field, what Kueue decided, what pykai decided)
+# field, each with the differences it accepts (the field, what Kueue and what pykai decided)
 GRANULAR_REASONS = (
     "QuotaReserved reasons: pykai writes the granular reasons of Kueue's "
     "UnadmittedWorkloadsObservability (KEP #10852, #12452; v0.18+, gate off by default), "
@@ -114,7 +114,7 @@ DISAGREE: dict[str, str] = {}
 try:
     peers.binary("kueue")
     peers.module("kueue")
-except peers.PeerMissing as missing:  # not in `make test`'s peers: `make peers` builds them
+except peers.PeerMissing as missing:  # `make test-peers` (or `make peers`) builds them
     pytestmark = pytest.mark.skip(reason=str(missing))
 
 

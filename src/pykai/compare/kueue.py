@@ -3,13 +3,15 @@ two runs (the real Kueue's and pykai's) as fields.
 
 Contract:
 
-- ``read(api)`` is the decision of the cluster as it stands: per Kueue-managed job (a Job, RayJob
-  or RayCluster labelled ``kueue.x-k8s.io/queue-name``, or owning a Workload), keyed
+- ``read(api, node_classes)`` is the decision of the cluster as it stands: per Kueue-managed
+  job (a Job, RayJob or RayCluster labelled ``kueue.x-k8s.io/queue-name``, or owning a
+  Workload), keyed
   ``Kind namespace/name``: ``spec.suspend``, its Workload (the one it owns: whether it exists,
   its ClusterQueue, the flavors per pod set, the status and reason of QuotaReserved, Admitted,
   Evicted, Preempted and Requeued; messages are not compared), its pods: the node class of
   each bound pod (``node_class``: nodes equal in allocatable, labels less the hostname, and
-  taints are interchangeable) and how many wait unbound; pods being deleted are not counted,
+  taints are interchangeable; classed from the manifests given, else as the apiserver holds
+  them) and how many wait unbound; pods being deleted are not counted,
   they are released. Per ClusterQueue: ``status.flavorsReservation`` / ``flavorsUsage``
   (quantities canonical, so ``"2"`` equals ``"2000m"``) and the pending, reserving and admitted
   Workload counts. Workload names (Kueue's hash of the job's UID) never appear: a Workload is
@@ -100,10 +102,6 @@ class KueueDecision:
 
     jobs: dict[str, JobDecision]
     cluster_queues: dict[str, ClusterQueueDecision]
-
-    def digest(self) -> str:
-        """A hash of the whole decision: equal while nothing changes."""
-        return hashlib.sha256(repr(self).encode()).hexdigest()
 
 
 @dataclass(frozen=True)
