@@ -296,3 +296,13 @@ def test_differences_are_fields_and_quantities_compare_by_value() -> None:
         "flavorsReservation": [{"name": "f", "resources": [{"name": "cpu", "total": "2000m"}]}]
     }
     assert usages(status["flavorsReservation"]) == queue.reservation
+
+
+def test_the_real_kueue_refuses_a_cluster_it_cannot_run_on(tmp_path: Path) -> None:
+    """Checked before anything starts: Kueue's own CRDs, and no batch scheduler for KubeRay."""
+    with pytest.raises(peer_kueue.KueueStackError, match="its own CRDs"):
+        peer_kueue.start(LocalCluster(tmp_path))
+    with pytest.raises(peer_kueue.KueueStackError, match="kuberay_scheduler=''"):
+        peer_kueue.start(LocalCluster(tmp_path, kueue_crds=True))
+    with pytest.raises(peer_kueue.KueueStackError, match="default_scheduler=True"):
+        peer_kueue.start(LocalCluster(tmp_path, kueue_crds=True, kuberay_scheduler=""))
