@@ -6,10 +6,10 @@ with leases; bound pods Running; a pod annotated ``pykai.io/duration`` Succeeded
 deleted one gone at the end of its grace period: the stages are KWOK's and pykai's,
 deploy/local/kwok); the real KubeRay operator (with KAI's batch-scheduler integration, as the KAI +
 KubeRay guide installs it); optionally kube-scheduler as the default scheduler. pykai's CRDs (or
-KAI's own, from its module), KubeRay's CRDs from its module, Kueue's kinds as the chart ships them,
-KAI's priority classes and default queues are installed. What no peer supplies runs as a stand-in,
-when asked: the cluster autoscaler's answer to ProvisioningRequests (``pykai run --components
-provisioning``).
+KAI's own, from its module), KubeRay's CRDs from its module, Kueue's kinds as the chart ships them
+(or Kueue's own CRDs, from its module), KAI's priority classes and default queues are installed.
+What no peer supplies runs as a stand-in, when asked: the cluster autoscaler's answer to
+ProvisioningRequests (``pykai run --components provisioning``).
 Everything binds to 127.0.0.1; state and logs live in one directory, kept 0700, whose keys, tokens
 and kubeconfig are 0600; ``down`` leaves no process behind. The directory's CA (``ca.crt``) signs
 the apiserver's serving certificate and is its client CA: the kubeconfig trusts it (inline), and
@@ -29,7 +29,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -68,6 +68,12 @@ KWOK_STAGES = (
 def kai_crds() -> Path:
     """KAI's own CRDs, from the KAI module scripts/peers fetched."""
     return peers.module("kai") / "deployments/kai-scheduler/crds"
+
+
+def kueue_crds() -> list[Path]:
+    """Kueue's own CRDs (v0.17.0: schemas, defaults, CEL rules; no conversion stanza), from
+    the Kueue module scripts/peers fetched."""
+    return sorted((peers.module("kueue") / "config/components/crd/bases").glob("*.yaml"))
 
 
 def kuberay_crds() -> list[Path]:
@@ -146,6 +152,7 @@ class LocalCluster:
     crds: Path = PYKAI_CRDS  # the CRDs of KAI's kinds to install: pykai's, or KAI's own
     binaries: Path = field(default_factory=lambda: peers.directory() / "bin")
     kuberay_scheduler: str = "kai-scheduler"  # KubeRay's --batch-scheduler ("": none)
+    kueue_crds: bool = False  # Kueue's own CRDs (from its module) in place of pykai's stand-ins
 
     @property
     def kubeconfig(self) -> Path:
@@ -227,7 +234,8 @@ class LocalCluster:
             progress("starting kube-controller-manager")
             self._launch(pids, ports, "kube-controller-manager", self._controller_manager_args())
         progress("installing the CRDs and priority classes")
-        install_basics(connect(self.kubeconfig), timeout, self.crds)
+        kueue = kueue_crds() if self.kueue_crds else KUEUE_CRDS
+        install_basics(connect(self.kubeconfig), timeout, self.crds, kueue)
         if stand_ins:
             progress("starting KWOK (every node's kubelet)")
             ports["kwok"] = free_port()
@@ -512,11 +520,17 @@ class LocalCluster:
         )
 
 
-def install_basics(api: KubeApi, timeout: float = 60.0, crds: Path = PYKAI_CRDS) -> None:
+def install_basics(
+    api: KubeApi,
+    timeout: float = 60.0,
+    crds: Path = PYKAI_CRDS,
+    kueue: Sequence[Path] = KUEUE_CRDS,
+) -> None:
     """Create the CRDs of KAI's kinds (from ``crds``), KubeRay's (from its module), Kueue's
-    kinds as the chart ships them and the stand-in ProvisioningRequest, KAI's priority classes
-    and default queues if missing, and wait until the CRDs serve."""
-    files = {*crds.glob("*.yaml"), *KUEUE_CRDS, *kuberay_crds(), *(LOCAL / "crds").glob("*.yaml")}
+    kinds (``kueue``: as the chart ships them, or ``kueue_crds()``, Kueue's own) and the
+    stand-in ProvisioningRequest, KAI's priority classes and default queues if missing, and
+    wait until the CRDs serve."""
+    files = {*crds.glob("*.yaml"), *kueue, *kuberay_crds(), *(LOCAL / "crds").glob("*.yaml")}
     definitions = [doc for path in sorted(files) for doc in _documents(path)]
     if not definitions:
         raise LocalClusterError(f"no CRDs under {crds}: run from a checkout of pykai")
