@@ -23,6 +23,7 @@ sides agree)."""
 from __future__ import annotations
 
 import copy
+import os
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -222,10 +223,28 @@ def decide(name: str, directory: Path, peer: bool) -> list[KueueDecision]:
             return carry_out(name, api, peer, lambda: process.poll() is None)
 
 
+# each scenario takes about two minutes here (two fresh clusters, every step settled): `make
+# test` runs these three (borrowing in a cohort, reclaim, a RayCluster suspended and resumed);
+# PYKAI_KUEUE_SCENARIOS=all (or a comma-separated list) runs others; all 18 agreed, 2026-11-28
+IN_MAKE_TEST = (
+    "01-borrowing-up-to-the-cohort",
+    "06-reclaim-within-cohort-any",
+    "14-raycluster-suspended-then-resumed",
+)
+CHOSEN = os.environ.get("PYKAI_KUEUE_SCENARIOS", ",".join(IN_MAKE_TEST))
+
+
+def chosen(name: str) -> bool:
+    return CHOSEN == "all" or name in CHOSEN.split(",")
+
+
 def cases() -> list[object]:
     found: list[object] = []
     for name in SCENARIOS:
-        if name in NOT_EXPRESSIBLE:
+        if not chosen(name):
+            why = "not in make test's three: PYKAI_KUEUE_SCENARIOS=all runs it"
+            found.append(pytest.param(name, marks=pytest.mark.skip(reason=why)))
+        elif name in NOT_EXPRESSIBLE:
             found.append(pytest.param(name, marks=pytest.mark.skip(reason=NOT_EXPRESSIBLE[name])))
         elif DISAGREE.get(name):
             found.append(

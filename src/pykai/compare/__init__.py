@@ -4,4 +4,5 @@ recorded as fields once the cluster settles, and the two records are compared (`
 compare``). Modules: ``scenario`` (the folder format), ``expressible`` (what a real cluster can
 replay), ``record`` (what a side decided), ``observe`` (reading it back from the apiserver),
 ``run`` (one side, start to tear-down), ``diff`` (the comparison), ``generator`` (seeded random
-scenarios)."""
+scenarios); ``kueue``: the same for the real Kueue (what a Kueue run decided, and the
+differences)."""
