@@ -17,11 +17,16 @@ from pykai.compare.side_by_side import AGREE, compare
 from pykai.kube import peer_kai, peers
 from tests.peers.test_differential import report
 
-# 8 seeds: about 45 s each here (both sides at once), 6 minutes; seed 8 differs (open row (i))
+# 8 seeds: about 45 s each here (both sides at once), 6 minutes; seeds 8 and 9 differ (row (i))
 SEEDS = int(os.environ.get("PYKAI_COMPARE_SEEDS", "8"))
 # seed -> why the sides differ (docs/conformance.md)
 KNOWN = {
     1: "KAI v0.12.0 crashes in preempt (nil scenario, KAI #1664, fixed by #1665): conformance.md",
+    **dict.fromkeys(
+        (8, 9),
+        "KAI's preempt skips a job behind a failed one of the same signature, which leaves out "
+        "priority and preemptibility; not copied: conformance.md (i)",
+    ),
 }
 
 try:
