@@ -44,6 +44,7 @@ from pykai.kube import peer_kai
 from pykai.kube.api import KubeApi, connect
 from pykai.kube.localcluster import LocalCluster, kai_crds
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
+from pykai.model.errors import PykaiError
 from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 
@@ -52,7 +53,7 @@ THREADS = 32
 LOG_TAIL = 3000  # characters of a failed row's log
 
 
-class RowFailed(RuntimeError):
+class RowFailed(PykaiError):
     """The row's scheduler did not do its part (the message says what)."""
 
 
