@@ -175,13 +175,22 @@ def _scheduler(
         pool = ThreadPoolExecutor(32)
         pool.map(lambda target: api.bind("default", *target), targets)
         return lambda: pool.shutdown(wait=True)
-    log = open(cluster.directory / f"{row}.log", "wb")  # noqa: SIM115 - closed by stop()
     if row == "kube-scheduler":
         command = kube_scheduler_command(cluster)
     elif row == "cold-ceiling":
         command = [sys.executable, "-m", "pykai.bench.cold_binder", str(cluster.kubeconfig), NOBODY]
     else:
         command = pykai_command(cluster)
+    _, stop = launch(command, cluster.directory / f"{row}.log")
+    return stop
+
+
+def launch(
+    command: list[str], log_path: Path
+) -> tuple[subprocess.Popen[bytes], Callable[[], None]]:
+    """Start ``command`` with its output in ``log_path``; the process, and how to stop it
+    (SIGTERM, SIGKILL after 30 s, the log closed)."""
+    log = log_path.open("wb")
     process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
 
     def stop() -> None:
@@ -193,7 +202,7 @@ def _scheduler(
             process.wait()
         log.close()
 
-    return stop
+    return process, stop
 
 
 def measure(row: str, nodes: int, pods: int, gang: int = 1, timeout: float = 600.0) -> Run:

@@ -22,7 +22,6 @@ processes are stopped and its directory removed."""
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import tempfile
 import threading
@@ -36,7 +35,7 @@ from typing import cast
 
 from pykai.bench.cpu import cpu_seconds
 from pykai.bench.figures import order, percentile, summarize
-from pykai.bench.kube import kube_scheduler_command, pykai_command
+from pykai.bench.kube import kube_scheduler_command, launch, pykai_command
 from pykai.bench.shapes import SCHEDULERS, Shape, background, measured, probe, queues
 from pykai.bench.termination import terminated_as_exit
 from pykai.bench.writes import served
@@ -171,18 +170,7 @@ def start_scheduler(row: str, cluster: LocalCluster) -> Scheduler:
     else:
         command = pykai_command(cluster)
     [path] = log_paths(row, cluster)
-    log = path.open("wb")
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-
-    def stop() -> None:
-        process.terminate()
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
-        log.close()
-
+    process, stop = launch(command, path)
     return Scheduler({row: process.pid}, stop, lambda: process.poll() is None)
 
 

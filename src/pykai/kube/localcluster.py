@@ -117,6 +117,21 @@ def _gone_within(pid: int, seconds: float) -> bool:
     return True
 
 
+def answers(url: str, still: Callable[[], bool], timeout: float) -> bool:
+    """Whether ``url`` answers 200 within ``timeout`` seconds while ``still()`` holds (a
+    process started against the cluster, polled every 0.25 s)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and still():
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                if response.status == 200:
+                    return True
+        except OSError:
+            pass
+        time.sleep(0.25)
+    return False
+
+
 def alive(pid: int) -> bool:
     """True if the process runs. A child of this process counts as gone once reaped (here): a
     child whose main thread ended while its other threads still exit cannot be reaped yet and

@@ -38,7 +38,6 @@ import os
 import signal
 import socket
 import time
-import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -51,6 +50,7 @@ from pykai.kube.localcluster import (
     LocalCluster,
     LocalClusterError,
     alive,
+    answers,
     free_port,
     kai_crds,
 )
@@ -270,17 +270,8 @@ def _wait_port(*, free: bool, timeout: float) -> None:
 
 def _wait_serving(cluster: LocalCluster, url: str, timeout: float) -> None:
     """Until the scheduler answers ``url`` and every recorded process is alive."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if not cluster.running():
-            break
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.25)
+    if answers(url, cluster.running, timeout):
+        return
     pids = cast(dict[str, int], cluster.status().get("pids", {}))
     dead = [name for name, pid in pids.items() if not alive(pid)]
     logs = ", ".join(str(cluster.directory / f"{name}.log") for name in dead or ["kai-scheduler"])

@@ -33,8 +33,6 @@ from __future__ import annotations
 
 import base64
 import datetime
-import time
-import urllib.request
 from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
@@ -51,6 +49,7 @@ from pykai.kube.localcluster import (
     LocalCluster,
     LocalClusterError,
     alive,
+    answers,
     free_port,
     write_private,
 )
@@ -216,15 +215,8 @@ def start(
 
 def _wait_ready(cluster: LocalCluster, pid: int, url: str, timeout: float) -> None:
     """Until the manager answers ``url`` with 200 while alive, else ``KueueStackError``."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and alive(pid):
-        try:
-            with urllib.request.urlopen(url, timeout=2) as response:
-                if response.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.25)
+    if answers(url, lambda: alive(pid), timeout):
+        return
     state = "exited" if not alive(pid) else f"was not ready within {timeout:g}s"
     log = cluster.directory / "kueue.log"
     raise KueueStackError(f"the real Kueue {state}; see {log}")
