@@ -44,12 +44,18 @@ class Authority:
     key: rsa.RSAPrivateKey
 
     @classmethod
-    def new(cls, name: str, days: int = 365) -> Authority:
-        """A self-signed CA named ``name``."""
+    def new(
+        cls, name: str, days: int = 365, *, organization: str = "", dns_names: tuple[str, ...] = ()
+    ) -> Authority:
+        """A self-signed CA named ``name`` (in ``organization``, with ``dns_names`` as its
+        subject alternative names, if given)."""
         key = _key()
-        subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+        attributes = [x509.NameAttribute(NameOID.COMMON_NAME, name)]
+        if organization:
+            attributes.insert(0, x509.NameAttribute(NameOID.ORGANIZATION_NAME, organization))
+        subject = x509.Name(attributes)
         now = datetime.datetime.now(datetime.UTC)
-        cert = (
+        builder = (
             x509.CertificateBuilder()
             .subject_name(subject)
             .issuer_name(subject)
@@ -58,9 +64,11 @@ class Authority:
             .not_valid_before(now - datetime.timedelta(minutes=5))
             .not_valid_after(now + datetime.timedelta(days=days))
             .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256())
         )
-        return cls(cert, key)
+        if dns_names:
+            names = x509.SubjectAlternativeName([x509.DNSName(n) for n in dns_names])
+            builder = builder.add_extension(names, critical=False)
+        return cls(builder.sign(key, hashes.SHA256()), key)
 
     @classmethod
     def load(cls, cert_pem: bytes, key_pem: bytes) -> Authority:

@@ -32,16 +32,11 @@ Contract of ``start``:
 from __future__ import annotations
 
 import base64
-import datetime
 from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
 
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes
-from cryptography.hazmat.primitives.asymmetric import rsa
-from cryptography.x509.oid import NameOID
 
 from pykai.kube.api import connect
 from pykai.kube.certs import Authority
@@ -108,27 +103,7 @@ def suspended(obj: Obj) -> Obj:
 
 def _authority() -> Authority:
     """A CA valid for 10 years whose SAN is ``kueue-ca``, as the rotator generates it."""
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    subject = x509.Name(
-        [
-            x509.NameAttribute(NameOID.ORGANIZATION_NAME, "kueue"),
-            x509.NameAttribute(NameOID.COMMON_NAME, CA_NAME),
-        ]
-    )
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=3650))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(CA_NAME)]), critical=False)
-        .sign(key, hashes.SHA256())
-    )
-    return Authority(cert, key)
+    return Authority.new(CA_NAME, 3650, organization="kueue", dns_names=(CA_NAME,))
 
 
 def _seed_certificates(cluster: LocalCluster, directory: Path, port: int) -> None:
