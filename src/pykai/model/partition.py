@@ -31,18 +31,6 @@ class Partition:
             return ""
         return f"{self.key}={self.value}" if self.value else f"!{self.key}"
 
-    def holds(self, labels: Mapping[str, object] | None) -> bool:
-        """Whether an object with these labels belongs to the partition."""
-        if not self.key:
-            return True
-        found = (labels or {}).get(self.key)
-        return found == self.value if self.value else found is None
-
-    @property
-    def pool(self) -> str:
-        """The node pool's name (``default`` for the unlabelled one)."""
-        return self.value or DEFAULT_POOL
-
 
 def pool_of(labels: Mapping[str, object] | None, key: str = NODE_POOL_LABEL) -> str:
     """The node pool an object's labels name (KAI's GetNodePoolNameFromLabels)."""
