@@ -1,6 +1,8 @@
 """Seeded random clusters side by side with the real KAI (pykai.compare.generator), one case
 per seed: the real KAI's decisions are the expected outcome. ``PYKAI_COMPARE_SEEDS`` seeds run
 (from 0), as many as fit in about six minutes here; ``pykai compare --seeds N`` runs more.
+The seeds run in one batch (pykai.compare.side_by_side.Batch): one cluster per side, emptied
+between two seeds; a seed run after another decides as it does alone (the last test).
 
 A seed whose sides disagree is an expected failure naming its row in docs/conformance.md
 ("Side by side with the real KAI"), strict: it fails once the sides agree."""
@@ -8,17 +10,19 @@ A seed whose sides disagree is an expected failure naming its row in docs/confor
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from pykai.compare.diff import differences
 from pykai.compare.generator import write
-from pykai.compare.side_by_side import AGREE, compare
+from pykai.compare.side_by_side import AGREE, FAILED, Batch, Outcome, compare
 from pykai.kube import peer_kai, peers
 from tests.peers.test_differential import report
 
-# 8 seeds: about 45 s each here (both sides at once), 6 minutes; seeds 8 and 9 differ (row (i))
-SEEDS = int(os.environ.get("PYKAI_COMPARE_SEEDS", "8"))
+# 32 seeds: about 11 s each here in one batch (both sides at once), 6 minutes
+SEEDS = int(os.environ.get("PYKAI_COMPARE_SEEDS", "32"))
 # seed -> why the sides differ (docs/conformance.md)
 KNOWN = {
     1: "KAI v0.12.0 crashes in preempt (nil scenario, KAI #1664, fixed by #1665): conformance.md",
@@ -28,12 +32,22 @@ KNOWN = {
         "priority and preemptibility; not copied: conformance.md (i)",
     ),
 }
+# the seed run again alone, and the one it follows in the batch: both agree
+AGAIN, BEFORE = 3, 2
 
 try:
     for _name in peer_kai.COMPONENTS:
         peers.binary(_name)
 except peers.PeerMissing as missing:  # not in `make test`'s peers: `make peers` builds them
     pytestmark = pytest.mark.skip(reason=str(missing))
+
+OUTCOMES: dict[int, Outcome] = {}  # seed -> its outcome in the batch
+
+
+@pytest.fixture(scope="module")
+def batch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Batch]:
+    with Batch(tmp_path_factory.mktemp("batch")) as both:
+        yield both
 
 
 def cases() -> list[object]:
@@ -46,7 +60,24 @@ def cases() -> list[object]:
 
 
 @pytest.mark.parametrize("seed", cases())
-def test_a_seed_decides_as_the_real_kai(seed: int, tmp_path: Path) -> None:
-    outcome = compare(write(seed, tmp_path / f"seed-{seed}"), tmp_path / "run")
+def test_a_seed_decides_as_the_real_kai(seed: int, batch: Batch, tmp_path: Path) -> None:
+    outcome = batch.compare(write(seed, tmp_path / f"seed-{seed}"))
+    OUTCOMES[seed] = outcome
     print(report(outcome))
     assert outcome.verdict == AGREE, report(outcome)
+
+
+def test_a_seed_run_after_another_decides_as_alone(batch: Batch, tmp_path: Path) -> None:
+    """The reset between seeds leaves nothing that changes a decision: each side records
+    seed ``AGAIN`` run after seed ``BEFORE`` on a used cluster as on a fresh one."""
+    if BEFORE not in OUTCOMES or AGAIN not in OUTCOMES:  # the seeds were not run (-k)
+        OUTCOMES[BEFORE] = batch.compare(write(BEFORE, tmp_path / "before"))
+        OUTCOMES[AGAIN] = batch.compare(write(AGAIN, tmp_path / "again"))
+    after = OUTCOMES[AGAIN]
+    assert OUTCOMES[BEFORE].verdict != FAILED, report(OUTCOMES[BEFORE])  # it used the cluster
+    batch.close()  # one KAI stack at a time (port 8080)
+    alone = compare(write(AGAIN, tmp_path / "alone"), tmp_path / "run")
+    assert alone.verdict == after.verdict == AGREE, report(alone) + report(after)
+    for fresh, used in zip(alone.records, after.records, strict=True):
+        assert fresh.side == used.side
+        assert list(differences(fresh, used)) == [], (fresh.side, report(after))

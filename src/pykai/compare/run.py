@@ -1,17 +1,33 @@
-"""One scenario under one side ("kai": the real KAI's five components; "pykai": ``pykai run``)
-on a fresh LocalCluster of its own, on KAI's CRDs.
+"""One scenario, or a batch of them, under one side ("kai": the real KAI's five components;
+"pykai": ``pykai run``) on a LocalCluster of the side's own, on KAI's CRDs.
 
-Contract of ``run_side``: start the cluster, create each ``apply`` step's objects (nodes and
-queues first, then the PodGroups and pods within one second of the apiserver's clock, so that
-equal ages are equal on both sides), run the plan's steps in order (``delete``: the targets,
-at once; ``advance``: a real wait), each ``apply`` and ``delete`` with the scheduler stopped
-and started again after it (KAI: kai-scheduler alone, the other components kept; a scheduler
-that saw half of a step would decide on half of it, at a point that differs between runs),
-wait after each step until nothing the scheduler writes has changed for ``quiet`` seconds,
-record it (``record.StepRecord``), and tear everything down, always: every process it started is
-stopped before it returns. It never raises for the side's own failure: a scheduler that does
-not start, exits or never settles (``deadline`` seconds per step) gives a ``Record`` with
-``failure`` and the tail of its log. ``binaries`` replaces the directory of peer binaries
+Contract of ``Side(side, directory)`` (a context manager; ``close`` on exit) and its
+``run(plan)``: the first plan starts the cluster; each later one reuses it, emptied first
+(``reset.reset``: the scheduler stopped, every pod, BindRequest, PodGroup, Queue, Node and
+Event deleted and their absence checked; anything left makes the plan's row failed, naming
+it). Then it creates each ``apply`` step's objects (nodes and queues first, then the
+PodGroups and pods within one second of the apiserver's clock, so that equal ages are equal
+on both sides), runs the plan's steps in order (``delete``: the targets, at once;
+``advance``: a real wait), each ``apply`` and ``delete`` with the scheduler stopped and
+started again after it (KAI: kai-scheduler alone, the other components kept, also from one
+plan to the next; pykai: a new ``pykai run``; a scheduler that saw half of a step would
+decide on half of it, at a point that differs between runs, and a scheduler started afresh
+carries no cache from the last plan), waits after each step until it settled, records it
+(``record.StepRecord``), and stops the scheduler. Settled: nothing the scheduler writes
+(``observe``'s digest) changed for ``quiet`` seconds (KAI: ``KAI_QUIET``, three of its 1 s
+cycles: v0.12.0 counts no cycles in its metrics) and, for pykai, while it also ran
+``SETTLE_CYCLES`` cycles (``pykai_cycles_total`` on its metrics port; ``PYKAI_QUIET`` the
+floor). KAI's stack is started again, on a fresh cluster, when a plan asks for another
+placement or other flags. It never raises for the side's own failure: a scheduler that does
+not start, exits or never settles (``deadline`` seconds per step), or a cluster that does not
+empty, gives a ``Record`` with ``failure`` and the tail of its log; the cluster is torn down
+unless every process of it but the scheduler still runs (then the next plan's reset checks it
+empty), and the next plan starts a fresh one, in a folder of its own under ``directory``
+(``cluster-1``, ``cluster-2``…). ``close`` stops every process the side started. A
+plan's record does not depend on the plans run before it on the same ``Side``.
+
+``run_side(plan, side, directory)`` is one plan on a ``Side`` of its own: every process it
+started is stopped before it returns. ``binaries`` replaces the directory of peer binaries
 (tests point it at fakes)."""
 
 from __future__ import annotations
@@ -22,8 +38,11 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
+import httpx
 import yaml
+from prometheus_client.parser import text_string_to_metric_families
 
 from pykai.compare.expressible import Plan
 from pykai.compare.observe import Observation, observe
@@ -35,23 +54,28 @@ from pykai.compare.record import (
     pod_classes,
     pod_key,
 )
+from pykai.compare.reset import reset
 from pykai.compare.scenario import Step
 from pykai.kube import peer_kai
 from pykai.kube.api import KubeApi, connect
-from pykai.kube.localcluster import LocalCluster, alive, kai_crds
+from pykai.kube.localcluster import LocalCluster, alive, free_port, kai_crds
 from pykai.kube.nodes import create_ready_nodes
 from pykai.model.errors import PykaiError
 from pykai.model.kinds import BY_KIND, CLUSTER_SCOPED
 from pykai.model.meta import Obj
 
 SIDES = ("kai", "pykai")
-QUIET = 6.0  # seconds without a change: six of KAI's 1 s cycles, twenty of pykai's 0.3 s ones
+KAI_QUIET = 3.0  # seconds without a change: three of KAI's 1 s cycles
+PYKAI_QUIET = 1.0  # the floor under pykai's cycles (0.3 s each)
+SETTLE_CYCLES = 3  # pykai's cycles without a change: two whole ones after it was seen
+POLL = 0.25  # seconds between two reads of the cluster while it settles
 DEADLINE = 180.0  # seconds a step may take to settle
 LOG_TAIL = 3000  # characters of a failed side's log
 
 
 class SideFailed(PykaiError, RuntimeError):
-    """The side stopped, did not start or did not settle (the message says which)."""
+    """The side stopped, did not start, did not settle or did not empty (the message says
+    which)."""
 
 
 def run_side(
@@ -60,54 +84,149 @@ def run_side(
     directory: Path,
     *,
     binaries: Path | None = None,
-    quiet: float = QUIET,
+    quiet: float | None = None,
     deadline: float = DEADLINE,
     start_timeout: float = 60.0,
 ) -> Record:
-    """The plan under ``side`` (see the module's contract)."""
-    begun = time.monotonic()
-    objects = [o for _, step in plan.steps for o in step.objects]
-    pods = [o for o in objects if o["kind"] == "Pod"]
-    nodes = {o["metadata"]["name"]: node_class(o) for o in objects if o["kind"] == "Node"}
-    classes = pod_classes(pods)
-    groups = {
-        pod_key(p): f"{_namespace(p)}/{p['metadata']['annotations']['pod-group-name']}"
-        for p in pods
-        if (p["metadata"].get("annotations") or {}).get("pod-group-name")
-    }
-    cluster = LocalCluster(directory, crds=kai_crds())
-    if binaries is not None:
-        cluster.binaries = binaries
-    steps: list[StepRecord] = []
-    failure, tail = "", ""
-    try:
-        cluster.up(timeout=start_timeout * 3)  # a loaded machine starts an apiserver slowly
-        api = connect(cluster.kubeconfig)
-        scheduler = _Scheduler(plan, side, cluster, start_timeout)
-        tracker = _Tracker()
+    """The plan under ``side`` on a cluster of its own (see the module's contract)."""
+    with Side(
+        side,
+        directory,
+        binaries=binaries,
+        quiet=quiet,
+        deadline=deadline,
+        start_timeout=start_timeout,
+    ) as one:
+        return one.run(plan)
+
+
+class Side:
+    """One side's cluster, kept for a batch of plans (see the module's contract)."""
+
+    def __init__(
+        self,
+        side: str,
+        directory: Path,
+        *,
+        binaries: Path | None = None,
+        quiet: float | None = None,
+        deadline: float = DEADLINE,
+        start_timeout: float = 60.0,
+    ) -> None:
+        self.side, self.directory, self.binaries = side, directory, binaries
+        self.quiet = quiet if quiet is not None else KAI_QUIET if side == "kai" else PYKAI_QUIET
+        self.deadline, self.start_timeout = deadline, start_timeout
+        self.cluster: LocalCluster | None = None
+        self.clusters = 0  # started so far: each in a folder of its own (etcd keeps its data)
+        self.setup: tuple[object, ...] | None = None  # the running KAI stack's placement, flags
+
+    def __enter__(self) -> Side:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Stop every process the side started."""
+        if self.cluster is not None:
+            self.cluster.down()
+        self.cluster, self.setup = None, None
+
+    def run(self, plan: Plan) -> Record:
+        """The plan's record (see the module's contract)."""
+        begun = time.monotonic()
+        objects = [o for _, step in plan.steps for o in step.objects]
+        pods = [o for o in objects if o["kind"] == "Pod"]
+        nodes = {o["metadata"]["name"]: node_class(o) for o in objects if o["kind"] == "Node"}
+        classes = pod_classes(pods)
+        groups = {
+            pod_key(p): f"{_namespace(p)}/{p['metadata']['annotations']['pod-group-name']}"
+            for p in pods
+            if (p["metadata"].get("annotations") or {}).get("pod-group-name")
+        }
+        steps: list[StepRecord] = []
+        failure, tail = "", ""
+        cluster = self._cluster(plan)
         try:
-            for number, step in plan.steps:
-                steps.append(_step(api, number, step, scheduler, tracker, groups, quiet, deadline))
-        finally:
-            scheduler.stop()
-    except Exception as exc:  # any failure of the side is its row, never a crash
-        failure = f"{type(exc).__name__}: {exc}"
-        tail = _log_tail(cluster, side)
-    finally:
-        cluster.down()
-    return Record(side, tuple(steps), nodes, classes, failure, tail, time.monotonic() - begun)
+            api = self._ready(cluster)
+            scheduler = _Scheduler(plan, self.side, cluster, self.start_timeout, self.setup)
+            tracker = _Tracker()
+            try:
+                for number, step in plan.steps:
+                    steps.append(_step(api, number, step, scheduler, tracker, groups, self._settle))
+            finally:
+                scheduler.stop()
+                self.setup = scheduler.setup
+        except Exception as exc:  # any failure of the side is its row, never a crash
+            failure = f"{type(exc).__name__}: {exc}"
+            tail = _log_tail(cluster, self.side)
+            if not _serving(cluster):
+                self.close()
+        return Record(
+            self.side, tuple(steps), nodes, classes, failure, tail, time.monotonic() - begun
+        )
+
+    def _settle(self) -> tuple[float, int, float]:
+        """Quiet seconds, cycles (pykai) and the deadline of one step."""
+        return self.quiet, SETTLE_CYCLES if self.side == "pykai" else 0, self.deadline
+
+    def _cluster(self, plan: Plan) -> LocalCluster:
+        """The side's cluster; a fresh one where KAI's stack runs with another setup."""
+        if self.setup is not None and self.setup != _setup(plan):
+            self.close()
+        if self.cluster is None:
+            self.clusters += 1
+            folder = self.directory / f"cluster-{self.clusters}"
+            self.cluster = LocalCluster(folder, crds=kai_crds())
+            if self.binaries is not None:
+                self.cluster.binaries = self.binaries
+        return self.cluster
+
+    def _ready(self, cluster: LocalCluster) -> KubeApi:
+        """The cluster up and empty (a used one emptied: ``reset``), else ``SideFailed``."""
+        if cluster.status().get("pids"):
+            api = connect(cluster.kubeconfig)
+            left = reset(api)
+            if left:
+                shown = ", ".join(left[:10])
+                raise SideFailed(f"the cluster kept {len(left)} object(s) of a plan: {shown}")
+            return api
+        cluster.up(timeout=self.start_timeout * 3)  # a loaded machine starts an apiserver slowly
+        return connect(cluster.kubeconfig)
+
+
+def _serving(cluster: LocalCluster) -> bool:
+    """Whether every process of the cluster is alive, but the scheduler (started again by the
+    next plan); the reset then checks that the cluster is empty."""
+    pids = cast(dict[str, int], cluster.status().get("pids") or {})
+    return bool(pids) and all(alive(pid) for name, pid in pids.items() if name != "kai-scheduler")
+
+
+def _setup(plan: Plan) -> tuple[object, ...]:
+    """What KAI's stack is started with for a plan."""
+    placement = plan.placement
+    return (placement.get("gpu", "binpack"), placement.get("cpu", "binpack"), plan.kai_flags)
 
 
 class _Scheduler:
-    """The side's scheduler: started, stopped (between steps) and started again."""
+    """The side's scheduler: started, stopped (between steps) and started again. ``setup``:
+    what the cluster's KAI stack was started with (None: not started yet)."""
 
-    def __init__(self, plan: Plan, side: str, cluster: LocalCluster, timeout: float) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        side: str,
+        cluster: LocalCluster,
+        timeout: float,
+        setup: tuple[object, ...] | None,
+    ) -> None:
         self.plan, self.side, self.cluster, self.timeout = plan, side, cluster, timeout
+        self.setup = setup
         self.process: subprocess.Popen[bytes] | None = None
-        self.started = False
+        self.metrics = ""  # pykai's /metrics URL
 
     def start(self) -> None:
-        if self.side == "kai" and not self.started:
+        if self.side == "kai" and self.setup is None:
             peer_kai.start(
                 self.cluster,
                 gpu=self.plan.placement.get("gpu", "binpack"),
@@ -115,11 +234,23 @@ class _Scheduler:
                 flags=self.plan.kai_flags,
                 timeout=self.timeout,
             )
+            self.setup = _setup(self.plan)
         elif self.side == "kai":
             peer_kai.restart_scheduler(self.cluster, self.timeout)
         else:
             self._start_pykai()
-        self.started = True
+
+    def cycles(self) -> int:
+        """Cycles the running ``pykai run`` finished (its ``pykai_cycles_total``); 0 for KAI,
+        whose v0.12.0 counts none."""
+        if self.side == "kai":
+            return 0
+        text = httpx.get(self.metrics, timeout=5.0).text
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                if sample.name == "pykai_cycles_total":
+                    return int(sample.value)
+        raise SideFailed(f"pykai run serves no pykai_cycles_total at {self.metrics}")
 
     def _start_pykai(self) -> None:
         args = []
@@ -127,6 +258,8 @@ class _Scheduler:
             config = self.cluster.directory / "pykai-config.yaml"
             config.write_text(yaml.safe_dump(self.plan.pykai_config))
             args.append(f"--scheduler-config={config}")
+        address = f"127.0.0.1:{free_port()}"
+        self.metrics = f"http://{address}/metrics"
         log_path = self.cluster.directory / "pykai-run.log"
         with open(log_path, "ab") as log:
             begin = log.tell()
@@ -134,7 +267,8 @@ class _Scheduler:
                 [
                     sys.executable,
                     *("-m", "pykai", "run", f"--kubeconfig={self.cluster.kubeconfig}"),
-                    *("--period=0.3", "--log-level=debug", *args),
+                    *("--period=0.3", "--log-level=debug", f"--metrics-address={address}"),
+                    *args,
                 ],
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -200,8 +334,7 @@ def _step(
     scheduler: _Scheduler,
     tracker: _Tracker,
     groups: dict[str, str],
-    quiet: float,
-    deadline: float,
+    settle: Callable[[], tuple[float, int, float]],
 ) -> StepRecord:
     """Apply the step with the scheduler stopped (started again after it: a scheduler that
     sees half a step decides on half of it), settle, record."""
@@ -221,24 +354,26 @@ def _step(
         time.sleep(step.seconds)
     else:
         scheduler.start()
+    quiet, cycles, deadline = settle()
     expected = {pod_key(o) for o in step.objects if o["kind"] == "Pod"}
     evictions: list[tuple[str, str]] = []
     seen: set[str] = set()
-    last, since = "", time.monotonic()
+    last, since, counted = "", time.monotonic(), 0
     end = time.monotonic() + deadline
     while True:
         if not scheduler.alive():
             raise SideFailed(f"the scheduler stopped during step {number}")
         now = observe(api)
+        done = scheduler.cycles() if cycles else 0  # read after the cluster: a lower bound
         evictions += tracker.evictions(now, deleted)
         seen |= set(now.placed)
         if now.digest != last or not expected <= seen:
-            last, since = now.digest, time.monotonic()
-        elif time.monotonic() - since >= quiet:
+            last, since, counted = now.digest, time.monotonic(), done
+        elif time.monotonic() - since >= quiet and done - counted >= cycles:
             break
         if time.monotonic() > end:
             raise SideFailed(f"step {number} did not settle within {deadline:g}s")
-        time.sleep(0.5)
+        time.sleep(POLL)
     return StepRecord(
         number,
         dict(now.placed),

@@ -34,12 +34,13 @@ def compare(
         ),
     ] = None,
 ) -> None:
-    """Run each scenario on a fresh local cluster under the real peer and under ``pykai run``;
-    print per scenario: agree, differ (with each side's decision), failed (with the log's
-    tail) or not expressible (with the reason). Exit 1 on any difference or failure."""
+    """Run each scenario on a local cluster under the real peer and under ``pykai run`` (one
+    cluster per side for the whole run, emptied between two scenarios); print per scenario:
+    agree, differ (with each side's decision), failed (with the log's tail) or not
+    expressible (with the reason). Exit 1 on any difference or failure."""
     from pykai.compare.generator import write
     from pykai.compare.scenario import ScenarioError, read_scenario
-    from pykai.compare.side_by_side import AGREE, NOT_EXPRESSIBLE, Outcome, compare
+    from pykai.compare.side_by_side import AGREE, NOT_EXPRESSIBLE, Batch, Outcome
 
     if peer != "kai":
         fail(f'unknown peer "{peer}": only kai')
@@ -55,13 +56,14 @@ def compare(
     for seed in range(first_seed, first_seed + seeds):
         folders.append(write(seed, root / "seeds" / f"seed-{seed}"))
     outcomes: list[Outcome] = []
-    for number, scenario in enumerate(folders):
-        outcome = compare(scenario, root / "runs" / f"{number:04d}", peer=peer)
-        outcomes.append(outcome)
-        if output == "table":
-            typer.echo(_row(outcome))
-        else:
-            typer.echo(json.dumps(_as_json(outcome)))
+    with Batch(root / "runs", peer=peer) as batch:
+        for scenario in folders:
+            outcome = batch.compare(scenario)
+            outcomes.append(outcome)
+            if output == "table":
+                typer.echo(_row(outcome))
+            else:
+                typer.echo(json.dumps(_as_json(outcome)))
     if output == "table":
         counts = {v: sum(o.verdict == v for o in outcomes) for v in {o.verdict for o in outcomes}}
         typer.echo(f"{len(outcomes)} scenario(s): {json.dumps(counts)}; work in {root}")
