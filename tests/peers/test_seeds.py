@@ -16,9 +16,15 @@ from pathlib import Path
 import pytest
 
 from pykai.compare.diff import differences
+from pykai.compare.expressible import plan
 from pykai.compare.generator import write
+from pykai.compare.run import Side
+from pykai.compare.scenario import read_scenario
 from pykai.compare.side_by_side import AGREE, FAILED, Batch, Outcome, compare
 from pykai.kube import peer_kai, peers
+from pykai.kube.api import connect
+from pykai.model.kinds import BY_KIND
+from tests.peers.test_compare_failures import SCENARIOS, processes_naming
 from tests.peers.test_differential import report
 
 # 32 seeds: about 11 s each here in one batch (both sides at once), 6 minutes
@@ -84,3 +90,20 @@ def test_a_seed_run_after_another_decides_as_alone(batch: Batch, tmp_path: Path)
     for fresh, used in zip(alone.records, after.records, strict=True):
         assert fresh.side == used.side
         assert list(differences(fresh, used)) == [], (fresh.side, report(after))
+
+
+def test_a_cluster_that_does_not_empty_fails_the_next_row(tmp_path: Path) -> None:
+    """The reset is checked: an object that outlives it (a Node held by a finalizer) makes
+    the next plan's row failed, naming it, and the cluster is torn down."""
+    planned = plan(read_scenario(SCENARIOS / "02-gang-all-or-nothing"))
+    with Side("pykai", tmp_path / "pykai", reset_deadline=3.0) as side:
+        assert side.run(planned).failure == ""
+        assert side.cluster is not None
+        held = {"name": "held", "finalizers": ["pykai.test/hold"]}
+        node = {"apiVersion": "v1", "kind": "Node", "metadata": held}
+        connect(side.cluster.kubeconfig).create(BY_KIND["Node"], node)
+        record = side.run(planned)
+        assert "NotEmpty" in record.failure and "Node held" in record.failure, record.failure
+        assert record.steps == ()
+        assert side.cluster is None
+    assert processes_naming(str(tmp_path)) == []

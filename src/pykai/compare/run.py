@@ -4,27 +4,29 @@
 Contract of ``Side(side, directory)`` (a context manager; ``close`` on exit) and its
 ``run(plan)``: the first plan starts the cluster; each later one reuses it, emptied first
 (``reset.reset``: the scheduler stopped, every pod, BindRequest, PodGroup, Queue, Node and
-Event deleted and their absence checked; anything left makes the plan's row failed, naming
-it). Then it creates each ``apply`` step's objects (nodes and queues first, then the
-PodGroups and pods within one second of the apiserver's clock, so that equal ages are equal
-on both sides), runs the plan's steps in order (``delete``: the targets, at once;
-``advance``: a real wait), each ``apply`` and ``delete`` with the scheduler stopped and
-started again after it (KAI: kai-scheduler alone, the other components kept, also from one
-plan to the next; pykai: a new ``pykai run``; a scheduler that saw half of a step would
-decide on half of it, at a point that differs between runs, and a scheduler started afresh
-carries no cache from the last plan), waits after each step until it settled, records it
-(``record.StepRecord``), and stops the scheduler. Settled: nothing the scheduler writes
-(``observe``'s digest) changed for ``quiet`` seconds (KAI: ``KAI_QUIET``, three of its 1 s
-cycles: v0.12.0 counts no cycles in its metrics) and, for pykai, while it also ran
-``SETTLE_CYCLES`` cycles (``pykai_cycles_total`` on its metrics port; ``PYKAI_QUIET`` the
-floor). KAI's stack is started again, on a fresh cluster, when a plan asks for another
-placement or other flags. It never raises for the side's own failure: a scheduler that does
-not start, exits or never settles (``deadline`` seconds per step), or a cluster that does not
-empty, gives a ``Record`` with ``failure`` and the tail of its log; the cluster is torn down
-unless every process of it but the scheduler still runs (then the next plan's reset checks it
-empty), and the next plan starts a fresh one, in a folder of its own under ``directory``
-(``cluster-1``, ``cluster-2``…). ``close`` stops every process the side started. A
-plan's record does not depend on the plans run before it on the same ``Side``.
+Event deleted and their absence checked within ``reset_deadline`` seconds; anything left makes
+the plan's row failed, naming it, and the next plan starts on a fresh cluster). Then it
+creates each ``apply`` step's objects (nodes and queues first, then the PodGroups and pods
+within one second of the apiserver's clock, so that equal ages are equal on both sides), runs
+the plan's steps in order (``delete``: the targets, at once; ``advance``: a real wait), each
+``apply`` and ``delete`` with the scheduler stopped and started again after it (KAI:
+kai-scheduler alone, the other components kept, also from one plan to the next; pykai: a new
+``pykai run``; a scheduler that saw half of a step would decide on half of it, at a point
+that differs between runs, and a scheduler started afresh carries no cache from the last
+plan), waits after each step until it settled, records it (``record.StepRecord``), and stops
+the scheduler. Settled: nothing the scheduler writes (``observe``'s digest) changed for
+``quiet`` seconds (KAI: ``KAI_QUIET``, three of its 1 s cycles: v0.12.0 counts no cycles in
+its metrics) and, for pykai, while it also ran ``SETTLE_CYCLES`` cycles
+(``pykai_cycles_total`` on its metrics port; ``PYKAI_QUIET`` the floor). KAI's stack is
+started again, on a fresh cluster, when a plan asks for another placement or other flags.
+
+It never raises for the side's own failure: a scheduler that does not start, exits or never
+settles (``deadline`` seconds per step), or a cluster that does not empty, gives a ``Record``
+with ``failure`` and the tail of its log. The cluster is then torn down, unless every process
+of it but the scheduler still runs after a failure other than the reset's (the next plan's
+reset checks it empty); a fresh cluster starts in a folder of its own under ``directory``
+(``cluster-1``, ``cluster-2``…). ``close`` stops every process the side started. A plan's
+record does not depend on the plans run before it on the same ``Side``.
 
 ``run_side(plan, side, directory)`` is one plan on a ``Side`` of its own: every process it
 started is stopped before it returns. ``binaries`` replaces the directory of peer binaries
@@ -70,12 +72,18 @@ PYKAI_QUIET = 1.0  # the floor under pykai's cycles (0.3 s each)
 SETTLE_CYCLES = 3  # pykai's cycles without a change: two whole ones after it was seen
 POLL = 0.25  # seconds between two reads of the cluster while it settles
 DEADLINE = 180.0  # seconds a step may take to settle
+RESET_DEADLINE = 60.0  # seconds a used cluster may take to empty
 LOG_TAIL = 3000  # characters of a failed side's log
 
 
 class SideFailed(PykaiError, RuntimeError):
     """The side stopped, did not start, did not settle or did not empty (the message says
     which)."""
+
+
+class NotEmpty(SideFailed):
+    """A used cluster kept objects of an earlier plan after the reset (the message names
+    them)."""
 
 
 def run_side(
@@ -112,8 +120,10 @@ class Side:
         quiet: float | None = None,
         deadline: float = DEADLINE,
         start_timeout: float = 60.0,
+        reset_deadline: float = RESET_DEADLINE,
     ) -> None:
         self.side, self.directory, self.binaries = side, directory, binaries
+        self.reset_deadline = reset_deadline
         self.quiet = quiet if quiet is not None else KAI_QUIET if side == "kai" else PYKAI_QUIET
         self.deadline, self.start_timeout = deadline, start_timeout
         self.cluster: LocalCluster | None = None
@@ -160,7 +170,7 @@ class Side:
         except Exception as exc:  # any failure of the side is its row, never a crash
             failure = f"{type(exc).__name__}: {exc}"
             tail = _log_tail(cluster, self.side)
-            if not _serving(cluster):
+            if isinstance(exc, NotEmpty) or not _serving(cluster):
                 self.close()
         return Record(
             self.side, tuple(steps), nodes, classes, failure, tail, time.monotonic() - begun
@@ -186,10 +196,10 @@ class Side:
         """The cluster up and empty (a used one emptied: ``reset``), else ``SideFailed``."""
         if cluster.status().get("pids"):
             api = connect(cluster.kubeconfig)
-            left = reset(api)
+            left = reset(api, self.reset_deadline)
             if left:
                 shown = ", ".join(left[:10])
-                raise SideFailed(f"the cluster kept {len(left)} object(s) of a plan: {shown}")
+                raise NotEmpty(f"the cluster kept {len(left)} object(s) of a plan: {shown}")
             return api
         cluster.up(timeout=self.start_timeout * 3)  # a loaded machine starts an apiserver slowly
         return connect(cluster.kubeconfig)
