@@ -47,9 +47,10 @@ class Host(Protocol):
     def create(self, obj: Obj) -> Obj:
         """Create an object; return it as stored (AlreadyExists if its name is taken)."""
 
-    def patch(self, obj: Obj, patch: Obj, *, status: bool = False) -> None:
-        """A JSON merge patch of ``obj`` (of its status subresource with ``status``). The
-        write may complete later (a real cluster writes status in the background); what it
+    def patch(self, obj: Obj, patch: Obj, *, status: bool = False, later: bool = False) -> None:
+        """A JSON merge patch of ``obj`` (of its status subresource with ``status``). A status
+        patch, or one asked ``later`` (nothing in this round reads it back), may complete
+        later: a real cluster writes them in the background, one object's in order. What it
         wrote reaches ``get``/``list`` and the engine once it has."""
 
     def delete(self, obj: Obj, *, grace: float | None = None) -> None:

@@ -198,8 +198,5 @@ def annotate_podgroups(host: Host, result: CycleResult) -> None:
         current = mapping(group["metadata"].get("annotations"))
         if any(current.get(k) != v for k, v in values.items()):
             changes.append((group, values))
-    host.each(
-        "the scheduler",
-        changes,
-        lambda item: host.patch(item[0], {"metadata": {"annotations": item[1]}}),
-    )
+    for group, values in changes:  # read back by no one this round: written in the background
+        host.patch(group, {"metadata": {"annotations": values}}, later=True)

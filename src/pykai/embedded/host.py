@@ -95,9 +95,9 @@ class ClusterHost:
         """Store a new object (AlreadyExists if its name is taken)."""
         return self.cluster.create(obj)
 
-    def patch(self, obj: Obj, patch: Obj, *, status: bool = False) -> None:
-        """A JSON merge patch of the stored object (the store keeps no subresources, so a
-        status patch is a patch like any other)."""
+    def patch(self, obj: Obj, patch: Obj, *, status: bool = False, later: bool = False) -> None:
+        """A JSON merge patch of the stored object, made at once (the store keeps no
+        subresources, so a status patch is a patch like any other)."""
         current = self.get(str(obj["kind"]), obj["metadata"]["name"], namespace_of(obj))
         if current is None:
             return
