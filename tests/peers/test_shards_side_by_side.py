@@ -22,9 +22,11 @@ from pykai.compare.scenario import Scenario, Step
 from pykai.compare.shards import ShardRun, compare_shards
 from pykai.compare.side_by_side import AGREE, Outcome
 from pykai.kube import peer_kai, peers
+from pykai.kube.localcluster import LocalCluster, kai_crds
 from pykai.model import builders as b
 from pykai.model.constants import NODE_POOL_LABEL
 from pykai.model.meta import Obj
+from tests.peers.test_compare_failures import processes_naming
 
 PARTITIONS = ["", "a"]
 QUEUE_OF_ANOTHER_SHARD = (
@@ -104,6 +106,16 @@ def test_scenario_splits_across_both_pools() -> None:
         assert {(kind, "a"), (kind, None)} <= pools, kind
 
 
+def test_a_shard_scheduler_needs_a_value_and_a_running_stack(tmp_path: Path) -> None:
+    cluster = LocalCluster(tmp_path, crds=kai_crds())
+    with pytest.raises(peer_kai.KaiStackError, match="default shard"):
+        peer_kai.start_shard(cluster, "")
+    with pytest.raises(peer_kai.KaiStackError, match="call start first"):
+        peer_kai.start_shard(cluster, "a")
+    assert peer_kai.scheduler_process("a") == "kai-scheduler-a"
+    assert peer_kai.scheduler_process() == "kai-scheduler"
+
+
 @pytest.mark.parametrize(
     "across",
     [
@@ -136,4 +148,7 @@ def test_two_shards_decide_as_the_real_kai_with_two_shards(across: bool, tmp_pat
         if node:
             assert pool_of[node] == pool_of[pod], (pod, node)
     assert last.placed["default/a-late-0"] == "", report(outcome, runs)
+    assert last.placed["default/d-two-0"], report(outcome, runs)  # the default shard had room
+    assert runs[0].pools[-1]["default/a-late"] == ("a",), report(outcome, runs)
+    assert processes_naming(str(tmp_path)) == []
     assert outcome.verdict == AGREE, report(outcome, runs)
