@@ -32,7 +32,7 @@ PARTITIONS = ["", "a"]
 QUEUE_OF_ANOTHER_SHARD = (
     "KAI v0.12.0 silently skips a PodGroup whose queue its shard does not list (no condition); "
     "pykai writes QueueDoesNotExist naming the shard's pool, as KAI does since #820: "
-    "docs/conformance.md (l)"
+    "docs/conformance.md (s1)"
 )
 
 try:
