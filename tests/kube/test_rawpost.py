@@ -51,6 +51,16 @@ class _Handler(BaseHTTPRequestHandler):
 
     do_PATCH = do_POST
 
+    def do_DELETE(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.server.seen.append((self.path, self.headers.get("Authorization", ""), {}))
+        self.server.types.append("DELETE")
+        self.send_response(self.server.status)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+        self.wfile.flush()
+
     def log_message(self, format: str, *args: object) -> None:
         """Quiet."""
 
@@ -194,3 +204,21 @@ def test_a_refused_patch_is_the_apis_error_and_a_401_asks_again(server: _Server)
     assert [(r.method, r.headers["Content-Type"]) for r in fallback] == [
         ("PATCH", "application/merge-patch+json")
     ]
+
+
+def test_a_delete_is_one_request_and_a_missing_object_is_no_error(server: _Server) -> None:
+    fallback: list[httpx.Request] = []
+    api = _api(server, fallback)
+    server.status = 200
+    api.delete(BY_KIND["Pod"], "pod-a", "ns", 0)
+    server.status = 404
+    api.delete(BY_KIND["Pod"], "pod-b", "ns")
+    server.status = 500
+    with pytest.raises(ApiError, match="500"):
+        api.delete(BY_KIND["Pod"], "pod-c", "ns")
+    assert [path for path, _, _ in server.seen] == [
+        "/api/v1/namespaces/ns/pods/pod-a?gracePeriodSeconds=0",
+        "/api/v1/namespaces/ns/pods/pod-b",
+        "/api/v1/namespaces/ns/pods/pod-c",
+    ]
+    assert not fallback

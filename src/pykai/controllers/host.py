@@ -53,9 +53,11 @@ class Host(Protocol):
         later: a real cluster writes them in the background, one object's in order. What it
         wrote reaches ``get``/``list`` and the engine once it has."""
 
-    def delete(self, obj: Obj, *, grace: float | None = None) -> None:
+    def delete(self, obj: Obj, *, grace: float | None = None, later: bool = False) -> None:
         """Delete an object (what it owns goes with it); a pod gets ``grace`` seconds to
-        terminate (None: its own terminationGracePeriodSeconds)."""
+        terminate (None: its own terminationGracePeriodSeconds). ``later``: the deletion may
+        complete after this returns (nothing in this round reads it back; a failed one
+        leaves the object for the next round to see)."""
 
     def bind(self, decision: Bind) -> None:
         """Bind a pod as a cycle decided; raises BindFailed if the backend could not."""

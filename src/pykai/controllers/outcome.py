@@ -149,7 +149,7 @@ def _evict(host: Host, pod: Obj, eviction: Evict) -> None:
     group = host.get("PodGroup", name, namespace)
     if group is not None:
         host.record(group, "Evict", f"pod {eviction.name}: {message}", NORMAL, facts=facts)
-    host.delete(pod)
+    host.delete(pod, later=True)  # the engine holds the pod as releasing until the watch tells
 
 
 def _preemptor(host: Host, key: str) -> Obj | None:

@@ -105,7 +105,7 @@ class ClusterHost:
         if merged != current:
             self.cluster.update(merged)
 
-    def delete(self, obj: Obj, *, grace: float | None = None) -> None:
+    def delete(self, obj: Obj, *, grace: float | None = None, later: bool = False) -> None:
         """Delete an object and what it owns. A pod first terminates: it is marked deleted as
         of the end of its grace period (its terminationGracePeriodSeconds unless ``grace``
         says otherwise), and the kubelet stand-in removes it once the clock is past that."""

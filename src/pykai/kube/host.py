@@ -119,10 +119,23 @@ class KubeHost(ObjectCache):
         written.setdefault("kind", kind)
         self.changes.put(Change(kind, WRITTEN, written))
 
-    def delete(self, obj: Obj, *, grace: float | None = None) -> None:
-        """DELETE (a pod terminates over ``grace`` seconds, by default its own period)."""
+    def delete(self, obj: Obj, *, grace: float | None = None, later: bool = False) -> None:
+        """DELETE (a pod terminates over ``grace`` seconds, by default its own period);
+        ``later`` on the bind pool, not waited for (a failure is logged: the pod is still
+        there for the next cycle to see)."""
         kind, namespace, name = key_of(obj)
-        self.api.delete(BY_KIND[kind], name, namespace, None if grace is None else int(grace))
+        seconds = None if grace is None else int(grace)
+        if not later:
+            self.api.delete(BY_KIND[kind], name, namespace, seconds)
+            return
+
+        def delete() -> None:
+            try:
+                self.api.delete(BY_KIND[kind], name, namespace, seconds)
+            except Exception as exc:  # not waited for: logged
+                log.warning("%s %s/%s not deleted: %s", kind, namespace, name, exc)
+
+        self.bind_pool.submit(delete)
 
     def bind(self, decision: Bind) -> None:
         """One write: pods/binding, or a BindRequest for a shared-GPU pod (kube/binder.py);
