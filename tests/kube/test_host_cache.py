@@ -92,3 +92,30 @@ def test_a_pod_counts_as_bound_until_its_bind_request_is_given_up(
     assert task is not None
     assert (task.status in HOLDS_NODE) is holds_node
     assert (task.node == "n1") is holds_node
+
+
+def test_what_an_owner_owns_follows_its_objects_references() -> None:
+    """``owned`` from the owner index: an object counts for the owners its latest version
+    names, and not once it is gone."""
+    job = {"kind": "Job", "metadata": {"name": "j", "namespace": "default", "uid": "uid-j"}}
+    other = {"kind": "Job", "metadata": {"name": "k", "namespace": "default", "uid": "uid-k"}}
+
+    def pod(name: str, owner: str) -> Obj:
+        made = builders.pod(name, uid=f"uid-{name}")
+        made["metadata"]["ownerReferences"] = [
+            {"kind": "Job", "name": owner, "uid": f"uid-{owner}"}
+        ]
+        return made
+
+    host = host_with(pod("a", "j"))
+    host.apply(Change("Pod", "ADDED", pod("b", "j")))
+    host.apply(Change("Pod", "ADDED", builders.pod("c", uid="uid-c")))  # owned by no one
+    assert [p["metadata"]["name"] for p in host.owned(job, "Pod")] == ["a", "b"]
+    host.apply(Change("Pod", "MODIFIED", pod("b", "k")))  # its owner changed
+    assert [p["metadata"]["name"] for p in host.owned(job, "Pod")] == ["a"]
+    assert [p["metadata"]["name"] for p in host.owned(other, "Pod")] == ["b"]
+    host.apply(Change("Pod", "DELETED", pod("a", "j")))
+    assert host.owned(job, "Pod") == [] and host.owned(job, "Job") == []
+    host.apply(Change("Pod", "SYNC", None, (pod("d", "j"),)))  # a relist: only what it holds
+    assert [p["metadata"]["name"] for p in host.owned(job, "Pod")] == ["d"]
+    assert host.owned(other, "Pod") == []

@@ -1,6 +1,6 @@
-"""Binds over plain keep-alive connections (kube/rawpost.py): a connection the server closed
-is replaced, a 401 is asked again through httpx (whose auth flow refreshes credentials), any
-other refusal is the API's error, and every answer is counted."""
+"""Binds and patches over plain keep-alive connections (kube/rawpost.py): a connection the
+server closed is replaced, a 401 is asked again through httpx (whose auth flow refreshes
+credentials), any other refusal is the API's error, and every answer is counted."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from pykai.kube.auth import BearerToken
 from pykai.kube.kubeconfig import Connection
 from pykai.kube.metrics import RunMetrics
 from pykai.kube.rawpost import RawPoster
+from pykai.model.kinds import BY_KIND
 from tests.kube.test_metrics import scrape, value
 
 
@@ -26,6 +27,7 @@ class _Server(ThreadingHTTPServer):
     status = 201
     close_after = False  # close each connection after its answer, as an idle timeout would
     seen: list[tuple[str, str, dict[str, object]]]
+    types: list[str]  # "METHOD content-type" of each request
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -35,7 +37,10 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.seen.append((self.path, self.headers.get("Authorization", ""), body))
+        self.server.types.append(f"{self.command} {self.headers['Content-Type']}")
         answer = json.dumps({"kind": "Status", "message": f"answer {self.server.status}"})
+        if self.command == "PATCH" and self.server.status < 300:  # the object as patched
+            answer = json.dumps({"kind": "PodGroup", "metadata": {"name": "pg"}, **body})
         self.send_response(self.server.status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(answer)))
@@ -44,6 +49,18 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
         self.close_connection = self.server.close_after  # without saying so: the client finds out
 
+    do_PATCH = do_POST
+
+    def do_DELETE(self) -> None:
+        self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        self.server.seen.append((self.path, self.headers.get("Authorization", ""), {}))
+        self.server.types.append("DELETE")
+        self.send_response(self.server.status)
+        self.send_header("Content-Length", "2")
+        self.end_headers()
+        self.wfile.write(b"{}")
+        self.wfile.flush()
+
     def log_message(self, format: str, *args: object) -> None:
         """Quiet."""
 
@@ -51,7 +68,7 @@ class _Handler(BaseHTTPRequestHandler):
 @pytest.fixture
 def server() -> Iterator[_Server]:
     httpd = _Server(("127.0.0.1", 0), _Handler)
-    httpd.seen = []
+    httpd.seen, httpd.types = [], []
     thread = threading.Thread(target=httpd.serve_forever, daemon=True)
     thread.start()
     yield httpd
@@ -158,3 +175,50 @@ def test_binds_go_through_httpx_where_a_proxy_stands_between(
         monkeypatch.setenv(name, setting)
     connection = Connection("https://api.example:6443", ssl.create_default_context(), None, (), "x")
     assert (raw_poster(connection) is not None) == raw
+
+
+def test_a_patch_is_one_merge_patch_whose_answer_is_the_object(server: _Server) -> None:
+    server.status = 200
+    fallback: list[httpx.Request] = []
+    patched = _api(server, fallback).patch(
+        BY_KIND["PodGroup"], "pg", {"status": {"phase": "Running"}}, "ns", "status"
+    )
+    assert patched == {
+        "kind": "PodGroup",
+        "metadata": {"name": "pg"},
+        "status": {"phase": "Running"},
+    }
+    assert [path for path, _, _ in server.seen] == [
+        "/apis/scheduling.run.ai/v2alpha2/namespaces/ns/podgroups/pg/status"
+    ]
+    assert server.types == ["PATCH application/merge-patch+json"] and not fallback
+
+
+def test_a_refused_patch_is_the_apis_error_and_a_401_asks_again(server: _Server) -> None:
+    server.status = 404
+    fallback: list[httpx.Request] = []
+    with pytest.raises(ApiError, match="404"):
+        _api(server, fallback).patch(BY_KIND["PodGroup"], "pg", {"status": {}}, "ns", "status")
+    server.status = 401
+    _api(server, fallback).patch(BY_KIND["PodGroup"], "pg", {"status": {}}, "ns", "status")
+    assert [(r.method, r.headers["Content-Type"]) for r in fallback] == [
+        ("PATCH", "application/merge-patch+json")
+    ]
+
+
+def test_a_delete_is_one_request_and_a_missing_object_is_no_error(server: _Server) -> None:
+    fallback: list[httpx.Request] = []
+    api = _api(server, fallback)
+    server.status = 200
+    api.delete(BY_KIND["Pod"], "pod-a", "ns", 0)
+    server.status = 404
+    api.delete(BY_KIND["Pod"], "pod-b", "ns")
+    server.status = 500
+    with pytest.raises(ApiError, match="500"):
+        api.delete(BY_KIND["Pod"], "pod-c", "ns")
+    assert [path for path, _, _ in server.seen] == [
+        "/api/v1/namespaces/ns/pods/pod-a?gracePeriodSeconds=0",
+        "/api/v1/namespaces/ns/pods/pod-b",
+        "/api/v1/namespaces/ns/pods/pod-c",
+    ]
+    assert not fallback

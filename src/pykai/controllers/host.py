@@ -47,14 +47,17 @@ class Host(Protocol):
     def create(self, obj: Obj) -> Obj:
         """Create an object; return it as stored (AlreadyExists if its name is taken)."""
 
-    def patch(self, obj: Obj, patch: Obj, *, status: bool = False) -> None:
-        """A JSON merge patch of ``obj`` (of its status subresource with ``status``). The
-        write may complete later (a real cluster writes status in the background); what it
+    def patch(self, obj: Obj, patch: Obj, *, status: bool = False, later: bool = False) -> None:
+        """A JSON merge patch of ``obj`` (of its status subresource with ``status``). A status
+        patch, or one asked ``later`` (nothing in this round reads it back), may complete
+        later: a real cluster writes them in the background, one object's in order. What it
         wrote reaches ``get``/``list`` and the engine once it has."""
 
-    def delete(self, obj: Obj, *, grace: float | None = None) -> None:
+    def delete(self, obj: Obj, *, grace: float | None = None, later: bool = False) -> None:
         """Delete an object (what it owns goes with it); a pod gets ``grace`` seconds to
-        terminate (None: its own terminationGracePeriodSeconds)."""
+        terminate (None: its own terminationGracePeriodSeconds). ``later``: the deletion may
+        complete after this returns (nothing in this round reads it back; a failed one
+        leaves the object for the next round to see)."""
 
     def bind(self, decision: Bind) -> None:
         """Bind a pod as a cycle decided; raises BindFailed if the backend could not."""

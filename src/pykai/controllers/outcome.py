@@ -149,7 +149,7 @@ def _evict(host: Host, pod: Obj, eviction: Evict) -> None:
     group = host.get("PodGroup", name, namespace)
     if group is not None:
         host.record(group, "Evict", f"pod {eviction.name}: {message}", NORMAL, facts=facts)
-    host.delete(pod)
+    host.delete(pod, later=True)  # the engine holds the pod as releasing until the watch tells
 
 
 def _preemptor(host: Host, key: str) -> Obj | None:
@@ -198,8 +198,5 @@ def annotate_podgroups(host: Host, result: CycleResult) -> None:
         current = mapping(group["metadata"].get("annotations"))
         if any(current.get(k) != v for k, v in values.items()):
             changes.append((group, values))
-    host.each(
-        "the scheduler",
-        changes,
-        lambda item: host.patch(item[0], {"metadata": {"annotations": item[1]}}),
-    )
+    for group, values in changes:  # read back by no one this round: written in the background
+        host.patch(group, {"metadata": {"annotations": values}}, later=True)

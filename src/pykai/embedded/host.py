@@ -95,9 +95,9 @@ class ClusterHost:
         """Store a new object (AlreadyExists if its name is taken)."""
         return self.cluster.create(obj)
 
-    def patch(self, obj: Obj, patch: Obj, *, status: bool = False) -> None:
-        """A JSON merge patch of the stored object (the store keeps no subresources, so a
-        status patch is a patch like any other)."""
+    def patch(self, obj: Obj, patch: Obj, *, status: bool = False, later: bool = False) -> None:
+        """A JSON merge patch of the stored object, made at once (the store keeps no
+        subresources, so a status patch is a patch like any other)."""
         current = self.get(str(obj["kind"]), obj["metadata"]["name"], namespace_of(obj))
         if current is None:
             return
@@ -105,7 +105,7 @@ class ClusterHost:
         if merged != current:
             self.cluster.update(merged)
 
-    def delete(self, obj: Obj, *, grace: float | None = None) -> None:
+    def delete(self, obj: Obj, *, grace: float | None = None, later: bool = False) -> None:
         """Delete an object and what it owns. A pod first terminates: it is marked deleted as
         of the end of its grace period (its terminationGracePeriodSeconds unless ``grace``
         says otherwise), and the kubelet stand-in removes it once the clock is past that."""

@@ -87,6 +87,8 @@ class _Event(msgspec.Struct):
 
 _LIST_DECODER = msgspec.json.Decoder(_List)
 _EVENT_DECODER = msgspec.json.Decoder(_Event)
+_OBJECT = msgspec.json.Decoder(dict[str, Any])
+MERGE_PATCH = "application/merge-patch+json"
 
 # what a call to the apiserver may raise: a refusal, or no answer (e.g. while it restarts)
 API_ERRORS = (ApiError, httpx.HTTPError)
@@ -281,22 +283,37 @@ class KubeApi:
     def patch(
         self, kind: KindSpec, name: str, patch: Obj, namespace: str = "", sub: str = ""
     ) -> Obj:
-        """A JSON merge patch of an object (or of its status with ``sub="status"``)."""
-        response = self.http.patch(
-            self.path(kind, namespace, name, sub),
-            content=json.dumps(patch),
-            headers={"Content-Type": "application/merge-patch+json"},
-        )
-        patched: Obj = self._check(response, "patch")
+        """A JSON merge patch of an object (or of its status with ``sub="status"``); through
+        the poster where there is one, as a bind."""
+        path = self.path(kind, namespace, name, sub)
+        content = json.dumps(patch).encode()
+        if self.poster is not None:
+            status, answer = self.poster.send("PATCH", path, content, MERGE_PATCH)
+            if status < 300:
+                patched: Obj = _decoded(_OBJECT, answer, "patched object")
+                return patched
+            if status != 401:  # a 401 is asked again through httpx, whose auth flow refreshes
+                raise self._refusal(status, answer, "patch", path)
+        response = self.http.patch(path, content=content, headers={"Content-Type": MERGE_PATCH})
+        patched = self._check(response, "patch")
         return patched
 
     def delete(
         self, kind: KindSpec, name: str, namespace: str = "", grace_seconds: int | None = None
     ) -> None:
         """Delete an object (a missing one is not an error); ``grace_seconds=0`` removes a
-        terminating pod at once, as its kubelet does once the containers stopped."""
+        terminating pod at once, as its kubelet does once the containers stopped; through the
+        poster where there is one, as a bind."""
+        path = self.path(kind, namespace, name)
         params = {} if grace_seconds is None else {"gracePeriodSeconds": str(grace_seconds)}
-        response = self.http.delete(self.path(kind, namespace, name), params=params)
+        if self.poster is not None:
+            query = f"?gracePeriodSeconds={grace_seconds}" if grace_seconds is not None else ""
+            status, answer = self.poster.send("DELETE", path + query, b"")
+            if status < 300 or status == 404:
+                return
+            if status != 401:  # a 401 is asked again through httpx, whose auth flow refreshes
+                raise self._refusal(status, answer, "delete", path)
+        response = self.http.delete(path, params=params)
         if response.status_code != 404:
             self._check(response, "delete")
 

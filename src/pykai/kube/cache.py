@@ -43,6 +43,18 @@ WRITTEN = "WRITTEN"  # a Change that is the answer to one of our own writes
 _GONE_KEPT = 100_000  # deleted uids remembered against late answers
 
 
+def _owner_uids(obj: Obj | None) -> set[str]:
+    """The uids an object's ownerReferences name (none for no object)."""
+    if obj is None:
+        return set()
+    refs = obj["metadata"].get("ownerReferences")
+    return (
+        {str(r.get("uid")) for r in refs if isinstance(r, dict)}
+        if isinstance(refs, list)
+        else set()
+    )
+
+
 def key_of(obj: Obj) -> tuple[str, str, str]:
     """(kind, namespace, name)."""
     meta = obj["metadata"]
@@ -66,6 +78,7 @@ class ObjectCache:
         self.backoff = BindBackoff()
         self.state = ClusterState()
         self.objects: dict[str, dict[Key, Obj]] = {}  # kind -> (namespace, name) -> object
+        self._owned: dict[tuple[str, str], set[Key]] = {}  # (kind, owner uid) -> objects
         self.changes: queue.Queue[Change] = queue.Queue() if changes is None else changes
         self.synced: set[str] = set()
         self.report_binds = report_binds
@@ -140,7 +153,10 @@ class ObjectCache:
 
     def _remember(self, obj: Obj) -> None:
         kind, namespace, name = key_of(obj)
-        self.objects.setdefault(kind, {})[(namespace, name)] = obj
+        kept = self.objects.setdefault(kind, {})
+        before = kept.get((namespace, name))
+        kept[(namespace, name)] = obj
+        self._index_owners(kind, (namespace, name), before, obj)
         if kind == "BindRequest":
             pod = self.get("Pod", str(obj.get("spec", {}).get("podName", "")), namespace)
             if pod is not None:
@@ -164,8 +180,21 @@ class ObjectCache:
             self.events.record(pod, "FailedBinding", message, WARNING)
         return True
 
+    def _index_owners(self, kind: str, key: Key, before: Obj | None, after: Obj | None) -> None:
+        """The owner index (``owned``) kept in step with one object's change."""
+        old, new = _owner_uids(before), _owner_uids(after)
+        for uid in old - new:
+            owned = self._owned.get((kind, uid))
+            if owned is not None:
+                owned.discard(key)
+                if not owned:
+                    del self._owned[(kind, uid)]
+        for uid in new - old:
+            self._owned.setdefault((kind, uid), set()).add(key)
+
     def _forget(self, kind: str, key: Key) -> None:
         obj = self.objects.get(kind, {}).pop(key, None)
+        self._index_owners(kind, key, obj, None)
         if kind == "BindRequest" and obj is not None:
             pod = self.get("Pod", str((obj.get("spec") or {}).get("podName", "")), key[0])
             if pod is not None:
@@ -219,13 +248,11 @@ class ObjectCache:
         return builtins.list(self.objects.get(kind, {}).values())
 
     def owned(self, owner: Obj, kind: str) -> builtins.list[Obj]:
-        """Cached objects of ``kind`` controlled by ``owner``."""
-        uid = owner["metadata"].get("uid")
-        return [
-            obj
-            for obj in self.objects.get(kind, {}).values()
-            if any(ref.get("uid") == uid for ref in obj["metadata"].get("ownerReferences") or [])
-        ]
+        """Cached objects of ``kind`` controlled by ``owner`` (from an index: the Kueue pass
+        asks for every admitted Workload's, each cycle)."""
+        kept = self.objects.get(kind, {})
+        keys = self._owned.get((kind, str(owner["metadata"].get("uid"))), ())
+        return [kept[key] for key in sorted(keys) if key in kept]
 
     def isolation(self, component: str) -> Isolation:
         """Per-object fault isolation for one component (controllers/faults.py)."""

@@ -4,7 +4,8 @@ object cache (kube/cache.py), writes go to the API.
 Every write's answer is queued for the cache, so the engine sees it once the cache drains.
 ``each`` runs a controller's work on many objects in parallel (the write pool), each isolated,
 and drains what they wrote afterwards, so the next controller of the round reads it. Status
-patches go out in the background, at most one per object at a time, and are never waited for
+patches, and the annotations a cycle asks for ``later``, go out in the background
+(kube/writeback.py: at most one per object at a time, coalesced) and are never waited for
 (5,000 PodGroup statuses once held a cycle 9.4 s). Binds start while the cycle still decides
 (``bind_early``, on their own pool): each committed allocation is final, and the cycle's
 outcome (a failed bind rolled back and held) is taken from their answers when the cycle
@@ -32,6 +33,7 @@ from pykai.kube.binder import Binder
 from pykai.kube.cache import WRITTEN, ObjectCache, key_of
 from pykai.kube.events import EventRecorder
 from pykai.kube.informer import Change
+from pykai.kube.writeback import Writeback
 from pykai.model.errors import AlreadyExists
 from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
@@ -75,7 +77,7 @@ class KubeHost(ObjectCache):
         self.api, self.pool = api, pool
         self.bound = bound
         self.binder = Binder(api, pool, self.events)
-        self._in_flight: set[tuple[str, str, str]] = set()  # status patches under way
+        self.writeback = Writeback(api, self.background, self._patched)
         self._serials = itertools.count(secrets.randbelow(1 << 30))  # fresh names per process
         # binds under way since their statement committed: (namespace, name, uid) -> the
         # decision and its answer (an error, or "")
@@ -104,35 +106,36 @@ class KubeHost(ObjectCache):
         self.changes.put(Change(kind.kind, WRITTEN, created))
         return created
 
-    def patch(self, obj: Obj, patch: Obj, *, status: bool = False) -> None:
-        """A merge patch; a status patch goes out in the background, at most one per object
-        at a time (a failed one is tried again by a later cycle)."""
+    def patch(self, obj: Obj, patch: Obj, *, status: bool = False, later: bool = False) -> None:
+        """A merge patch; a status patch, or one asked ``later``, goes out in the background
+        (kube/writeback.py: one object's in order, coalesced, tried again)."""
         kind, namespace, name = key_of(obj)
-        if not status:
-            self._patched(kind, self.api.patch(BY_KIND[kind], name, patch, namespace))
+        if status or later:
+            self.writeback.patch(kind, namespace, name, "status" if status else "", patch)
             return
-        if (kind, namespace, name) in self._in_flight:
-            return
-        self._in_flight.add((kind, namespace, name))
-
-        def write() -> None:
-            try:
-                self._patched(kind, self.api.patch(BY_KIND[kind], name, patch, namespace, "status"))
-            except Exception as exc:  # a background write: logged, tried again next cycle
-                log.warning("status of %s %s/%s not written: %s", kind, namespace, name, exc)
-            finally:
-                self._in_flight.discard((kind, namespace, name))
-
-        self.background.submit(write)
+        self._patched(kind, self.api.patch(BY_KIND[kind], name, patch, namespace))
 
     def _patched(self, kind: str, written: Obj) -> None:
         written.setdefault("kind", kind)
         self.changes.put(Change(kind, WRITTEN, written))
 
-    def delete(self, obj: Obj, *, grace: float | None = None) -> None:
-        """DELETE (a pod terminates over ``grace`` seconds, by default its own period)."""
+    def delete(self, obj: Obj, *, grace: float | None = None, later: bool = False) -> None:
+        """DELETE (a pod terminates over ``grace`` seconds, by default its own period);
+        ``later`` on the bind pool, not waited for (a failure is logged: the pod is still
+        there for the next cycle to see)."""
         kind, namespace, name = key_of(obj)
-        self.api.delete(BY_KIND[kind], name, namespace, None if grace is None else int(grace))
+        seconds = None if grace is None else int(grace)
+        if not later:
+            self.api.delete(BY_KIND[kind], name, namespace, seconds)
+            return
+
+        def delete() -> None:
+            try:
+                self.api.delete(BY_KIND[kind], name, namespace, seconds)
+            except Exception as exc:  # not waited for: logged
+                log.warning("%s %s/%s not deleted: %s", kind, namespace, name, exc)
+
+        self.bind_pool.submit(delete)
 
     def bind(self, decision: Bind) -> None:
         """One write: pods/binding, or a BindRequest for a shared-GPU pod (kube/binder.py);

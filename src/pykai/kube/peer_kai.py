@@ -27,11 +27,26 @@ Contract of ``start``:
 the same arguments (a side-by-side run applies each step of a scenario while no scheduler
 decides).
 
+Scheduling shards (docs/shards.md): the stack's kai-scheduler is KAI's default shard
+(``--partition-label-value=``: the objects without the node-pool label). Contract of
+``start_shard(cluster, value)``: beside a running stack, one more kai-scheduler for the
+SchedulingShard whose ``partitionLabelValue`` is ``value`` (non-empty), with the operator's
+arguments for that shard (resources_for_shard.go buildArgsList: the same flags but the
+partition value), its own configuration file ``kai-scheduler-VALUE.yaml``, its own free
+loopback ports (metrics, plugin server), recorded by ``LocalCluster.launch`` as
+``kai-scheduler-VALUE`` (its log ``kai-scheduler-VALUE.log``; the binary is reached through
+a link of that name in the cluster's directory), so ``LocalCluster.down`` stops it; it
+returns once it serves its metrics, else ``KaiStackError``. The binder, pod-grouper and
+controllers serve every shard, as the operator deploys them once. ``stop_scheduler`` and
+``restart_scheduler`` take ``shard=VALUE`` for it; ``restart_schedulers`` starts several
+stopped ones again at once.
+
 Pods reach it with ``spec.schedulerName: kai-scheduler``; a bare pod that names its PodGroup in
 the ``pod-group-name`` annotation keeps it (the podgrouper leaves it alone)."""
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
 import json
 import os
@@ -141,7 +156,7 @@ def start(
     kubeconfig = f"--kubeconfig={cluster.kubeconfig}"
     ports = {name: free_port() for name in ("binder", "podgrouper", "queues", "metrics", "plug")}
     loopback = {name: f"127.0.0.1:{port}" for name, port in ports.items()}
-    common_pools = [f"--nodepool-label-key={NODE_POOL_LABEL}"]
+    common_pools = [f"--nodepool-label-key={NODE_POOL_LABEL}"]  # KAI's Config's global key
     arguments = {
         "kai-podgrouper": [
             kubeconfig,
@@ -173,17 +188,7 @@ def start(
             "--cdi-enabled=false",
             "--fake-gpu-nodes",
         ],
-        "kai-scheduler": [
-            f"--scheduler-conf={config}",
-            f"--scheduler-name={SCHEDULER_NAME}",
-            f"--namespace={NAMESPACE}",
-            *common_pools,
-            "--partition-label-value=",
-            "--resource-reservation-app-label=kai-resource-reservation",
-            f"--listen-address={loopback['metrics']}",
-            f"--plugin-server-port={ports['plug']}",
-            *flags,
-        ],
+        "kai-scheduler": _scheduler_args(config, "", loopback["metrics"], ports["plug"], flags),
     }
     with _turn(port_wait):
         for name in COMPONENTS:
@@ -199,10 +204,11 @@ def start(
     _wait_serving(cluster, f"http://{loopback['metrics']}/metrics", timeout)
 
 
-def stop_scheduler(cluster: LocalCluster, timeout: float = 30.0) -> None:
+def stop_scheduler(cluster: LocalCluster, timeout: float = 30.0, *, shard: str = "") -> None:
     """Stop the running stack's kai-scheduler alone (SIGTERM, SIGKILL after ``timeout``
-    seconds), the other components kept: nothing is decided until ``restart_scheduler``."""
-    pid = cast(dict[str, int], cluster.status().get("pids", {})).get("kai-scheduler")
+    seconds), the other components kept: nothing is decided until ``restart_scheduler``.
+    ``shard``: the kai-scheduler ``start_shard`` started for that partition value instead."""
+    pid = cast(dict[str, int], cluster.status().get("pids", {})).get(scheduler_process(shard))
     if pid is None or not alive(pid):
         return
     os.kill(pid, signal.SIGTERM)
@@ -214,12 +220,92 @@ def stop_scheduler(cluster: LocalCluster, timeout: float = 30.0) -> None:
         time.sleep(0.1)
 
 
-def restart_scheduler(cluster: LocalCluster, timeout: float = 60.0) -> None:
+def restart_scheduler(cluster: LocalCluster, timeout: float = 60.0, *, shard: str = "") -> None:
     """Start kai-scheduler again as ``start`` did (same arguments and ports, recorded again
-    for ``LocalCluster.down``); returns once it serves its metrics."""
-    saved = json.loads((cluster.directory / SCHEDULER_ARGS).read_text())
-    cluster.launch("kai-scheduler", saved["args"], saved["env"])
-    _wait_serving(cluster, f"http://{saved['url']}/metrics", timeout)
+    for ``LocalCluster.down``); returns once it serves its metrics. ``shard``: the
+    kai-scheduler ``start_shard`` started for that partition value, as it started it."""
+    restart_schedulers(cluster, [shard], timeout)
+
+
+def restart_schedulers(cluster: LocalCluster, shards: list[str], timeout: float = 60.0) -> None:
+    """``restart_scheduler`` for each of ``shards`` (``""``: the stack's own) at once: all are
+    launched, then each is waited for (one waited for alone would find the others still
+    stopped, and ``_wait_serving`` wants every recorded process alive)."""
+    urls = []
+    for shard in shards:
+        saved = json.loads((cluster.directory / _args_file(shard)).read_text())
+        binaries = Path(saved.get("binaries") or cluster.binaries)
+        launcher = dataclasses.replace(cluster, binaries=binaries)
+        launcher.launch(scheduler_process(shard), saved["args"], saved["env"])
+        urls.append(f"http://{saved['url']}/metrics")
+    for url in urls:
+        _wait_serving(cluster, url, timeout)
+
+
+def scheduler_process(shard: str = "") -> str:
+    """The name a kai-scheduler is recorded under: ``kai-scheduler`` for the stack's own (the
+    default shard), ``kai-scheduler-VALUE`` for the one ``start_shard`` started."""
+    return f"{SCHEDULER_NAME}-{shard}" if shard else SCHEDULER_NAME
+
+
+def start_shard(
+    cluster: LocalCluster,
+    value: str,
+    *,
+    gpu: str = "binpack",
+    cpu: str = "binpack",
+    timeout: float = 60.0,
+    flags: tuple[str, ...] = (),
+) -> None:
+    """One more kai-scheduler, for the shard of partition ``value``, beside the stack ``start``
+    started (see the module's contract); ``flags`` after the operator's arguments."""
+    name = scheduler_process(value)
+    if not value:
+        raise KaiStackError("the stack's own kai-scheduler is the default shard: name a value")
+    pids = cast(dict[str, int], cluster.status().get("pids", {}))
+    if SCHEDULER_NAME not in pids:
+        raise KaiStackError("start_shard needs a running KAI stack: call start first")
+    if name in pids:
+        raise KaiStackError(f"{name} was started already")
+    links = cluster.directory / "kai-shards" / value
+    links.mkdir(parents=True, exist_ok=True)
+    link = links / name
+    link.unlink(missing_ok=True)
+    link.symlink_to(cluster.binary(SCHEDULER_NAME).resolve())
+    config = cluster.directory / f"{name}.yaml"
+    config.write_text(yaml.safe_dump(scheduler_config(gpu, cpu), sort_keys=False))
+    env = {"KUBECONFIG": str(cluster.kubeconfig)}
+    metrics, plug = free_port(), free_port()
+    url = f"127.0.0.1:{metrics}"
+    args = _scheduler_args(config, value, url, plug, flags)
+    launched = {f"{name}-metrics": metrics, f"{name}-plug": plug}
+    dataclasses.replace(cluster, binaries=links).launch(name, args, env, **launched)
+    (cluster.directory / _args_file(value)).write_text(
+        json.dumps({"args": args, "env": env, "url": url, "binaries": str(links)})
+    )
+    _wait_serving(cluster, f"http://{url}/metrics", timeout)
+
+
+def _scheduler_args(
+    config: Path, value: str, metrics: str, plug: int, flags: tuple[str, ...]
+) -> list[str]:
+    """kai-scheduler's arguments as KAI's operator gives them to the shard of partition
+    ``value`` (resources_for_shard.go buildArgsList), on loopback ports, then ``flags``."""
+    return [
+        f"--scheduler-conf={config}",
+        f"--scheduler-name={SCHEDULER_NAME}",
+        f"--namespace={NAMESPACE}",
+        f"--nodepool-label-key={NODE_POOL_LABEL}",
+        f"--partition-label-value={value}",
+        "--resource-reservation-app-label=kai-resource-reservation",
+        f"--listen-address={metrics}",
+        f"--plugin-server-port={plug}",
+        *flags,
+    ]
+
+
+def _args_file(shard: str) -> str:
+    return f"{scheduler_process(shard)}.args.json" if shard else SCHEDULER_ARGS
 
 
 @contextmanager

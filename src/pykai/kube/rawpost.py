@@ -1,8 +1,9 @@
-"""POSTs of small JSON bodies over plain ``http.client`` keep-alive connections, one per
-thread (TLS set up once per connection): the binds, thousands at a time, cost the process a
-fraction of the CPU httpx spends on each request. Trust, client certificates and credentials
-come from the same kubeconfig Connection as the httpx client (kube/kubeconfig.py); a 401 is
-left to the caller, which asks again through httpx (its auth flow refreshes credentials).
+"""Writes of small JSON bodies over plain ``http.client`` keep-alive connections, one per
+thread (TLS set up once per connection): the binds and the status and annotation patches,
+thousands at a time, cost the process a fraction of the CPU httpx spends on each request.
+Trust, client certificates and credentials come from the same kubeconfig Connection as the
+httpx client (kube/kubeconfig.py); a 401 is left to the caller, which asks again through
+httpx (its auth flow refreshes credentials).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pykai.kube.kubeconfig import Connection
 
 
 class RawPoster:
-    """``post(path, body)`` -> (status, body) on this thread's connection to the apiserver;
+    """``send(method, path, body)`` -> (status, body) on this thread's connection to the apiserver;
     an error on the way is an httpx.TransportError (the callers' API_ERRORS). Each answer is
     told to the ``answered`` hooks (method, path, status), as httpx's response hooks are."""
 
@@ -36,17 +37,27 @@ class RawPoster:
 
     def post(self, path: str, body: bytes) -> tuple[int, bytes]:
         """POST ``body`` (JSON) to ``path``; the answer's status and body."""
+        return self.send("POST", path, body)
+
+    def send(
+        self, method: str, path: str, body: bytes, content_type: str = "application/json"
+    ) -> tuple[int, bytes]:
+        """``method`` with ``body`` (of ``content_type``) to ``path``; the answer's status
+        and body."""
         connection = self._connection()
+        headers = self._headers(method, path)
+        if content_type != headers["Content-Type"]:
+            headers = headers | {"Content-Type": content_type}
         try:
-            connection.request("POST", self.prefix + path, body, self._headers(path))
+            connection.request(method, self.prefix + path, body, headers)
             response = connection.getresponse()
             data = response.read()
         except (OSError, http.client.HTTPException) as exc:
             connection.close()
             self._local.connection = None
-            raise httpx.TransportError(f"POST {path}: {exc!r}") from exc
+            raise httpx.TransportError(f"{method} {path}: {exc!r}") from exc
         for hook in self.answered:
-            hook("POST", path, response.status)
+            hook(method, path, response.status)
         return response.status, data
 
     def _connection(self) -> http.client.HTTPConnection:
@@ -68,11 +79,11 @@ class RawPoster:
             self._local.connection = connection
         return connection
 
-    def _headers(self, path: str) -> dict[str, str]:
+    def _headers(self, method: str, path: str) -> dict[str, str]:
         """The fixed headers and the credentials' (what the auth flow adds to a request)."""
         if self.auth is None:
             return self.headers
-        request = httpx.Request("POST", f"https://{self.host}{self.prefix}{path}")
+        request = httpx.Request(method, f"https://{self.host}{self.prefix}{path}")
         sent = next(self.auth.sync_auth_flow(request))
         authorization = sent.headers.get("Authorization")
         return self.headers | {"Authorization": authorization} if authorization else self.headers
