@@ -38,8 +38,8 @@ KNOWN = {
         "priority and preemptibility; not copied: conformance.md (i)",
     ),
     16: "KAI v0.12.0 keeps j11's condition after its pods run (KAI #1888): conformance.md (h)",
-    18: "KAI deletes j23-0, pipelined by reclaim and evicted, never bound, by another reclaim in "
-    "the same cycle; pykai binds it: not settled yet (reported to the lead, issue 23)",
+    18: "KAI's reclaim takes j23-0, pipelined by another reclaim of the same cycle and never "
+    "bound, as a victim and deletes its pod; pykai binds it: not copied, conformance.md (j)",
 }
 # the seed run again alone, and the one it follows in the batch: both agree
 AGAIN, BEFORE = 3, 2
