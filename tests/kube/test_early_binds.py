@@ -118,6 +118,47 @@ def test_a_cycle_that_fails_after_its_binds_started_leaves_them_in_the_cache() -
     assert refused is not None and refused.status not in HOLDS_NODE
 
 
+class SlowApi(RecordingApi):
+    """Answers each bind once ``release`` is set."""
+
+    def __init__(self, refuse: frozenset[str] = frozenset()) -> None:
+        super().__init__(refuse)
+        self.release = threading.Event()
+
+    def bind(self, namespace: str, name: str, node: str, uid: str = "") -> None:
+        assert self.release.wait(30)
+        super().bind(namespace, name, node, uid)
+
+
+def test_a_round_does_not_wait_for_a_bind_under_way_and_a_later_round_takes_its_answer() -> None:
+    """The carry-out leaves a bind still under way to a later round: a refused one is then
+    rolled back and held, a bound one is cached as bound; meanwhile the engine assumes both."""
+    api = SlowApi(refuse=frozenset({"alone-b-0"}))
+    with ThreadPoolExecutor(2) as binds:
+        host = KubeHost(cast(KubeApi, api), InlineExecutor(), bind_pool=binds)
+        api.host = host
+        objects = cluster_of_eight_gpus(gang("alone-a", 1, 4), gang("alone-b", 1, 4))
+        for kind in ("PriorityClass", "Queue", "Node", "PodGroup", "Pod", "BindRequest"):
+            host.apply(Change(kind, "SYNC", None, tuple(o for o in objects if o["kind"] == kind)))
+        result = Scheduler().run_cycle(host.state, time.time(), host.bind_early)
+        carry_out(host, result, scheduled_events=False)  # returns with both binds under way
+        assert api.binds == [] and host.bind_answers() == []
+        for name in ("alone-a-0", "alone-b-0"):
+            task = host.state.task_by_key("default", name)
+            assert task is not None and task.status in HOLDS_NODE  # assumed meanwhile
+        api.release.set()
+        binds.shutdown(wait=True)  # both answered
+        carry_out(host, Scheduler().run_cycle(host.state, time.time(), host.bind_early))
+        host.drain()
+    refused = host.state.task_by_key("default", "alone-b-0")
+    kept = host.state.task_by_key("default", "alone-a-0")
+    assert refused is not None and refused.status not in HOLDS_NODE
+    assert host.backoff.held("uid-alone-b-0", time.time())
+    assert kept is not None and kept.status in HOLDS_NODE and kept.node == "n1"
+    assert (host.get("Pod", "alone-a-0", "default") or {})["spec"]["nodeName"] == "n1"
+    assert len(api.binds) == 2  # each bind written once
+
+
 @pytest.fixture
 def api(local_cluster: LocalCluster) -> Iterator[KubeApi]:
     admin = connect(local_cluster.kubeconfig)

@@ -59,8 +59,15 @@ class Host(Protocol):
         complete after this returns (nothing in this round reads it back; a failed one
         leaves the object for the next round to see)."""
 
-    def bind(self, decision: Bind) -> None:
-        """Bind a pod as a cycle decided; raises BindFailed if the backend could not."""
+    def bind(self, decision: Bind) -> bool:
+        """Bind a pod as a cycle decided; raises BindFailed if the backend could not. False:
+        the bind is still under way (a real cluster's, started while the cycle decided), and
+        its answer comes from ``bind_answers`` in a later round; the engine keeps assuming
+        it meanwhile."""
+
+    def bind_answers(self) -> builtins.list[tuple[Bind, str]]:
+        """The answers (an error, or "") to binds that ``bind`` left under way, come since;
+        each is given once."""
 
     def hold(self, decision: Bind) -> float:
         """A pod whose bind failed waits this many seconds before it is tried again (its gang

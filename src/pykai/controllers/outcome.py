@@ -49,8 +49,18 @@ class _Binds:
 
 
 def carry_out(host: Host, result: CycleResult, *, scheduled_events: bool = True) -> None:
-    """Binds (in parallel where the host can), then evictions, then PodGroup annotations."""
+    """Binds (in parallel where the host can; a bind still under way is answered in a later
+    round, with those of earlier rounds answered since), then evictions, then PodGroup
+    annotations."""
     binds = _Binds()
+    for decision, error in host.bind_answers():  # binds of earlier rounds, answered since
+        pod = host.get("Pod", decision.name, decision.namespace)
+        if pod is None or pod["metadata"].get("uid") != decision.uid:
+            binds.stale.append(decision)
+        elif error:
+            binds.failed.append((decision, pod, error))
+        else:
+            binds.done.append((decision, pod))
 
     def bind(decision: Bind) -> None:
         pod = host.get("Pod", decision.name, decision.namespace)
@@ -62,7 +72,8 @@ def carry_out(host: Host, result: CycleResult, *, scheduled_events: bool = True)
             binds.stale.append(decision)
             return
         try:
-            host.bind(decision)
+            if not host.bind(decision):
+                return  # under way: its answer comes in a later round
         except BindFailed as exc:
             binds.failed.append((decision, pod, str(exc)))
             return

@@ -120,12 +120,17 @@ class ClusterHost:
             ending["deletionGracePeriodSeconds"] = int(seconds)  # type: ignore[assignment]
             self.cluster.update(merge_patch(current, {"metadata": ending}))
 
-    def bind(self, decision: Bind) -> None:
-        """spec.nodeName, and for shared GPUs KAI's GPU-group labels and GPU env."""
+    def bind(self, decision: Bind) -> bool:
+        """spec.nodeName, and for shared GPUs KAI's GPU-group labels and GPU env: at once."""
         pod = self.get("Pod", decision.name, decision.namespace)
         if pod is None:
             raise BindFailed("the pod is gone")
         self.cluster.update(bound_pod(pod, decision))
+        return True
+
+    def bind_answers(self) -> builtins.list[tuple[Bind, str]]:
+        """None: every bind here is answered at once."""
+        return []
 
     def hold(self, decision: Bind) -> float:
         """Binds here fail only for pods that changed meanwhile: no backoff."""

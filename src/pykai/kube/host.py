@@ -7,9 +7,10 @@ and drains what they wrote afterwards, so the next controller of the round reads
 patches, and the annotations a cycle asks for ``later``, go out in the background
 (kube/writeback.py: at most one per object at a time, coalesced) and are never waited for
 (5,000 PodGroup statuses once held a cycle 9.4 s). Binds start while the cycle still decides
-(``bind_early``, on their own pool): each committed allocation is final, and the cycle's
-outcome (a failed bind rolled back and held) is taken from their answers when the cycle
-closes, as for a bind made then.
+(``bind_early``, on their own pool): each committed allocation is final, and its outcome (a
+failed bind rolled back and held, a Scheduled event) is taken from its answer when the cycle
+closes if it has come, else by a later round's carry-out (``bind_answers``): no round waits
+on a bind; the engine assumes it meanwhile. Evictions are not waited for either.
 """
 
 from __future__ import annotations
@@ -85,6 +86,7 @@ class KubeHost(ObjectCache):
             BIND_THREADS, thread_name_prefix="pykai-bind"
         )
         self._early: dict[tuple[str, str, str], tuple[Bind, Future[str]]] = {}
+        self._under_way: list[tuple[Bind, Future[str]]] = []  # left by ``bind``, not answered
 
     # ---- controllers.host.Host: the writes ---------------------------------------------------
 
@@ -137,13 +139,38 @@ class KubeHost(ObjectCache):
 
         self.bind_pool.submit(delete)
 
-    def bind(self, decision: Bind) -> None:
-        """One write: pods/binding, or a BindRequest for a shared-GPU pod (kube/binder.py);
-        a bind already started by ``bind_early`` is waited for, not made again."""
+    def bind(self, decision: Bind) -> bool:
+        """One write: pods/binding, or a BindRequest for a shared-GPU pod (kube/binder.py); a
+        bind already started by ``bind_early`` is not made again, nor waited for: if it is
+        still under way, False, and ``bind_answers`` gives its answer in a later round (so a
+        round never waits on the apiserver's slowest bind)."""
         early = self._early.pop(_bind_key(decision), None)
-        error = early[1].result() if early is not None else self._bind_now(decision)
+        if early is None:
+            error = self._bind_now(decision)
+        elif not early[1].done():
+            self._under_way.append(early)
+            return False
+        else:
+            error = early[1].result()
         if error:
             raise BindFailed(error)
+        return True
+
+    def bind_answers(self) -> builtins.list[tuple[Bind, str]]:
+        """The answers come since to the binds ``bind`` left under way; a bound pod is cached
+        as bound (``_cache_bound``). A bind that raised (a bug) is left to the watch."""
+        answered = [(d, f) for d, f in self._under_way if f.done()]
+        self._under_way = [(d, f) for d, f in self._under_way if not f.done()]
+        answers = []
+        for decision, future in answered:
+            try:
+                error = future.result()
+            except Exception:
+                continue
+            if not error:
+                self._cache_bound(decision)
+            answers.append((decision, error))
+        return answers
 
     def bind_early(self, decision: Bind) -> None:
         """Start a committed allocation's bind while the cycle goes on (the engine's
@@ -164,12 +191,31 @@ class KubeHost(ObjectCache):
                 error = future.result()
             except Exception:  # a bug in that bind: what it did is unknown, the watch tells
                 continue
-            pod = self.get("Pod", decision.name, decision.namespace)
-            if error or decision.gpu_groups or pod is None:
-                continue  # a shared-GPU pod is shown bound by its BindRequest
-            if pod["metadata"].get("uid") == decision.uid:
-                spec = {**(pod.get("spec") or {}), "nodeName": decision.node}
-                self.changes.put(Change("Pod", WRITTEN, {**pod, "spec": spec}))
+            if not error:
+                self._cache_bound(decision)
+
+    def rebuild_state(self) -> None:
+        """As the cache's, after the binds still under way have answered: a pod one of them
+        bound is cached as bound first, so the fresh state does not place it again (their
+        answers still reach the next carry-out)."""
+        for decision, future in self._under_way:
+            try:
+                error = future.result()
+            except Exception:
+                continue
+            if not error:
+                self._cache_bound(decision)
+        super().rebuild_state()
+
+    def _cache_bound(self, decision: Bind) -> None:
+        """The pod a bind succeeded for, cached with its node until its watch tells (a
+        shared-GPU pod is shown bound by its BindRequest)."""
+        pod = self.get("Pod", decision.name, decision.namespace)
+        if decision.gpu_groups or pod is None or pod["metadata"].get("uid") != decision.uid:
+            return
+        if not (pod.get("spec") or {}).get("nodeName"):
+            spec = {**(pod.get("spec") or {}), "nodeName": decision.node}
+            self.changes.put(Change("Pod", WRITTEN, {**pod, "spec": spec}))
 
     def _bind_now(self, decision: Bind) -> str:
         started = time.perf_counter()
