@@ -37,7 +37,7 @@ def test_both_rows_admit_every_job_and_their_figures_are_sane() -> None:
         assert run["ok"], {k: v for k, v in run.items() if k != "log_tail"} | {
             "log_tail": str(run.get("log_tail", ""))[-2000:]
         }
-        assert run["workloads"] == 30
+        assert run["workloads"] == run["admitted"] == 30
         assert run["all_admitted_s"] > 0
         assert run["admissions_per_s"] == pytest.approx(30 / run["all_admitted_s"], rel=0.01)
         for cls in ("small", "medium", "large"):
@@ -70,4 +70,5 @@ def test_a_kueue_that_fails_to_start_is_a_failed_row_and_leaves_nothing(
     assert not run["ok"]
     assert "KueueStackError" in str(run["error"]), run
     assert "== kueue.log" in str(run["log_tail"])
+    assert run["admitted"] == 0
     assert processes_of(tmp_path) == []

@@ -19,7 +19,8 @@ seconds are read from /proc over the measured window (``cpu_s``) and over the ru
 one), and for the apiserver and kube-controller-manager, which both rows share.
 
 Contract: a run whose scheduler fails to start, exits, or does not admit every Job within
-``timeout`` seconds of a step is a failed row (``ok`` false, ``error``, the tail of its logs),
+``timeout`` seconds of a step is a failed row (``ok`` false, ``error``, the tail of its logs,
+and ``admitted``: how many Jobs it had admitted, as every run has it),
 never a hang; whatever ends a run (a failure, Ctrl-C, SIGTERM), its processes are stopped and
 its directory removed."""
 
@@ -240,12 +241,12 @@ def _run(
     """``measure``'s work on a running control plane: its figures into ``result``."""
     scheduler: Scheduler | None = None
     shared = {name: pid for name, pid in _pids(cluster).items() if name in SHARED}
+    arrivals = measured(shape, row)
     watch = WorkloadWatch(api)
     watch.start()
     try:
         scheduler = start_scheduler(row, cluster)
         _wait_active(api, shape.cluster_queues, timeout, scheduler.alive)
-        arrivals = measured(shape, row)
         cpu_before, shared_before = scheduler.cpu(), _cpu(shared)
         start = time.monotonic()
         sent = _create(api, arrivals, start)
@@ -275,6 +276,7 @@ def _run(
         result["cpu_total_s"] = round(sum(cast(dict[str, float], result["cpu_s"]).values()), 2)
     finally:
         watch.stop()
+        result["admitted"] = len(set(watch.admitted) & {a.key for a in arrivals})
         if scheduler is not None:
             scheduler.stop()
 
