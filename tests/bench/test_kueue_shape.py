@@ -137,3 +137,31 @@ def test_what_the_kueue_shape_cannot_run_is_refused_before_measuring(
     monkeypatch.setattr("pykai.bench.kueue_side_by_side.measure", lambda *_, **__: pytest.fail())
     result = CliRunner().invoke(app, ["bench", "kube", *args])
     assert result.exit_code == 1 and message in result.stderr, result.output
+
+
+def test_the_table_has_each_rows_medians_its_ratio_to_kueue_and_a_failed_rows_log(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from pykai.bench.figures import summarize
+    from pykai.bench.kueue_side_by_side import figures
+
+    ok = {"run": 1, "row": "kueue", "ok": True, "preempted": 5, "cpu_total_s": 2.5}
+    ok |= {"admissions_per_s": 2.0, "all_admitted_s": 15.0}
+    ok |= {
+        f"admission_{c}_{p}_s": 1.0 for c in ("small", "medium", "large") for p in ("median", "p99")
+    }
+    failed = {"run": 1, "row": "pykai", "ok": False, "error": "RowFailed: 3 of 30 Jobs admitted"}
+    failed |= {"log_tail": "== pykai.log\nthe last line"}
+    runs = [ok, failed]
+    canned = {
+        "runs": runs,
+        "rows": summarize(runs, ("kueue", "pykai"), figures(KUEUE_SHAPE), ("kueue",)),
+    }
+    monkeypatch.setattr("pykai.bench.kueue_side_by_side.run_kueue_bench", lambda *_, **__: canned)
+    result = CliRunner().invoke(app, ["bench", "kube", "--shape", "kueue"])
+    assert result.exit_code == 0, result.output
+    assert "300 Jobs" in result.output and "× KUEUE" in result.output
+    [kueue] = [line for line in result.output.splitlines() if line.startswith("kueue")]
+    assert "2 (2-2)" in kueue and "15 (15-15)" in kueue and "1.0" in kueue
+    assert "failed: pykai run 1: RowFailed: 3 of 30 Jobs admitted" in result.output
+    assert "the last line" in result.output
