@@ -4,10 +4,11 @@ summary of each row's runs with its ratio to the real KAI.
 Contract: ``order`` runs every row once per repeat, forwards on odd repeats and backwards on even
 ones (so no row always runs first on a machine that warms up or loads up); ``percentile`` is the
 nearest-rank percentile; ``summarize`` takes the runs as dicts (``row``, ``ok`` and the numeric
-``FIGURES``) and gives, per row, the median, min and max of each figure over its successful runs,
-and, for each of the ``BASELINES`` rows that ran (``vs_kai``, ``vs_kube_scheduler``,
-``vs_warm_ceiling``), how many times faster than it each row is (a rate divided by the
-baseline's, the baseline's time divided by the row's), from the medians."""
+figures, ``FIGURES`` unless told others) and gives, per row, the median, min and max of each
+figure over its successful runs, and, for each of the baseline rows that ran (``BASELINES``
+unless told others: ``vs_kai``, ``vs_kube_scheduler``, ``vs_warm_ceiling``; ``vs_kueue`` for
+--shape kueue), how many times faster than it each row is (a rate divided by the baseline's,
+the baseline's time divided by the row's), from the medians."""
 
 from __future__ import annotations
 
@@ -44,8 +45,14 @@ def percentile(values: Sequence[float], percent: float) -> float:
     return ranked[rank - 1]
 
 
-def summarize(runs: Sequence[Mapping[str, object]], rows: Sequence[str]) -> dict[str, object]:
-    """Per row: runs, failures, and median/min/max of each figure; ``vs_kai`` per row."""
+def summarize(
+    runs: Sequence[Mapping[str, object]],
+    rows: Sequence[str],
+    figures: Mapping[str, bool] = FIGURES,
+    baselines: Sequence[str] = BASELINES,
+) -> dict[str, object]:
+    """Per row: runs, failures, and median/min/max of each of ``figures`` (True: a rate);
+    ``vs_<baseline>`` per row for each of ``baselines`` that ran."""
     entries: dict[str, dict[str, object]] = {}
     medians: dict[str, dict[str, float]] = {}
     for row in rows:
@@ -53,7 +60,7 @@ def summarize(runs: Sequence[Mapping[str, object]], rows: Sequence[str]) -> dict
         good = [run for run in mine if run.get("ok")]
         entry: dict[str, object] = {"runs": len(mine), "failed": len(mine) - len(good)}
         medians[row] = {}
-        for figure in FIGURES:
+        for figure in figures:
             values = [float(v) for run in good if isinstance(v := run.get(figure), int | float)]
             if values:
                 median = statistics.median(values)
@@ -64,12 +71,12 @@ def summarize(runs: Sequence[Mapping[str, object]], rows: Sequence[str]) -> dict
                     "max": round(max(values), 3),
                 }
         entries[row] = entry
-    for baseline in BASELINES:
+    for baseline in baselines:
         if baseline not in medians:
             continue
         for row in rows:
             ratios = {}
-            for figure, rate in FIGURES.items():
+            for figure, rate in figures.items():
                 value, theirs = medians[row].get(figure), medians[baseline].get(figure)
                 if value and theirs:
                     ratios[figure] = round(value / theirs if rate else theirs / value, 2)

@@ -130,14 +130,30 @@ def kube(
     timeout: Annotated[
         float, typer.Option(help="With --shape: seconds a step may take before the row fails")
     ] = 600.0,
+    scale: Annotated[
+        int | None,
+        typer.Option(
+            help="With --shape kueue: Kueue's baseline workload counts divided by this "
+            "(1: all 15,000) [default: 50, 300 Jobs]",
+            min=1,
+        ),
+    ] = None,
     output: OutputOption = "table",
 ) -> None:
     """End to end on a real local kube-apiserver: pykai vs kube-scheduler vs the apiserver's
     binding ceiling (a fresh control plane per run; needs scripts/peers); with --shape, pykai
-    vs the real KAI v0.12.0 (and kube-scheduler where the shape allows) on KAI's scale tests."""
+    vs the real KAI v0.12.0 (and kube-scheduler where the shape allows) on KAI's scale tests,
+    or vs the real Kueue v0.17.0 on Kueue's performance baseline (--shape kueue)."""
     from pykai.cli.progress import steps
 
     _check_output(output)
+    if shape == "kueue":
+        if pods is not None:
+            fail("--shape kueue: --pods does not apply; --scale sizes it")
+        _kueue_shape(nodes, scale, rows, repeat, timeout, output)
+        return
+    if scale is not None:
+        fail("--scale applies to --shape kueue only")
     if shape:
         _kube_shape(shape, nodes, pods, rows, repeat, timeout, output)
         return
@@ -224,6 +240,60 @@ def _kube_shape(
         f"shape {name}: {chosen_shape.nodes} nodes of 8 GPUs, {chosen_shape.pods} measured pods "
         f"({chosen_shape.jobs} jobs), {chosen_shape.background} pods of queue A before; "
         "medians (min-max)"
+    )
+    typer.echo(table(headers, lines))
+    for run in every_run:
+        if not run.get("ok"):
+            typer.echo(f"\nfailed: {run['row']} run {run['run']}: {run.get('error')}")
+            typer.echo(str(run.get("log_tail", ""))[-1500:])
+
+
+def _kueue_shape(
+    nodes: int | None, scale: int | None, rows: str, repeat: int, timeout: float, output: str
+) -> None:
+    """``bench kube --shape kueue``: the real Kueue and pykai on Kueue's baseline, medians and
+    pykai's ratio to Kueue."""
+    from pykai.bench.kueue_shape import KUEUE_SHAPE
+    from pykai.bench.kueue_side_by_side import RATE, TOTAL, run_kueue_bench
+    from pykai.cli.progress import steps
+
+    shape = KUEUE_SHAPE.sized(nodes, scale)
+    chosen = tuple(r.strip() for r in rows.split(",") if r.strip()) or shape.rows
+    try:
+        with steps("bench kube --shape kueue") as step:
+            figures = run_kueue_bench(shape, chosen, repeat, timeout, step)
+    except ValueError as exc:
+        fail(str(exc))
+    if output == "json":
+        _print(figures, output)
+        return
+    summary, every_run = figures["rows"], figures["runs"]
+    assert isinstance(summary, dict) and isinstance(every_run, list)
+    columns = [RATE, TOTAL]
+    for cls in shape.classes:
+        columns += [f"admission_{cls.name}_median_s", f"admission_{cls.name}_p99_s"]
+    lines = []
+    for row, entry in summary.items():
+        cells = [row, f"{entry['runs'] - entry['failed']}/{entry['runs']}"]
+        for figure in columns:
+            value = entry.get(figure)
+            cells.append(
+                f"{value['median']:g} ({value['min']:g}-{value['max']:g})" if value else "-"
+            )
+        cells.append(str(entry.get("vs_kueue", {}).get(RATE, "-")))
+        runs = [r for r in every_run if r["row"] == row and r.get("ok")]
+        cells.append(",".join(str(r["preempted"]) for r in runs) or "-")
+        cells.append(",".join(f"{r['cpu_total_s']:g}" for r in runs) or "-")
+        lines.append(cells)
+    headers = ["ROW", "OK", "ADMITTED/S", "ALL ADMITTED S"]
+    for cls in shape.classes:
+        headers += [f"{cls.name.upper()} MEDIAN S", f"{cls.name.upper()} P99 S"]
+    headers += ["× KUEUE", "PREEMPTED", "CPU S"]
+    typer.echo(
+        f"shape kueue: {shape.cluster_queues} ClusterQueues in {shape.cohorts} cohorts, "
+        f"{shape.workloads} Jobs (Kueue's baseline / {shape.scale}: "
+        + ", ".join(f"{shape.per_queue(c)} {c.name}" for c in shape.classes)
+        + f" per ClusterQueue), {shape.nodes} nodes of 96 CPUs; medians (min-max)"
     )
     typer.echo(table(headers, lines))
     for run in every_run:
