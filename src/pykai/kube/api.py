@@ -268,7 +268,8 @@ class KubeApi:
     def create(self, kind: KindSpec, obj: Obj) -> Obj:
         """Create an object."""
         namespace = obj["metadata"].get("namespace", "") if kind.namespaced else ""
-        created: Obj = self._check(self.http.post(self.path(kind, namespace), json=obj), "create")
+        answer = self._write("POST", self.path(kind, namespace), json.dumps(obj), "create")
+        created: Obj = _decoded(_OBJECT, answer, "created object")
         return created
 
     def create_if_absent(self, kind: KindSpec, obj: Obj) -> Obj | None:
@@ -283,39 +284,20 @@ class KubeApi:
     def patch(
         self, kind: KindSpec, name: str, patch: Obj, namespace: str = "", sub: str = ""
     ) -> Obj:
-        """A JSON merge patch of an object (or of its status with ``sub="status"``); through
-        the poster where there is one, as a bind."""
+        """A JSON merge patch of an object (or of its status with ``sub="status"``)."""
         path = self.path(kind, namespace, name, sub)
-        content = json.dumps(patch).encode()
-        if self.poster is not None:
-            status, answer = self.poster.send("PATCH", path, content, MERGE_PATCH)
-            if status < 300:
-                patched: Obj = _decoded(_OBJECT, answer, "patched object")
-                return patched
-            if status != 401:  # a 401 is asked again through httpx, whose auth flow refreshes
-                raise self._refusal(status, answer, "patch", path)
-        response = self.http.patch(path, content=content, headers={"Content-Type": MERGE_PATCH})
-        patched = self._check(response, "patch")
+        answer = self._write("PATCH", path, json.dumps(patch), "patch", MERGE_PATCH)
+        patched: Obj = _decoded(_OBJECT, answer, "patched object")
         return patched
 
     def delete(
         self, kind: KindSpec, name: str, namespace: str = "", grace_seconds: int | None = None
     ) -> None:
         """Delete an object (a missing one is not an error); ``grace_seconds=0`` removes a
-        terminating pod at once, as its kubelet does once the containers stopped; through the
-        poster where there is one, as a bind."""
+        terminating pod at once, as its kubelet does once the containers stopped."""
         path = self.path(kind, namespace, name)
-        params = {} if grace_seconds is None else {"gracePeriodSeconds": str(grace_seconds)}
-        if self.poster is not None:
-            query = f"?gracePeriodSeconds={grace_seconds}" if grace_seconds is not None else ""
-            status, answer = self.poster.send("DELETE", path + query, b"")
-            if status < 300 or status == 404:
-                return
-            if status != 401:  # a 401 is asked again through httpx, whose auth flow refreshes
-                raise self._refusal(status, answer, "delete", path)
-        response = self.http.delete(path, params=params)
-        if response.status_code != 404:
-            self._check(response, "delete")
+        query = "" if grace_seconds is None else f"?gracePeriodSeconds={grace_seconds}"
+        self._write("DELETE", path + query, "", "delete", missing_ok=True)
 
     def bind(self, namespace: str, name: str, node: str, uid: str = "") -> None:
         """POST pods/{name}/binding: one write binds a pod to a node; ``uid`` names the pod
@@ -328,15 +310,38 @@ class KubeApi:
             "target": {"apiVersion": "v1", "kind": "Node", "name": node},
         }
         path = self.path(BY_KIND["Pod"], namespace, name, "binding")
-        content = json.dumps(body).encode()
+        self._write("POST", path, json.dumps(body), "create")
+
+    def _write(
+        self,
+        method: str,
+        path: str,
+        content: str,
+        verb: str,
+        content_type: str = "application/json",
+        *,
+        missing_ok: bool = False,
+    ) -> bytes:
+        """One write; the answer's body (b"" for a missing object with ``missing_ok``).
+        Through the poster where there is one (kube/rawpost.py: thousands of binds, patches
+        and events cost a fraction of httpx's CPU); a 401 there is asked again through httpx,
+        whose auth flow refreshes credentials. A refusal raises (``_refusal``)."""
+        body = content.encode()
         if self.poster is not None:
-            status, answer = self.poster.post(path, content)
-            if status < 300:
-                return
-            if status != 401:  # a 401 is asked again through httpx, whose auth flow refreshes
-                raise self._refusal(status, answer, "create", path)
-        headers = {"Content-Type": "application/json"}
-        self._refused(self.http.post(path, content=content, headers=headers), "create")
+            status, answer = self.poster.send(method, path, body, content_type)
+            if status != 401:
+                if status < 300:
+                    return answer
+                if status == 404 and missing_ok:
+                    return b""
+                raise self._refusal(status, answer, verb, path)
+        response = self.http.request(
+            method, path, content=body, headers={"Content-Type": content_type}
+        )
+        if response.status_code == 404 and missing_ok:
+            return b""
+        self._refused(response, verb)
+        return response.content
 
 
 def _decoded(decoder: msgspec.json.Decoder[Any], data: bytes, what: str) -> Any:
