@@ -235,10 +235,15 @@ def _write_queues(host: Host, decisions: Decisions, objs: Objects) -> None:
         name: [w for w in queue if w.key not in admitted_keys]
         for name, queue in decisions.queued.items()
     }
+    by_cq: dict[str, list[WorkloadView]] = {}
+    by_local: dict[tuple[str, str], list[WorkloadView]] = {}
+    for w in live:
+        by_cq.setdefault(w.cluster_queue, []).append(w)
+        by_local.setdefault((w.namespace, w.queue_name), []).append(w)
     for obj in objs.cluster_queues:
         name = str(obj["metadata"]["name"])
         cq = decisions.queues[name]
-        holding = [w for w in live if w.cluster_queue == name]
+        holding = by_cq.get(name, []) if name else []
         status: Obj = {
             "pendingWorkloads": len(pending_by_cq.get(name, [])),
             "reservingWorkloads": len(holding),
@@ -258,7 +263,7 @@ def _write_queues(host: Host, decisions: Decisions, objs: Objects) -> None:
         meta = obj["metadata"]
         namespace, name = str(meta.get("namespace") or "default"), str(meta["name"])
         cq_name = str(mapping(obj.get("spec")).get("clusterQueue") or "")
-        mine = [w for w in live if (w.namespace, w.queue_name) == (namespace, name)]
+        mine = by_local.get((namespace, name), [])
         holding = [w for w in mine if w.cluster_queue]
         target = decisions.queues.get(cq_name)
         queued = {w.key for w in pending_by_cq.get(cq_name, [])}

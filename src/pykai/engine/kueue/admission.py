@@ -9,7 +9,7 @@ state in, decisions out; the state is left as it was."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pykai.engine.actions.gang import place_gang
 from pykai.engine.jobs import ON_NODE, Task
@@ -79,8 +79,28 @@ class WorkloadView:
         return str(mapping(self.obj["metadata"].get("labels")).get(JOB_UID_LABEL) or "")
 
 
+_VIEWS: dict[str, tuple[str, WorkloadView]] = {}  # uid -> (resourceVersion, its view)
+_VIEWS_KEPT = 100_000
+
+
 def read_workload(obj: Obj) -> WorkloadView:
-    """A Workload as admission sees it."""
+    """A Workload as admission sees it: read once per version of the object (a pass reads
+    every Workload, twice, each cycle), a fresh view each time, since a pass changes its own
+    views' quota fields."""
+    meta = obj["metadata"]
+    uid, version = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+    if not uid or not version:
+        return _read_workload(obj)
+    known = _VIEWS.get(uid)
+    if known is None or known[0] != version:
+        if len(_VIEWS) >= _VIEWS_KEPT:
+            _VIEWS.clear()
+        known = (version, _read_workload(obj))
+        _VIEWS[uid] = known
+    return replace(known[1], obj=obj)
+
+
+def _read_workload(obj: Obj) -> WorkloadView:
     meta, spec, status = obj["metadata"], mapping(obj.get("spec")), mapping(obj.get("status"))
     pod_sets: list[tuple[str, int, PodSetRequests, NodeConstraints]] = []
     templates: list[tuple[str, int, Obj]] = []
