@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 # the rows others are compared with, where they ran
 BASELINES = ("kai", "kube-scheduler", "warm-ceiling")
@@ -33,6 +33,28 @@ def order(rows: Sequence[str], repeat: int) -> list[tuple[int, str]]:
     for number in range(1, repeat + 1):
         sequence = list(rows) if number % 2 else list(reversed(rows))
         runs += [(number, row) for row in sequence]
+    return runs
+
+
+def alternate(
+    name: str,
+    rows: Sequence[str],
+    shape_rows: Sequence[str],
+    repeat: int,
+    measure: Callable[[str], dict[str, object]],
+    progress: Callable[[str], None] = lambda _: None,
+) -> list[dict[str, object]]:
+    """Each of ``rows`` measured ``repeat`` times, in ``order``, each run numbered; a row the
+    shape ``name`` cannot run (not in ``shape_rows``) is a ValueError, before any run."""
+    unable = [row for row in rows if row not in shape_rows]
+    if unable:
+        raise ValueError(
+            f"--shape {name} cannot run rows {', '.join(unable)}: it runs {', '.join(shape_rows)}"
+        )
+    runs = []
+    for number, row in order(rows, repeat):
+        progress(f"{name}: {row}, run {number} of {repeat}")
+        runs.append({"run": number} | measure(row))
     return runs
 
 

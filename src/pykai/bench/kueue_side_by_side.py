@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import cast
 
 from pykai.bench.cpu import cpu_seconds
-from pykai.bench.figures import order, percentile, summarize
+from pykai.bench.figures import alternate, order, percentile, summarize
 from pykai.bench.kube import launch, pykai_command
 from pykai.bench.kueue_shape import Arrival, KueueShape, measured, nodes, setup
 from pykai.bench.side_by_side import RowFailed, Scheduler, tail
@@ -300,17 +300,10 @@ def run_kueue_bench(
     """Every row ``repeat`` times, in alternating order; the runs and each row's summary (with
     ``vs_kueue``: how many times the real Kueue's figure each row's is, from the medians)."""
     shape.check()
-    unable = [row for row in rows if row not in shape.rows]
-    if unable:
-        raise ValueError(
-            f"--shape {shape.name} cannot run rows {', '.join(unable)}: "
-            f"it runs {', '.join(shape.rows)}"
-        )
-    runs = []
     with terminated_as_exit():
-        for number, row in order(rows, repeat):
-            progress(f"{shape.name}: {row}, run {number} of {repeat}")
-            runs.append({"run": number} | measure(shape, row, timeout))
+        runs = alternate(
+            shape.name, rows, shape.rows, repeat, lambda row: measure(shape, row, timeout), progress
+        )
     return {
         "shape": shape.name,
         "nodes": shape.nodes,

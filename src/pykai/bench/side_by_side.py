@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import cast
 
 from pykai.bench.cpu import cpu_seconds
-from pykai.bench.figures import order, percentile, summarize
+from pykai.bench.figures import alternate, order, percentile, summarize
 from pykai.bench.kube import kube_scheduler_command, launch, pykai_command
 from pykai.bench.shapes import SCHEDULERS, Shape, background, measured, probe, queues
 from pykai.bench.termination import terminated_as_exit
@@ -301,17 +301,10 @@ def run_shape_bench(
 ) -> dict[str, object]:
     """Every row ``repeat`` times, in alternating order; the runs and each row's summary."""
     shape.check()
-    unable = [row for row in rows if row not in shape.rows]
-    if unable:
-        raise ValueError(
-            f"--shape {shape.name} cannot run rows {', '.join(unable)}: "
-            f"it runs {', '.join(shape.rows)}"
-        )
-    runs = []
     with terminated_as_exit():
-        for number, row in order(rows, repeat):
-            progress(f"{shape.name}: {row}, run {number} of {repeat}")
-            runs.append({"run": number} | measure(shape, row, timeout))
+        runs = alternate(
+            shape.name, rows, shape.rows, repeat, lambda row: measure(shape, row, timeout), progress
+        )
     return {
         "shape": shape.name,
         "nodes": shape.nodes,

@@ -305,14 +305,18 @@ class _Scheduler:
             peer_kai.stop_scheduler(self.cluster)
             return
         process, self.process = self.process, None
-        if process is None:
-            return
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=30)
+        if process is not None:
+            terminate(process)
+
+
+def terminate(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then after 30 s SIGKILL; waits for the process to end."""
+    process.send_signal(signal.SIGTERM)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait(timeout=30)
 
 
 class _Tracker:

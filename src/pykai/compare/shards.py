@@ -22,7 +22,6 @@ pools differ; its ``Outcome`` is ``side_by_side``'s."""
 
 from __future__ import annotations
 
-import signal
 import subprocess
 import sys
 import time
@@ -133,23 +132,14 @@ class _Shards(run._Scheduler):
                 peer_kai.stop_scheduler(self.cluster, shard=value)
             return
         for value in list(self.shards):
-            _terminate(self.shards.pop(value))
+            run.terminate(self.shards.pop(value))
 
     def stop_all(self) -> None:
         """The shards' schedulers and then the shared components (KAI's: at ``down``)."""
         self.stop()
         shared, self.shared = self.shared, None
         if shared is not None:
-            _terminate(shared)
-
-
-def _terminate(process: subprocess.Popen[bytes]) -> None:
-    process.send_signal(signal.SIGTERM)
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait(timeout=30)
+            run.terminate(shared)
 
 
 def pools(api: KubeApi) -> Pools:

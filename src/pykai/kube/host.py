@@ -186,26 +186,25 @@ class KubeHost(ObjectCache):
         cached as bound, so a state rebuilt from the cache before the pod's watch tells the
         bind does not place it again."""
         early, self._early = self._early, {}
-        for decision, future in early.values():
-            try:
-                error = future.result()
-            except Exception:  # a bug in that bind: what it did is unknown, the watch tells
-                continue
-            if not error:
-                self._cache_bound(decision)
+        self._cache_answered(early.values())
 
     def rebuild_state(self) -> None:
         """As the cache's, after the binds still under way have answered: a pod one of them
         bound is cached as bound first, so the fresh state does not place it again (their
         answers still reach the next carry-out)."""
-        for decision, future in self._under_way:
+        self._cache_answered(self._under_way)
+        super().rebuild_state()
+
+    def _cache_answered(self, binds: Iterable[tuple[Bind, Future[str]]]) -> None:
+        """Wait for each bind's answer; a pod one bound is cached as bound. A bind that raised
+        (a bug) is left to the watch: what it did is unknown."""
+        for decision, future in binds:
             try:
                 error = future.result()
             except Exception:
                 continue
             if not error:
                 self._cache_bound(decision)
-        super().rebuild_state()
 
     def _cache_bound(self, decision: Bind) -> None:
         """The pod a bind succeeded for, cached with its node until its watch tells (a
