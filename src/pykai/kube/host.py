@@ -161,16 +161,7 @@ class KubeHost(ObjectCache):
         as bound (``_cache_bound``). A bind that raised (a bug) is left to the watch."""
         answered = [(d, f) for d, f in self._under_way if f.done()]
         self._under_way = [(d, f) for d, f in self._under_way if not f.done()]
-        answers = []
-        for decision, future in answered:
-            try:
-                error = future.result()
-            except Exception:
-                continue
-            if not error:
-                self._cache_bound(decision)
-            answers.append((decision, error))
-        return answers
+        return self._cache_answered(answered)
 
     def bind_early(self, decision: Bind) -> None:
         """Start a committed allocation's bind while the cycle goes on (the engine's
@@ -195,9 +186,12 @@ class KubeHost(ObjectCache):
         self._cache_answered(self._under_way)
         super().rebuild_state()
 
-    def _cache_answered(self, binds: Iterable[tuple[Bind, Future[str]]]) -> None:
-        """Wait for each bind's answer; a pod one bound is cached as bound. A bind that raised
-        (a bug) is left to the watch: what it did is unknown."""
+    def _cache_answered(
+        self, binds: Iterable[tuple[Bind, Future[str]]]
+    ) -> builtins.list[tuple[Bind, str]]:
+        """Each bind's answer, waited for; a pod one bound is cached as bound. A bind that
+        raised (a bug) is left to the watch: what it did is unknown."""
+        answers = []
         for decision, future in binds:
             try:
                 error = future.result()
@@ -205,6 +199,8 @@ class KubeHost(ObjectCache):
                 continue
             if not error:
                 self._cache_bound(decision)
+            answers.append((decision, error))
+        return answers
 
     def _cache_bound(self, decision: Bind) -> None:
         """The pod a bind succeeded for, cached with its node until its watch tells (a
