@@ -5,12 +5,15 @@ seconds read from /proc/PID/stat, and writes read from the apiserver's counters.
 from __future__ import annotations
 
 import os
+from collections import Counter
+from typing import cast
 
 import pytest
 
 from pykai.bench.cpu import TICKS, cpu_seconds, parse_stat
 from pykai.bench.figures import order, percentile, summarize
 from pykai.bench.writes import parse
+from pykai.kube.api import KubeApi
 
 
 def test_rows_alternate_forwards_and_backwards() -> None:
@@ -95,3 +98,24 @@ def test_writes_are_counted_from_the_apiservers_metrics_without_reads() -> None:
         ]
     )
     assert parse(text) == {"POST pods/binding": 8, "PATCH podgroups/status": 3, "POST pods": 2}
+
+
+def test_settled_writes_are_counted_once_they_stop_growing(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A scheduler's background writes after its last bind: counted until none came for
+    ``quiet`` seconds."""
+    from pykai.bench import writes
+
+    answers = iter([1, 2, 3, 3, 3, 3, 3, 3, 3, 3, 3, 3])
+    counts: list[int] = []
+
+    def served(api: object) -> Counter[str]:
+        counts.append(next(answers))
+        return Counter({"PATCH podgroups/status": counts[-1]})
+
+    monkeypatch.setattr(writes, "served", served)
+    monkeypatch.setattr(writes.time, "sleep", lambda seconds: None)
+    clock = iter(range(1000))
+    monkeypatch.setattr(writes.time, "monotonic", lambda: float(next(clock)))
+    total = writes.settled(cast(KubeApi, None), quiet=2.0, limit=100.0)
+    assert total == Counter({"PATCH podgroups/status": 3})
+    assert 3 < len(counts) < 12  # it went on after the last change, and stopped

@@ -13,7 +13,9 @@ queue A's pods deleted. CPU seconds are read from /proc for every process of the
 (KAI's five components, listed and summed; pykai's or kube-scheduler's one) and for the
 apiserver: over the measured window (``cpu_s``) and over the run (``cpu_run_s``). The
 apiserver's own counters give the writes it served in the measured window, per measured pod
-(``writes_per_pod``, bench/writes.py; the measured jobs' creates included).
+(``writes_per_pod``, bench/writes.py; the measured jobs' creates included), and once they stop
+growing after it (``writes_per_pod_settled``: what a scheduler writes in the background after
+its last bind, at most a minute later).
 
 Contract: a run whose scheduler fails to start, exits, or does not bind everything within
 ``timeout`` seconds of a step is a failed row (``ok`` false, ``error``, the tail of the
@@ -38,7 +40,7 @@ from pykai.bench.figures import alternate, order, percentile, summarize
 from pykai.bench.kube import kube_scheduler_command, launch, pykai_command
 from pykai.bench.shapes import SCHEDULERS, Shape, background, measured, probe, queues
 from pykai.bench.termination import terminated_as_exit
-from pykai.bench.writes import served
+from pykai.bench.writes import served, settled
 from pykai.kube import peer_kai
 from pykai.kube.api import KubeApi, connect
 from pykai.kube.localcluster import LocalCluster, kai_crds
@@ -286,6 +288,10 @@ def _run(
             },
         }
         result["cpu_total_s"] = round(sum(cast(dict[str, float], result["cpu_s"]).values()), 2)
+        later = settled(api) - writes_before
+        result["writes_per_pod_settled"] = {
+            key: round(count / shape.pods, 2) for key, count in sorted(later.items())
+        }
     finally:
         watch.stop()
         if scheduler is not None:

@@ -2,11 +2,13 @@
 /metrics): the ``writes`` figure of ``pykai bench kube --shape``, what each row's scheduler
 makes the apiserver do per measured pod. Contract: ``parse`` counts every request whose verb
 is not a read (GET, LIST, WATCH), by "VERB resource[/subresource]", summed over codes and
-scopes; ``served`` fetches and parses them."""
+scopes; ``served`` fetches and parses them; ``settled`` waits until they stop growing (the
+writes a scheduler leaves for after its last bind: status patches in the background)."""
 
 from __future__ import annotations
 
 import re
+import time
 from collections import Counter
 
 from pykai.kube.api import KubeApi
@@ -36,3 +38,18 @@ def served(api: KubeApi) -> Counter[str]:
     response = api.http.get("/metrics", timeout=30.0)
     response.raise_for_status()
     return parse(response.text)
+
+
+def settled(api: KubeApi, quiet: float = 3.0, limit: float = 60.0) -> Counter[str]:
+    """The apiserver's writes once none came for ``quiet`` seconds (at most ``limit``)."""
+    deadline = time.monotonic() + limit
+    last = served(api)
+    still = time.monotonic()
+    while time.monotonic() < deadline:
+        time.sleep(0.5)
+        now = served(api)
+        if now != last:
+            last, still = now, time.monotonic()
+        elif time.monotonic() - still >= quiet:
+            break
+    return last
