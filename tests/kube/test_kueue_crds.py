@@ -18,7 +18,7 @@ import yaml
 from pykai.kube import peers
 from pykai.kube.localcluster import KUEUE_CRDS, LocalCluster
 from pykai.model.meta import Obj
-from tests.kube.conftest import ROOT, kubectl
+from tests.kube.conftest import ROOT, kubectl, wait_for
 
 from ..badinput.catalogue import CASES, BadInput
 
@@ -33,7 +33,18 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     local = LocalCluster(tmp_path_factory.mktemp("kueue-crds"))
     local.up(controller_manager=False, stand_ins=False)
     try:
-        kubectl(local, "delete", "--wait=true", *(f"--filename={path}" for path in KUEUE_CRDS))
+        # a CRD deleted while still being established can stay Terminating for minutes (its
+        # instances' cleanup fails and backs off): established first, then deleted
+        kubectl(local, "wait", "--for=condition=Established", "--timeout=120s", "crd", "--all")
+        kubectl(local, "delete", "--wait=false", *(f"--filename={path}" for path in KUEUE_CRDS))
+
+        def stand_ins_gone() -> bool:
+            listed = kubectl(local, "get", "crd", "-o", "name", check=False)
+            return not any(KUEUE_GROUP in line for line in listed.splitlines())
+
+        if not wait_for(stand_ins_gone, timeout=180):
+            left = kubectl(local, "get", "crd", "-o", "yaml", check=False)
+            pytest.fail(f"pykai's Kueue CRDs not deleted in 180 s:\n{left}")
         bases = peers.module("kueue") / "config/components/crd/bases"
         kubectl(local, "create", f"--filename={bases}")  # too large for apply's annotation
         kubectl(local, "wait", "--for=condition=Established", "--timeout=120s", "crd", "--all")
