@@ -20,6 +20,7 @@ import itertools
 import logging
 import queue
 import secrets
+import threading
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Executor, Future, ThreadPoolExecutor
@@ -78,7 +79,11 @@ class KubeHost(ObjectCache):
         self.api, self.pool = api, pool
         self.bound = bound
         self.binder = Binder(api, pool, self.events)
-        self.writeback = Writeback(api, self.background, self._patched)
+        self._binding = 0  # binds started and not answered (status patches give way to them)
+        self._binding_lock = threading.Condition()
+        self.writeback = Writeback(
+            api, self.background, self._patched, give_way=lambda: self._binding > 0
+        )
         self._serials = itertools.count(secrets.randbelow(1 << 30))  # fresh names per process
         # binds under way since their statement committed: (namespace, name, uid) -> the
         # decision and its answer (an error, or "")
@@ -146,6 +151,7 @@ class KubeHost(ObjectCache):
         round never waits on the apiserver's slowest bind)."""
         early = self._early.pop(_bind_key(decision), None)
         if early is None:
+            self._bind_started()
             error = self._bind_now(decision)
         elif not early[1].done():
             self._under_way.append(early)
@@ -168,6 +174,7 @@ class KubeHost(ObjectCache):
         ``on_bind``); ``bind`` takes its answer when the cycle's binds are carried out. On
         the bind pool, which runs nothing that waits: ``bind`` may wait on it from the write
         pool."""
+        self._bind_started()
         future = self.bind_pool.submit(self._bind_now, decision)
         self._early[_bind_key(decision)] = (decision, future)
 
@@ -214,9 +221,27 @@ class KubeHost(ObjectCache):
 
     def _bind_now(self, decision: Bind) -> str:
         started = time.perf_counter()
-        error = self.binder.bind(decision)
+        try:
+            error = self.binder.bind(decision)
+        finally:
+            with self._binding_lock:
+                self._binding -= 1
+                self._binding_lock.notify_all()
         self.bound(time.perf_counter() - started, bool(error))
         return error
+
+    def _bind_started(self) -> None:
+        with self._binding_lock:
+            self._binding += 1
+
+    def wait_for_binds(self, below: int, timeout: float) -> None:
+        """Until fewer than ``below`` binds are under way or queued, at most ``timeout``
+        seconds: the loop lets a burst of binds through before its next cycle takes the
+        process's time (one interpreter lock for the cycle and the bind threads)."""
+        deadline = time.monotonic() + timeout
+        with self._binding_lock:
+            while self._binding >= below and time.monotonic() < deadline:
+                self._binding_lock.wait(max(0.0, deadline - time.monotonic()))
 
     def hold(self, decision: Bind) -> float:
         """The pod waits out a backoff (1 s, 2 s, ... 60 s), shown to the engine as gated,

@@ -97,7 +97,7 @@ class LeaderElector:
     def start(self, stop: threading.Event) -> threading.Thread:
         """Fence this client's writes, then try the lease every retry period until ``stop``
         is set (a refusal at start stops there and is raised by ``leading``)."""
-        self.fence(self.api.http)
+        self.fence(self.api)
 
         def renew() -> None:
             while not stop.is_set():
@@ -114,29 +114,34 @@ class LeaderElector:
         thread.start()
         return thread
 
-    def fence(self, client: httpx.Client) -> None:
-        """Make ``client`` refuse every write but the lease's own while this replica does not
-        lead (NotLeading): whatever a cycle or a background write still holds never lands."""
+    def fence(self, api: KubeApi) -> None:
+        """Make ``api`` refuse every write but the lease's own while this replica does not
+        lead (NotLeading), through httpx and through the raw poster alike: whatever a cycle
+        or a background write still holds never lands."""
         lease_paths = {
             self.api.path(LEASE, self.namespace),
             self.api.path(LEASE, self.namespace, self.name),
         }
 
-        def refuse_unless_leading(request: httpx.Request) -> None:
-            if request.method in ("GET", "HEAD") or request.url.path in lease_paths:
+        def refuse(method: str, path: str) -> None:
+            if method in ("GET", "HEAD") or path.split("?", 1)[0] in lease_paths:
                 return
             if not self._holds(time.time()):
                 raise NotLeading(
-                    f"{request.method} {request.url.path} not sent: this replica does not hold "
-                    f"lease {self.namespace}/{self.name}",
-                    request=request,
+                    f"{method} {path} not sent: this replica does not hold "
+                    f"lease {self.namespace}/{self.name}"
                 )
 
-        hooks = client.event_hooks
-        client.event_hooks = {
+        def refuse_unless_leading(request: httpx.Request) -> None:
+            refuse(request.method, request.url.path)
+
+        hooks = api.http.event_hooks
+        api.http.event_hooks = {
             **hooks,
             "request": [*hooks.get("request", []), refuse_unless_leading],
         }
+        if api.poster is not None:
+            api.poster.before.append(refuse)
 
     def _spec(self, now: float, transitions: int) -> dict[str, object]:
         stamp = format_time(now)

@@ -22,7 +22,8 @@ from pykai.kube.kubeconfig import Connection
 class RawPoster:
     """``send(method, path, body)`` -> (status, body) on this thread's connection to the apiserver;
     an error on the way is an httpx.TransportError (the callers' API_ERRORS). Each answer is
-    told to the ``answered`` hooks (method, path, status), as httpx's response hooks are."""
+    told to the ``answered`` hooks (method, path, status), as httpx's response hooks are; the
+    ``before`` hooks see each request first (method, path) and may refuse it by raising."""
 
     def __init__(self, connection: Connection, timeout: float = 30.0) -> None:
         url = urlsplit(connection.server)
@@ -33,6 +34,7 @@ class RawPoster:
         self.headers = {"Content-Type": "application/json", "Accept": "application/json"}
         self.headers |= dict(connection.headers)
         self.answered: list[Callable[[str, str, int], None]] = []
+        self.before: list[Callable[[str, str], None]] = []  # may refuse a request: it raises
         self._local = threading.local()
 
     def post(self, path: str, body: bytes) -> tuple[int, bytes]:
@@ -44,6 +46,8 @@ class RawPoster:
     ) -> tuple[int, bytes]:
         """``method`` with ``body`` (of ``content_type``) to ``path``; the answer's status
         and body."""
+        for check in self.before:
+            check(method, path)
         connection = self._connection()
         headers = self._headers(method, path)
         if content_type != headers["Content-Type"]:

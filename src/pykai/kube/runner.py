@@ -44,7 +44,7 @@ from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import ClusterState
 from pykai.kube.api import API_ERRORS, KubeApi, RefusedAtStart
 from pykai.kube.binding import RESERVATION_NAMESPACE, groups_in_use
-from pykai.kube.host import KubeHost
+from pykai.kube.host import BIND_THREADS, KubeHost
 from pykai.kube.leader import LeaderElector
 from pykai.kube.metrics import RunMetrics
 from pykai.kube.visibility import Visibility
@@ -59,6 +59,7 @@ from pykai.standins.workloads import Controller
 log = logging.getLogger("pykai.run")
 
 DEFAULT_COMPONENTS = frozenset(COMPONENTS[:5])
+BIND_BURST_SECONDS = 2.0  # the longest a cycle waits for a burst of binds to go out
 STATUS_RESYNC_SECONDS = 60.0  # every object's status is checked this often (else: what changed)
 
 
@@ -174,6 +175,8 @@ class KubeRunner:
                     self.host.rebuild_state()
                 if ready:
                     stop.wait(period)
+                    # a burst of binds (more than the bind threads) first, at most 2 s
+                    self.host.wait_for_binds(BIND_THREADS, BIND_BURST_SECONDS)
                 else:  # the first cycle starts as soon as the last first list is in
                     self.host.wait_for_change(period)
         except RefusedAtStart:

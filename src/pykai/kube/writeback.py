@@ -11,6 +11,10 @@ merge patch goes out on ``pool``.
 - A patch equal to the last one in line (under way, or waiting) is not made twice: a cycle
   that asks again before the answer reached the cache adds nothing.
 - Each answer is handed to ``written(kind, obj)`` (the host's cache).
+- Binds go first: while ``give_way()`` says binds are under way, a write waits, at most
+  ``GIVE_WAY_SECONDS`` (what is asked meanwhile is composed into it). A burst of binds then
+  meets no status patch at the apiserver, and a PodGroup that goes Pending then Running
+  during the burst is written once.
 - A write that fails for a reason time may mend (the apiserver's 5xx, 429, a lost
   connection) is tried again, ``ATTEMPTS`` times in all, ``RETRY_SECONDS`` apart and then
   longer; an object that is gone (404) or a patch the apiserver refuses is dropped. Both are
@@ -34,6 +38,7 @@ from pykai.model.meta import Obj
 log = logging.getLogger("pykai.run")
 
 ATTEMPTS = 3
+GIVE_WAY_SECONDS = 2.0
 RETRY_SECONDS = 0.5
 _ABSENT = object()
 
@@ -69,8 +74,14 @@ def _transient(exc: Exception) -> bool:
 class Writeback:
     """Background merge patches, coalesced per object (see the module's contract)."""
 
-    def __init__(self, api: KubeApi, pool: Executor, written: Callable[[str, Obj], None]) -> None:
-        self.api, self.pool, self.written = api, pool, written
+    def __init__(
+        self,
+        api: KubeApi,
+        pool: Executor,
+        written: Callable[[str, Obj], None],
+        give_way: Callable[[], bool] = lambda: False,
+    ) -> None:
+        self.api, self.pool, self.written, self.give_way = api, pool, written, give_way
         self._lock = threading.Lock()
         self._waiting: dict[Key, list[Obj]] = {}  # not sent yet, in order
         self._sending: dict[Key, Obj] = {}  # under way
@@ -103,7 +114,11 @@ class Writeback:
             return len(self._active)
 
     def _drain(self, key: Key) -> None:
-        """Send the object's patches in order until none waits."""
+        """Send the object's patches in order until none waits (after the binds under way,
+        at most ``GIVE_WAY_SECONDS``)."""
+        deadline = time.monotonic() + GIVE_WAY_SECONDS
+        while self.give_way() and time.monotonic() < deadline:
+            time.sleep(0.05)
         while True:
             with self._lock:
                 self._sending.pop(key, None)
