@@ -154,3 +154,22 @@ def test_compose_does_what_the_two_do_one_after_the_other() -> None:
     assert compose({"a": None}, {"a": {"b": 1}}) is None
     assert compose({"a": 1}, {"a": {"b": 1}}) is None
     assert compose({"a": {"b": None}}, {"a": {"c": 1}}) == {"a": {"b": None, "c": 1}}
+
+
+def test_a_write_gives_way_to_binds_under_way(
+    pool: ThreadPoolExecutor, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While binds are under way a status patch waits (what is asked meanwhile is composed
+    into it), and goes once they are done."""
+    monkeypatch.setattr(writeback, "GIVE_WAY_SECONDS", 30.0)
+    api = _Api()
+    api.gate.set()
+    binding = threading.Event()
+    binding.set()
+    back = Writeback(api, pool, lambda kind, obj: None, give_way=binding.is_set)  # type: ignore[arg-type]
+    back.patch("PodGroup", "ns", "a", "status", {"status": {"phase": "Pending"}})
+    back.patch("PodGroup", "ns", "a", "status", {"status": {"phase": "Running"}})
+    assert not api.started.wait(0.5)  # held back while binds are under way
+    binding.clear()
+    _until(lambda: back.pending() == 0)
+    assert [p for _, _, p in api.sent] == [{"status": {"phase": "Running"}}]

@@ -175,7 +175,12 @@ class KubeHost(ObjectCache):
         the bind pool, which runs nothing that waits: ``bind`` may wait on it from the write
         pool."""
         self._bind_started()
-        future = self.bind_pool.submit(self._bind_now, decision)
+        try:
+            future = self.bind_pool.submit(self._bind_now, decision)
+        except BaseException:  # the pool is shut down: no bind will count itself done
+            with self._binding_lock:
+                self._binding -= 1
+            raise
         self._early[_bind_key(decision)] = (decision, future)
 
     def end_cycle(self) -> None:
