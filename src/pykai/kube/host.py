@@ -165,15 +165,17 @@ class KubeHost(ObjectCache):
     def bind_answers(self) -> builtins.list[tuple[Bind, str]]:
         """The answers come since to the binds ``bind`` left under way; a bound pod is cached
         as bound (``_cache_bound``). A bind that raised (a bug) is left to the watch."""
-        answered = [(d, f) for d, f in self._under_way if f.done()]
-        self._under_way = [(d, f) for d, f in self._under_way if not f.done()]
+        answered: builtins.list[tuple[Bind, Future[str]]] = []
+        waiting: builtins.list[tuple[Bind, Future[str]]] = []
+        for entry in self._under_way:  # one look at each: a bind may end between two
+            (answered if entry[1].done() else waiting).append(entry)
+        self._under_way = waiting
         return self._cache_answered(answered)
 
     def bind_early(self, decision: Bind) -> None:
         """Start a committed allocation's bind while the cycle goes on (the engine's
-        ``on_bind``); ``bind`` takes its answer when the cycle's binds are carried out. On
-        the bind pool, which runs nothing that waits: ``bind`` may wait on it from the write
-        pool."""
+        ``on_bind``); ``bind`` takes its answer when the cycle's binds are carried out, or
+        leaves it to ``bind_answers``. On the bind pool, which runs nothing that waits."""
         self._bind_started()
         try:
             future = self.bind_pool.submit(self._bind_now, decision)
