@@ -12,16 +12,14 @@ sides agree)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from pykai.compare.expressible import plan
-from pykai.compare.scenario import Scenario, Step, read_scenario
+from pykai.compare.scenario import Scenario, read_scenario, under_one_parent
 from pykai.compare.side_by_side import AGREE, Outcome, compare
 from pykai.kube import peer_kai, peers
-from pykai.model.meta import Obj
 
 SCENARIOS_ROOT = Path(__file__).parents[1] / "scenarios"
 # KAI v0.12.0 schedules no job whose queue has no parent (docs/conformance.md)
@@ -70,28 +68,6 @@ def scenario(name: str) -> Scenario:
     return read_scenario(SCENARIOS_ROOT / name, name)
 
 
-def under_a_parent(found: Scenario) -> Scenario:
-    """The scenario with every queue put under one new parent queue, unlimited in every
-    resource (for scenarios whose queues all lack a parent)."""
-    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-    root: Obj = {
-        "apiVersion": "scheduling.run.ai/v2",
-        "kind": "Queue",
-        "metadata": {"name": PARENT},
-        "spec": {"resources": {r: dict(unlimited) for r in ("cpu", "gpu", "memory")}},
-    }
-
-    def moved(step: Step) -> Step:
-        objects = [
-            {**o, "spec": {**o["spec"], "parentQueue": PARENT}} if o["kind"] == "Queue" else o
-            for o in step.objects
-        ]
-        first = step is found.steps[0]
-        return replace(step, objects=tuple([root, *objects] if first else objects))
-
-    return replace(found, steps=tuple(moved(s) for s in found.steps))
-
-
 def cases(scenarios: dict[str, str]) -> list[object]:
     return [
         pytest.param(name, marks=pytest.mark.xfail(reason=why, strict=True)) if why else name
@@ -127,6 +103,6 @@ def test_pykai_decides_as_the_real_kai(name: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", cases(UNDER_A_PARENT))
 def test_pykai_decides_as_the_real_kai_under_a_parent_queue(name: str, tmp_path: Path) -> None:
-    outcome = compare(under_a_parent(scenario(name)), tmp_path)
+    outcome = compare(under_one_parent(scenario(name), PARENT), tmp_path)
     print(report(outcome))
     assert outcome.verdict == AGREE, report(outcome)

@@ -7,11 +7,13 @@ Contract: ``read_scenario(folder)`` returns the folder's steps in order, each wi
 document order (a pod without ``terminationGracePeriodSeconds`` gets 0: an evicted pod is gone
 at once), its delete targets and its advance in seconds; it reads nothing else and checks only
 the shape it needs (``ScenarioError`` otherwise). ``write_scenario`` writes a folder that
-``read_scenario`` reads back to equal steps."""
+``read_scenario`` reads back to equal steps. ``under_one_parent`` puts a scenario's top-level
+queues under one new unlimited parent queue (what KAI's chart does with ``default-parent-queue``;
+KAI v0.12.0 schedules no job of a queue without a parent, docs/conformance.md row (a))."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -120,3 +122,41 @@ def write_scenario(
             document["steps"].append({"advance": f"{step.seconds:g}s"})
     (folder / "scenario.yaml").write_text(yaml.safe_dump(document, sort_keys=False))
     return read_scenario(folder)
+
+
+def under_one_parent(scenario: Scenario, parent: str) -> Scenario:
+    """``scenario`` with every queue its apply steps create without a ``parentQueue`` put under
+    ``parent``, a new queue unlimited in cpu, gpu and memory (quota and limit -1, weight 1),
+    created by the first apply step; unchanged when every queue has a parent already."""
+    if not any(
+        o["kind"] == "Queue" and not (o.get("spec") or {}).get("parentQueue")
+        for step in scenario.steps
+        if step.action == "apply"
+        for o in step.objects
+    ):
+        return scenario
+    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
+    root: Obj = {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": parent},
+        "spec": {"resources": {r: dict(unlimited) for r in ("cpu", "gpu", "memory")}},
+    }
+
+    def moved(obj: Obj) -> Obj:
+        spec = obj.get("spec") or {}
+        if obj["kind"] != "Queue" or spec.get("parentQueue"):
+            return obj
+        return {**obj, "spec": {**spec, "parentQueue": parent}}
+
+    first = next(i for i, step in enumerate(scenario.steps) if step.action == "apply")
+    steps = [
+        replace(
+            step,
+            objects=tuple(([root] if i == first else []) + [moved(o) for o in step.objects]),
+        )
+        if step.action == "apply"
+        else step
+        for i, step in enumerate(scenario.steps)
+    ]
+    return replace(scenario, steps=tuple(steps))
