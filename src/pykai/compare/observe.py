@@ -7,7 +7,10 @@ reasons and ``resourcesStatus.allocated`` (as ``record`` types; quantities as nu
 millicores, memory in bytes, ``nvidia.com/gpu`` in devices, other resources and zeros left
 out); the actions of the ``Evict`` events on each PodGroup (pykai's ``action`` field, KAI's
 ``evictor-action-type`` annotation); and a ``digest`` of all that plus the BindRequests'
-phases, which changes whenever any of it does (settling waits on it)."""
+phases, which changes whenever any of it does (settling waits on it). PodGroups are keyed by
+namespace and name less a trailing ``-<uid>`` of an owner: a PodGroup that a pod-grouper names
+after its owner's random uid (KAI's ``pg-<pod>-<uid>`` for a bare pod) has one key on both
+sides."""
 
 from __future__ import annotations
 
@@ -72,7 +75,9 @@ def observe(api: KubeApi) -> Observation:
     queues = {
         q["metadata"]["name"]: _queue(q.get("status") or {}) for q in api.list(BY_KIND["Queue"])[0]
     }
-    groups = {pod_key(g): _group(g.get("status") or {}) for g in api.list(BY_KIND["PodGroup"])[0]}
+    listed_groups = api.list(BY_KIND["PodGroup"])[0]
+    keys = {pod_key(g): group_key(g) for g in listed_groups}
+    groups = {keys[pod_key(g)]: _group(g.get("status") or {}) for g in listed_groups}
     actions: dict[str, set[str]] = {}
     for event in api.list(BY_KIND["Event"])[0]:
         involved = event.get("involvedObject") or {}
@@ -81,6 +86,7 @@ def observe(api: KubeApi) -> Observation:
         annotations = event["metadata"].get("annotations") or {}
         action = event.get("action") or annotations.get(ACTION_ANNOTATION, "")
         group = f"{involved.get('namespace') or 'default'}/{involved.get('name')}"
+        group = keys.get(group, group)
         actions.setdefault(group, set()).update([action] if action else [])
     parts += [sorted(queues.items()), sorted(groups.items())]
     parts += [sorted((group, sorted(names)) for group, names in actions.items())]
@@ -94,6 +100,18 @@ def observe(api: KubeApi) -> Observation:
         groups,
         {group: tuple(sorted(names)) for group, names in actions.items()},
     )
+
+
+def group_key(group: Obj) -> str:
+    """A PodGroup's key: namespace/name, less a trailing ``-<uid>`` of one of its owners."""
+    meta = group["metadata"]
+    name = str(meta.get("name", ""))
+    for ref in meta.get("ownerReferences") or []:
+        suffix = f"-{ref.get('uid', '')}"
+        if len(suffix) > 1 and name.endswith(suffix):
+            name = name[: -len(suffix)]
+            break
+    return f"{meta.get('namespace') or 'default'}/{name}"
 
 
 def _queue(status: Obj) -> QueueStatus:
