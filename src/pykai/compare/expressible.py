@@ -3,8 +3,9 @@
 Contract of ``plan(scenario)``: a ``Plan`` whose ``problems`` list, each with its reason,
 whatever the peer cannot express (then the scenario is "not expressible" and nothing runs):
 
-- an ``advance`` longer than ``ADVANCE_LIMIT`` seconds (a real cluster has no clock to
-  advance; a short one is replayed as a wait on both sides);
+- an ``advance`` longer than ``advance_limit`` seconds (``ADVANCE_LIMIT`` unless given: a
+  real cluster has no clock to advance; a shorter one is replayed as a real wait on both
+  sides);
 - a ``config`` key KAI's scheduler cannot be given (``EXPRESSIBLE_CONFIG`` lists the ones it
   can: placement through its configuration, the rest through kai-scheduler's flags);
 - shared GPUs (``gpu-fraction``, ``gpu-memory``, ``gpu-fraction-num-devices``): their binds
@@ -25,7 +26,7 @@ from pykai.compare.scenario import Scenario, Step
 from pykai.model.duration import parse_duration
 from pykai.model.meta import Obj
 
-ADVANCE_LIMIT = 5.0  # seconds: longer advances are not replayed as real waits
+ADVANCE_LIMIT = 5.0  # seconds: longer advances are not replayed as real waits, by default
 SHARED_GPU = frozenset({"gpu-fraction", "gpu-memory", "gpu-fraction-num-devices"})
 KINDS = frozenset({"Node", "Queue", "PodGroup", "Pod", "PriorityClass", "Namespace"})
 # SchedulerConfig key -> how KAI is told it ("placementStrategy": its scheduler configuration)
@@ -50,7 +51,7 @@ class Plan:
     problems: tuple[str, ...] = ()
 
 
-def plan(scenario: Scenario) -> Plan:
+def plan(scenario: Scenario, advance_limit: float = ADVANCE_LIMIT) -> Plan:
     """The plan for ``scenario`` (see the module's contract)."""
     problems: list[str] = []
     steps: list[tuple[int, Step]] = []
@@ -59,10 +60,10 @@ def plan(scenario: Scenario) -> Plan:
         if step.action == "reject":
             skipped.append(f"step {number}: reject (a validation, not a decision)")
             continue
-        if step.action == "advance" and step.seconds > ADVANCE_LIMIT:
+        if step.action == "advance" and step.seconds > advance_limit:
             problems.append(
                 f"step {number}: advance {step.seconds:g}s: a real cluster has no clock to "
-                f"advance (waits of up to {ADVANCE_LIMIT:g}s are replayed)"
+                f"advance (waits of up to {advance_limit:g}s are replayed)"
             )
         problems += _object_problems(number, step)
         steps.append((number, step))
