@@ -22,6 +22,7 @@ from pykai.engine.state import ClusterState
 from pykai.model.conditions import Condition, condition_of, with_conditions
 from pykai.model.meta import Obj, format_time, mapping
 from pykai.model.partition import pool_of
+from pykai.model.positions import NOT_READY
 from pykai.model.problems import ObjectProblem
 from pykai.model.queue_status import FAIR_SHARE_CONDITION, queue_figures
 from pykai.model.resources import Resources, resource_list
@@ -88,7 +89,11 @@ def podgroup_status(
     """phase, counts, resourcesStatus and the UnschedulableOnNodePool condition on node pool
     ``pool`` (kept as it was while the job was not looked at, and while any of its pods holds
     a node: KAI updates it only for a job with none, default_status_updater.go
-    markPodGroupUnschedulable; cleared when nothing is pending)."""
+    markPodGroupUnschedulable; cleared when nothing is pending). A job that only waits for its
+    pods to be created (``NotReady``) keeps it as it was too: KAI records the NotReady event
+    and leaves the condition (default_status_updater.go, ``IsReadyForScheduling``). A job
+    waiting on a pod pykai holds back as unreadable gets the condition, which says what to
+    fix."""
     tasks = list(job.tasks.values())
     running = sum(1 for t in tasks if t.status in HOLDS_NODE)
     pending = sum(
@@ -107,6 +112,9 @@ def podgroup_status(
             "requested": resource_list(requested),
         },
     }
+    waits_for_pods = bool(reasons) and all(r.reason == NOT_READY for r in reasons or [])
+    if waits_for_pods and not any(t.problem for t in tasks):
+        reasons = None
     if pending and reasons and not running:
         status["schedulingConditions"] = [_condition(reasons, old, now, pool)]
     elif pending and old.get("schedulingConditions"):
@@ -267,8 +275,8 @@ def _say_why(host: Host, group: Obj, job: Job, reasons: list[Reason], now: float
     """A job's reasons changed: the PodGroup's event (NotReady when it waits for pods, else
     Unschedulable), and each pending pod's event and condition."""
     text = reason_text(reasons)
-    not_ready = all(r.reason == "NotReady" for r in reasons)
-    host.record(group, "NotReady" if not_ready else "Unschedulable", text, NORMAL)
+    not_ready = all(r.reason == NOT_READY for r in reasons)
+    host.record(group, NOT_READY if not_ready else "Unschedulable", text, NORMAL)
     if not_ready:
         return
     pending = [
