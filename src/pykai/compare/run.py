@@ -401,8 +401,11 @@ def _step(
 
 
 def create(api: KubeApi, objects: list[Obj]) -> None:
-    """Create a step's objects: namespaces, nodes (Ready) and queues at once, then PodGroups
-    and pods within one second of the apiserver's clock (as far as they fit in one). A
+    """Create a step's objects: namespaces and nodes (Ready), then the queues within one
+    second of the apiserver's clock, then PodGroups and pods within the next (as far as each
+    fits in one). Queues of one age divide a remainder by name on both sides, as in the
+    scenario harness; queues straddling a second gave it to the older one on one side only
+    (KAI's resource_division.go gives it to the older queue, then by name). A
     PodGroup without the ``kai.scheduler/queue`` label gets it, naming its ``spec.queue``, as
     KAI's podgrouper labels the PodGroups it makes: KAI's queuecontroller sums only labelled
     PodGroups into a queue's status (resource_updater.go)."""
@@ -412,13 +415,17 @@ def create(api: KubeApi, objects: list[Obj]) -> None:
             BY_KIND["Namespace"],
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
         )
+    queues = [o for o in objects if o["kind"] == "Queue"]
     for obj in objects:
-        if obj not in jobs:
+        if obj not in jobs and obj not in queues:
             _create(api, obj)
-    api.list(BY_KIND["Pod"])  # the connection warm
-    time.sleep(1.0 - time.time() % 1.0 + 0.01)
-    for obj in jobs:
-        _create(api, obj)
+    for group in (queues, jobs):
+        if not group:
+            continue
+        api.list(BY_KIND["Pod"])  # the connection warm
+        time.sleep(1.0 - time.time() % 1.0 + 0.01)
+        for obj in group:
+            _create(api, obj)
 
 
 def _namespace(obj: Obj) -> str:
