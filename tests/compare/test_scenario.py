@@ -6,22 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from pykai.compare.scenario import Scenario, Step, under_parents
+from pykai.model import builders
 from pykai.model.meta import Obj
 
 
 def queue(name: str, parent: str = "", gpu_quota: int = 2) -> Obj:
-    spec: Obj = {
-        "priority": 7,
-        "resources": {"gpu": {"quota": gpu_quota, "limit": 9, "overQuotaWeight": 3}},
-    }
-    if parent:
-        spec["parentQueue"] = parent
-    return {
-        "apiVersion": "scheduling.run.ai/v2",
-        "kind": "Queue",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    return builders.queue(name, parent=parent, gpu=(gpu_quota, 9, 3), priority=7)
 
 
 def scenario(*steps: Step) -> Scenario:
