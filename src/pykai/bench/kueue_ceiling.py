@@ -60,15 +60,17 @@ class Ceiling:
     waits: dict[str, tuple[float, float]]  # class -> (median, p99) from arrival to admission
 
     @property
-    def admissions_per_s(self) -> float:
-        return self.jobs / self.all_admitted_s if self.all_admitted_s > 0 else float("inf")
+    def admissions_per_s(self) -> float | None:
+        """None when every Job is admitted the instant it arrives, all at once (no rate)."""
+        return self.jobs / self.all_admitted_s if self.all_admitted_s > 0 else None
 
     def figures(self) -> dict[str, object]:
         """As the bench's runs have them (``admissions_per_s``, ``all_admitted_s``, the
         per-class medians and p99s), rounded."""
+        rate = self.admissions_per_s
         made: dict[str, object] = {
             "hold_s": self.hold_s,
-            "admissions_per_s": round(self.admissions_per_s, 2),
+            "admissions_per_s": None if rate is None else round(rate, 2),
             "all_admitted_s": round(self.all_admitted_s, 3),
         }
         for name, (median, p99) in self.waits.items():
@@ -86,7 +88,7 @@ def jobs(shape: KueueShape) -> list[SimJob]:
             for number, cls in enumerate(shape.classes):
                 for n in range(shape.per_queue(cls)):
                     key = f"{queue}/{cls.name}-{number}-{n}-0"
-                    at = (n + 1) * cls.interval_ms
+                    at = shape.arrival_ms(cls, n)
                     made.append(SimJob(key, cls, queue, f"cohort-{cohort}", at))
     return sorted(made, key=lambda j: (j.at_ms, j.key))
 
