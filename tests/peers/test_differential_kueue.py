@@ -143,10 +143,20 @@ KNOWN: dict[str, set[str]] = {
         "16-flavor-node-labels-and-tolerations",
         "17-flavor-taints",
         "18-namespace-selector",
+        "20-guide-ray-kind-gang",
+        "21-guide-ray-kind-priority",
+        "25-guide-kueue-quick-start-job",
     )
 }
-# scenario -> the docs/conformance.md row of a difference not settled yet (an expected failure)
-DISAGREE: dict[str, str] = {}
+# scenario -> the docs/conformance.md row of a difference that spreads over many fields, so
+# that no row accepts it field by field (an expected failure, strict)
+DISAGREE: dict[str, str] = {
+    "22-guide-ray-priority-submitter-quota": (
+        "(k2) step 3: Kueue v0.17.0 admits the prod RayJob on quota alone and its head waits "
+        "for a GPU no node has free; pykai admits a Workload only once its gang fits on the "
+        "current nodes (docs/kueue.md, 'Beyond Kueue'), so it stays suspended, WaitingForNodes"
+    ),
+}
 
 try:
     peers.binary("kueue")
@@ -293,7 +303,8 @@ def decide(name: str, directory: Path, peer: bool) -> list[KueueDecision]:
 
 # each scenario takes about two minutes here (two fresh clusters, every step settled): `make
 # test` runs these three (borrowing in a cohort, reclaim, a RayCluster suspended and resumed);
-# PYKAI_KUEUE_SCENARIOS=all (or a comma-separated list) runs others; all 18 agreed, 2026-11-28
+# PYKAI_KUEUE_SCENARIOS=all (or a comma-separated list) runs others; the first 18 agreed, and of
+# the guides (20-25) all but 22 (DISAGREE), 2026-11-28
 IN_MAKE_TEST = (
     "01-borrowing-up-to-the-cohort",
     "06-reclaim-within-cohort-any",
