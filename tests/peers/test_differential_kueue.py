@@ -15,6 +15,11 @@ see peer_kueue) would store them: Kueue-managed jobs are created suspended. On t
 pods carry no ``schedulerName`` (kube-scheduler's); on both, job pods get a grace period of 0,
 so a suspended job's pods are gone at once on either side.
 
+The public Ray + Kueue guides (``GUIDES``: kueue/2x-guide-*, from examples/kueue/) run as the
+guides install things, on both sides: KubeRay with no batch scheduler and kube-scheduler placing
+every pod, ``pykai run`` standing in for Kueue alone; each manifest of examples/kueue/ is in a
+guide scenario or listed with why not (``GUIDES_NOT_EXPRESSIBLE``).
+
 A scenario the real Kueue cannot express is listed with its reason (``NOT_EXPRESSIBLE``); where
 the sides disagree, docs/conformance.md ("Side by side with the real Kueue") says what each
 decided and why, and the case is an expected failure naming it (strict: it fails once the
