@@ -50,19 +50,3 @@ def test_a_scenario_without_top_level_leaves_is_unchanged() -> None:
     assert under_parents(kept) is kept
     rejected_only = scenario(Step("reject", ("bad.yaml",), (queue("bad"),)))
     assert under_parents(rejected_only) is rejected_only
-
-
-def test_a_podgroup_named_after_its_owners_uid_is_keyed_without_it() -> None:
-    from pykai.compare.observe import group_key
-
-    owned: Obj = {
-        "metadata": {
-            "name": "pg-busy-0-1234-ab",
-            "namespace": "ns",
-            "ownerReferences": [{"kind": "Pod", "uid": "1234-ab"}],
-        }
-    }
-    assert group_key(owned) == "ns/pg-busy-0"
-    other: Obj = {"metadata": {"name": "job-x", "ownerReferences": [{"uid": "zz"}]}}
-    assert group_key(other) == "default/job-x"
-    assert group_key({"metadata": {"name": "g-", "ownerReferences": [{"uid": ""}]}}) == "default/g-"

@@ -12,7 +12,10 @@ whatever the peer cannot express (then the scenario is "not expressible" and not
   need a reservation-pod annotator and kai-admission's ConfigMap annotation, not set up here;
 - ``recreate_evicted``: the pods' controller pykai's scenario harness plays has no real
   counterpart for bare pods;
-- kinds outside KAI's API (Kueue's are compared elsewhere).
+- kinds outside KAI's API (Kueue's are compared elsewhere), and RayJobs (``NOT_REPLAYED``);
+- a RayCluster, RayService or Deployment (``GROUPED_KINDS``: the real KubeRay operator or
+  the Deployment controller makes its pods on both sides, each side's pod-grouper its
+  PodGroup) that asks for shared GPUs in a pod template (``grouped_problems``).
 
 ``reject`` steps are not decisions: they are left out and listed in ``skipped``. Both sides
 get the same configuration: ``pykai_config`` for ``pykai run --scheduler-config``,
@@ -28,7 +31,18 @@ from pykai.model.meta import Obj
 
 ADVANCE_LIMIT = 5.0  # seconds: longer advances are not replayed as real waits, by default
 SHARED_GPU = frozenset({"gpu-fraction", "gpu-memory", "gpu-fraction-num-devices"})
-KINDS = frozenset({"Node", "Queue", "PodGroup", "Pod", "PriorityClass", "Namespace"})
+KINDS = frozenset({"Node", "Queue", "PodGroup", "Pod", "PriorityClass", "Namespace", "Secret"})
+# workloads whose pods a controller makes (the KubeRay operator, kube-controller-manager) and
+# whose PodGroups each side's pod-grouper makes (KAI's kai-podgrouper; pykai's grouping)
+GROUPED_KINDS = frozenset({"RayCluster", "RayService", "Deployment"})
+# kinds KAI's API has but this harness cannot replay, and why
+NOT_REPLAYED = {
+    "RayJob": (
+        "KubeRay v1.5.0's kai-scheduler batch plugin refuses every RayJob (\"currently only "
+        'RayCluster is supported", batchscheduler/kai-scheduler/kai_scheduler.go:39-43), so '
+        "its RayCluster is never made on either side"
+    ),
+}
 # SchedulerConfig key -> how KAI is told it ("placementStrategy": its scheduler configuration)
 EXPRESSIBLE_CONFIG = {
     "placementStrategy": "the shard's placement (scheduler configuration)",
@@ -96,7 +110,11 @@ def plan(scenario: Scenario, advance_limit: float = ADVANCE_LIMIT) -> Plan:
 def _object_problems(number: int, step: Step) -> list[str]:
     problems = []
     for obj in step.objects:
-        if obj["kind"] not in KINDS:
+        if obj["kind"] in GROUPED_KINDS:
+            problems += grouped_problems(number, obj)
+        elif obj["kind"] in NOT_REPLAYED:
+            problems.append(f"step {number}: kind {obj['kind']}: {NOT_REPLAYED[obj['kind']]}")
+        elif obj["kind"] not in KINDS:
             problems.append(f"step {number}: kind {obj['kind']} is not in KAI's API")
         shared = SHARED_GPU & set(obj["metadata"].get("annotations") or {})
         if obj["kind"] == "Pod" and shared:
@@ -105,3 +123,27 @@ def _object_problems(number: int, step: Step) -> list[str]:
                 "a reservation-pod annotator and kai-admission's ConfigMap annotation"
             )
     return problems
+
+
+def grouped_problems(number: int, obj: Obj) -> list[str]:
+    """What the peer cannot express of a workload whose pods a controller makes: shared GPUs
+    asked for in any of its pod templates' annotations (as for a bare pod)."""
+    shared: set[str] = set()
+    pending: list[object] = [obj.get("spec") or {}]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            template = value.get("template")
+            if isinstance(template, dict):
+                annotations = (template.get("metadata") or {}).get("annotations") or {}
+                shared |= SHARED_GPU & set(annotations)
+            pending += list(value.values())
+        elif isinstance(value, list):
+            pending += value
+    if not shared:
+        return []
+    return [
+        f"step {number}: {obj['kind']} {obj['metadata']['name']}: shared GPUs "
+        f"({', '.join(sorted(shared))}) in its pod templates: the binder needs a "
+        "reservation-pod annotator and kai-admission's ConfigMap annotation"
+    ]

@@ -324,6 +324,13 @@ class _Tracker:
 
     def __init__(self) -> None:
         self.bound: dict[str, tuple[str, str]] = {}
+        self.made: dict[str, str] = {}  # the class of every pod a controller made so far
+        self.groups: dict[str, str] = {}  # each pod's PodGroup as its annotation named it
+
+    def remember(self, made: dict[str, str]) -> dict[str, str]:
+        """Keep the classes of the pods controllers made; all of them so far."""
+        self.made.update(made)
+        return dict(self.made)
 
     def evictions(self, seen: Observation, deleted: set[str]) -> list[tuple[str, str]]:
         """(pod, node) of each pod bound before and now gone, re-created or terminating, not
@@ -371,6 +378,7 @@ def _step(
     quiet, cycles, deadline = settle()
     expected = {pod_key(o) for o in step.objects if o["kind"] == "Pod"}
     evictions: list[tuple[str, str]] = []
+    made = dict(tracker.made)  # pods made by controllers, kept once gone (an eviction's class)
     seen: set[str] = set()
     last, since, counted = "", time.monotonic(), 0
     end = time.monotonic() + deadline
@@ -380,6 +388,8 @@ def _step(
         now = observe(api)
         done = scheduler.cycles() if cycles else 0  # read after the cluster: a lower bound
         evictions += tracker.evictions(now, deleted)
+        made.update(now.made)
+        tracker.groups.update(now.pod_groups)
         seen |= set(now.placed)
         if now.digest != last or not expected <= seen:
             last, since, counted = now.digest, time.monotonic(), done
@@ -392,11 +402,15 @@ def _step(
         number,
         dict(now.placed),
         tuple(
-            Eviction(pod, node, now.evict_actions.get(groups.get(pod, ""), ()))
+            Eviction(
+                pod, node, now.evict_actions.get(groups.get(pod) or tracker.groups.get(pod, ""), ())
+            )
             for pod, node in evictions
         ),
         now.queues,
         now.podgroups,
+        tracker.remember(made),
+        now.grouped,
     )
 
 
