@@ -65,6 +65,7 @@ from pykai.kube.nodes import create_ready_nodes
 from pykai.model.errors import PykaiError
 from pykai.model.kinds import BY_KIND, CLUSTER_SCOPED
 from pykai.model.meta import Obj
+from pykai.model.queue import default_queues
 
 SIDES = ("kai", "pykai")
 KAI_QUIET = 3.0  # seconds without a change: three of KAI's 1 s cycles
@@ -193,13 +194,18 @@ class Side:
         return self.cluster
 
     def _ready(self, cluster: LocalCluster) -> KubeApi:
-        """The cluster up and empty (a used one emptied: ``reset``), else ``SideFailed``."""
+        """The cluster up and as installed (a used one emptied: ``reset``, then the default
+        queues made again, as the chart and ``LocalCluster.up`` make them), else
+        ``SideFailed``. Without the default queues, a scenario whose bare pods go to
+        ``default-queue`` found it on a fresh cluster and not on a used one."""
         if cluster.status().get("pids"):
             api = connect(cluster.kubeconfig)
             left = reset(api, self.reset_deadline)
             if left:
                 shown = ", ".join(left[:10])
                 raise NotEmpty(f"the cluster kept {len(left)} object(s) of a plan: {shown}")
+            for queue in default_queues():
+                api.create_if_absent(BY_KIND["Queue"], queue)
             return api
         cluster.up(timeout=self.start_timeout * 3)  # a loaded machine starts an apiserver slowly
         return connect(cluster.kubeconfig)
