@@ -64,14 +64,23 @@ def _next_change(host: KubeHost) -> Change:
     return host.changes.get(timeout=10.0)
 
 
-def test_a_patch_under_way_is_read_back_until_its_answer_is_cached(
-    background: ThreadPoolExecutor,
-) -> None:
-    api = _Api(_group())
+def _running(
+    background: ThreadPoolExecutor, refusal: ApiError | None = None
+) -> tuple[_Api, KubeHost, Obj]:
+    """A host whose PodGroup ``g`` (version 5) is being patched to phase Running, the API
+    holding the answer until its gate opens; the PodGroup as cached before."""
+    api = _Api(_group(), refusal)
     host = _host(api, background)
     cached = host.get("PodGroup", "g", "default")
     assert cached is not None
     host.patch(cached, {"status": {"phase": "Running"}}, status=True)
+    return api, host, cached
+
+
+def test_a_patch_under_way_is_read_back_until_its_answer_is_cached(
+    background: ThreadPoolExecutor,
+) -> None:
+    api, host, _ = _running(background)
     shown = host.get("PodGroup", "g", "default")
     assert shown is not None and shown["status"]["phase"] == "Running"
     assert shown["metadata"]["resourceVersion"] != "5"  # not taken for the stored version
@@ -101,11 +110,7 @@ def test_a_patch_under_way_is_read_back_until_its_answer_is_cached(
 def test_a_patch_under_way_shows_on_top_of_anyone_elses_change(
     background: ThreadPoolExecutor,
 ) -> None:
-    api = _Api(_group())
-    host = _host(api, background)
-    cached = host.get("PodGroup", "g", "default")
-    assert cached is not None
-    host.patch(cached, {"status": {"phase": "Running"}}, status=True)
+    api, host, _ = _running(background)
     changed = merge_patch(
         _group(), {"metadata": {"resourceVersion": "9"}, "spec": {"minMember": 2}}
     )
@@ -119,11 +124,7 @@ def test_a_patch_under_way_shows_on_top_of_anyone_elses_change(
 def test_a_patch_the_writeback_gives_up_on_is_no_longer_shown(
     background: ThreadPoolExecutor,
 ) -> None:
-    api = _Api(_group(), refusal=ApiError(422, "refused"))
-    host = _host(api, background)
-    cached = host.get("PodGroup", "g", "default")
-    assert cached is not None
-    host.patch(cached, {"status": {"phase": "Running"}}, status=True)
+    api, host, cached = _running(background, ApiError(422, "refused"))
     api.gate.set()
     deadline = time.monotonic() + 10.0
     while host.writeback.pending():

@@ -30,7 +30,7 @@ import statistics
 from dataclasses import dataclass
 
 from pykai.bench.figures import percentile
-from pykai.bench.kueue_shape import KueueShape, WorkloadClass, cluster_queue_name
+from pykai.bench.kueue_shape import KueueShape, WorkloadClass, planned
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,15 +81,9 @@ class Ceiling:
 
 def jobs(shape: KueueShape) -> list[SimJob]:
     """The shape's Jobs as bench/kueue_shape.py ``measured`` creates them (same keys, times)."""
-    made = []
-    for cohort in range(shape.cohorts):
-        for index in range(shape.queues_per_cohort):
-            queue = cluster_queue_name(cohort, index)
-            for number, cls in enumerate(shape.classes):
-                for n in range(shape.per_queue(cls)):
-                    key = f"{queue}/{cls.name}-{number}-{n}-0"
-                    at = shape.arrival_ms(cls, n)
-                    made.append(SimJob(key, cls, queue, f"cohort-{cohort}", at))
+    made = [
+        SimJob(f"{p.queue}/{p.name}", p.cls, p.queue, p.cohort, p.at_ms) for p in planned(shape)
+    ]
     return sorted(made, key=lambda j: (j.at_ms, j.key))
 
 

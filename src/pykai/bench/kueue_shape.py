@@ -278,19 +278,43 @@ def job(name: str, namespace: str, cls: WorkloadClass, row: str) -> Obj:
     }
 
 
+@dataclass(frozen=True)
+class Planned:
+    """One workload of the shape: its ClusterQueue (and namespace), cohort, name as the
+    baseline's (``<class>-<set>-<n>-0``), class and arrival (ms after the start)."""
+
+    queue: str
+    cohort: str
+    name: str
+    cls: WorkloadClass
+    at_ms: int
+
+
+def planned(shape: KueueShape) -> list[Planned]:
+    """Every ClusterQueue's workloads, each set's n-th created after (n + 1) intervals
+    (``at_once``: at the start); the one list the bench and its ceiling (kueue_ceiling.py)
+    both read."""
+    return [
+        Planned(
+            cluster_queue_name(cohort, index),
+            f"cohort-{cohort}",
+            f"{cls.name}-{number}-{n}-0",
+            cls,
+            shape.arrival_ms(cls, n),
+        )
+        for cohort in range(shape.cohorts)
+        for index in range(shape.queues_per_cohort)
+        for number, cls in enumerate(shape.classes)
+        for n in range(shape.per_queue(cls))
+    ]
+
+
 def measured(shape: KueueShape, row: str) -> list[Arrival]:
-    """Every ClusterQueue's workloads, named as the baseline's (``<class>-<set>-<n>-0``), each
-    set's n-th created after (n + 1) intervals (``at_once``: at the start); ordered by
-    arrival."""
-    made = []
-    for cohort in range(shape.cohorts):
-        for index in range(shape.queues_per_cohort):
-            namespace = cluster_queue_name(cohort, index)
-            for number, cls in enumerate(shape.classes):
-                for n in range(shape.per_queue(cls)):
-                    at = shape.arrival_ms(cls, n) / 1000
-                    name = f"{cls.name}-{number}-{n}-0"
-                    made.append(Arrival(at, cls.name, job(name, namespace, cls, row)))
+    """The shape's workloads as the Jobs to create (``planned``), ordered by arrival."""
+    made = [
+        Arrival(p.at_ms / 1000, p.cls.name, job(p.name, p.queue, p.cls, row))
+        for p in planned(shape)
+    ]
     return sorted(made, key=lambda a: (a.at_s, a.key))
 
 
