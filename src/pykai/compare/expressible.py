@@ -7,11 +7,12 @@ whatever the peer cannot express (then the scenario is "not expressible" and not
   advance; a short one is replayed as a wait on both sides);
 - a ``config`` key KAI's scheduler cannot be given (``EXPRESSIBLE_CONFIG`` lists the ones it
   can: placement through its configuration, the rest through kai-scheduler's flags);
-- shared GPUs (``gpu-fraction``, ``gpu-memory``, ``gpu-fraction-num-devices``): their binds
-  need a reservation-pod annotator and kai-admission's ConfigMap annotation, not set up here;
 - ``recreate_evicted``: the pods' controller pykai's scenario harness plays has no real
   counterpart for bare pods;
 - kinds outside KAI's API (Kueue's are compared elsewhere).
+
+Shared GPUs (``gpu-fraction``, ``gpu-memory``, ``gpu-fraction-num-devices``) are expressible:
+the KAI side runs kai-admission and the reservation stand-in (``peer_kai.start_admission``).
 
 ``reject`` steps are not decisions: they are left out and listed in ``skipped``. Both sides
 get the same configuration: ``pykai_config`` for ``pykai run --scheduler-config``,
@@ -26,7 +27,6 @@ from pykai.model.duration import parse_duration
 from pykai.model.meta import Obj
 
 ADVANCE_LIMIT = 5.0  # seconds: longer advances are not replayed as real waits
-SHARED_GPU = frozenset({"gpu-fraction", "gpu-memory", "gpu-fraction-num-devices"})
 KINDS = frozenset({"Node", "Queue", "PodGroup", "Pod", "PriorityClass", "Namespace"})
 # SchedulerConfig key -> how KAI is told it ("placementStrategy": its scheduler configuration)
 EXPRESSIBLE_CONFIG = {
@@ -97,10 +97,4 @@ def _object_problems(number: int, step: Step) -> list[str]:
     for obj in step.objects:
         if obj["kind"] not in KINDS:
             problems.append(f"step {number}: kind {obj['kind']} is not in KAI's API")
-        shared = SHARED_GPU & set(obj["metadata"].get("annotations") or {})
-        if obj["kind"] == "Pod" and shared:
-            problems.append(
-                f"step {number}: shared GPUs ({', '.join(sorted(shared))}): the binder needs "
-                "a reservation-pod annotator and kai-admission's ConfigMap annotation"
-            )
     return problems

@@ -1,7 +1,10 @@
 """Reading back from the apiserver what a scheduler wrote, the same way for both sides.
 
-Contract of ``observe(api)``: an ``Observation`` of the pods (but KAI's reservation pods):
-node ("" unbound), uid, whether terminating; each Queue's ``status.allocated``,
+Contract of ``observe(api)``: an ``Observation`` of the pods (but the reservation pods, in
+KAI's ``kai-resource-reservation`` or pykai's ``pykai-resv``): node ("" unbound), uid,
+whether terminating, the GPU groups its binder's labels name (``gpu_groups``: KAI's
+``runai-gpu-group=<g>`` and ``runai-gpu-group/<g>=<g>`` for further devices, which pykai's
+binder writes alike; pods without are left out); each Queue's ``status.allocated``,
 ``allocatedNonPreemptible`` and ``requested`` and each PodGroup's scheduling-condition
 reasons and ``resourcesStatus.allocated`` (as ``record`` types; quantities as numbers: cpu in
 millicores, memory in bytes, ``nvidia.com/gpu`` in devices, other resources and zeros left
@@ -16,11 +19,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pykai.compare.record import Amounts, GroupStatus, QueueStatus, pod_key
 from pykai.kube.api import KubeApi
+from pykai.kube.binding import RESERVATION_NAMESPACE as PYKAI_RESERVATIONS
 from pykai.kube.peer_kai import RESERVATION_NAMESPACE
+from pykai.model import constants as c
 from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 from pykai.model.quantity import count, cpu_millis, memory_bytes
@@ -28,6 +33,7 @@ from pykai.model.quantity import count, cpu_millis, memory_bytes
 ACTION_ANNOTATION = "evictor-action-type"  # KAI's Evict events (framework/interface.go)
 _PARSE = {"cpu": cpu_millis, "memory": memory_bytes, "nvidia.com/gpu": count}
 _NAMES = {"cpu": "cpu", "memory": "memory", "nvidia.com/gpu": "gpu"}
+RESERVATIONS = frozenset({RESERVATION_NAMESPACE, PYKAI_RESERVATIONS})
 
 
 @dataclass(frozen=True)
@@ -41,6 +47,7 @@ class Observation:
     queues: dict[str, QueueStatus]
     podgroups: dict[str, GroupStatus]
     evict_actions: dict[str, tuple[str, ...]]
+    gpu_groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def amounts(resources: Obj | None) -> Amounts:
@@ -54,22 +61,33 @@ def amounts(resources: Obj | None) -> Amounts:
     return found
 
 
+def gpu_groups(pod: Obj) -> tuple[str, ...]:
+    """The GPU groups a pod's labels name (see the module's contract), sorted."""
+    labels = pod["metadata"].get("labels") or {}
+    prefix = c.GPU_GROUP_LABEL + "/"
+    found = {str(v) for k, v in labels.items() if k == c.GPU_GROUP_LABEL or k.startswith(prefix)}
+    return tuple(sorted(found - {""}))
+
+
 def observe(api: KubeApi) -> Observation:
     """The cluster now (see the module's contract)."""
     pods, _ = api.list(BY_KIND["Pod"])
-    placed, uids, terminating = {}, {}, set()
+    placed, uids, terminating, groups_of = {}, {}, set(), {}
     parts: list[object] = []
     for pod in pods:
         meta = pod["metadata"]
-        if meta.get("namespace") == RESERVATION_NAMESPACE:
+        if meta.get("namespace") in RESERVATIONS:
             continue
         key = pod_key(pod)
+        if gpu_groups(pod):
+            groups_of[key] = gpu_groups(pod)
         placed[key] = str(pod["spec"].get("nodeName") or "")
         uids[key] = str(meta.get("uid", ""))
         if meta.get("deletionTimestamp"):
             terminating.add(key)
         conditions = [(c["type"], c["status"]) for c in pod.get("status", {}).get("conditions", [])]
-        parts.append((key, uids[key], placed[key], key in terminating, sorted(conditions)))
+        shared = groups_of.get(key, ())
+        parts.append((key, uids[key], placed[key], key in terminating, sorted(conditions), shared))
     requests, _ = api.list(BY_KIND["BindRequest"])
     parts += [(pod_key(r), (r.get("status") or {}).get("phase")) for r in requests]
     queues = {
@@ -99,6 +117,7 @@ def observe(api: KubeApi) -> Observation:
         queues,
         groups,
         {group: tuple(sorted(names)) for group, names in actions.items()},
+        groups_of,
     )
 
 

@@ -202,6 +202,8 @@ class Side:
                 raise NotEmpty(f"the cluster kept {len(left)} object(s) of a plan: {shown}")
             return api
         cluster.up(timeout=self.start_timeout * 3)  # a loaded machine starts an apiserver slowly
+        if self.side == "kai":  # its webhook mutates pods as they are created: before any is
+            peer_kai.start_admission(cluster, timeout=self.start_timeout)
         return connect(cluster.kubeconfig)
 
 
@@ -397,6 +399,7 @@ def _step(
         ),
         now.queues,
         now.podgroups,
+        now.gpu_groups,
     )
 
 
