@@ -7,7 +7,7 @@ from __future__ import annotations
 from pykai.compare.diff import differences
 from pykai.compare.observe import gpu_groups
 from pykai.compare.record import Record, StepRecord
-from pykai.kube.reservations import ANNOTATION, Devices, device_id
+from pykai.kube.reservations import ANNOTATION, Devices, device_id, reservation_pods
 from pykai.model.meta import Obj
 
 NODES = {"n1": "node-big", "n2": "node-big", "n3": "node-small"}
@@ -84,3 +84,28 @@ def test_annotated_or_terminating_pods_are_left_alone_and_hold_or_free_their_dev
     assert devices.seen(reservation("new", "n1")) == device_id("n1", 1)
     assert devices.seen(reservation("old", "n1", deleting=True)) is None
     assert devices.seen(reservation("newer", "n1")) == device_id("n1", 0)
+
+
+def test_shared_pods_bound_already_get_the_reservation_pods_kai_made_for_them() -> None:
+    def pod(name: str, node: str, labels: dict[str, str]) -> Obj:
+        return {"metadata": {"name": name, "labels": labels}, "spec": {"nodeName": node}}
+
+    pods = [
+        pod("a", "node0", {"runai-gpu-group": "0"}),
+        pod("b", "node0", {"runai-gpu-group": "0"}),  # same group: one reservation
+        pod("c", "node1", {"runai-gpu-group/G1": "G1", "runai-gpu-group/g2": "g2"}),
+        pod("d", "", {"runai-gpu-group": "9"}),  # not bound: the binder made nothing yet
+        pod("e", "node0", {}),  # a whole-GPU or CPU pod
+    ]
+    made = reservation_pods(pods)
+    assert [(p["spec"]["nodeName"], p["metadata"]["labels"]["runai-gpu-group"]) for p in made] == [
+        ("node0", "0"),
+        ("node1", "G1"),
+        ("node1", "g2"),
+    ]
+    assert [p["metadata"]["name"] for p in made][1] == "gpu-reservation-node1-g1"
+    for reserved in made:
+        assert reserved["metadata"]["namespace"] == "kai-resource-reservation"
+        assert reserved["metadata"]["labels"]["app"] == "kai-resource-reservation"
+        limits = reserved["spec"]["containers"][0]["resources"]["limits"]
+        assert limits == {"nvidia.com/gpu": "1"}

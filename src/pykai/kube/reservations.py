@@ -18,6 +18,16 @@ a node, not terminating and not yet annotated the annotation ``device_id(node, i
 node holds (as a device plugin hands a free device to each). It writes nothing else, and
 never touches a pod twice. It re-lists after a broken watch and runs until it is stopped.
 
+Contract of ``reservation_pods(pods)``: a scenario that starts with shared-GPU pods already
+bound (``spec.nodeName`` and a GPU group label) describes a cluster where KAI's binder bound
+them, so each of their GPU groups has its reservation pod; without it KAI's binder deletes
+the running pods at its next bind on that node (resource_reservation.go:185-192,350-366).
+These are the reservation pods the binder would have created
+(resource_reservation.go:381-531: namespace ``kai-resource-reservation``, labels
+``app=kai-resource-reservation`` and ``runai-gpu-group=<group>``, bound to the node, one
+``nvidia.com/gpu``), one per (node, group), for the harness to create with the pods; the
+stand-in annotates them as any other.
+
 pykai does not need it: ``pykai run``'s binder labels a shared-GPU pod with its GPU group
 itself, without a reservation pod (pykai.kube.binder)."""
 
@@ -29,12 +39,53 @@ import time
 from pathlib import Path
 
 from pykai.kube.api import ApiError, KubeApi, connect
+from pykai.model import constants as c
 from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 
 ANNOTATION = "run.ai/reserve_for_gpu_index"  # resource_reservation.go:39, pod_patcher.go:65
 APP_LABEL = "app=kai-resource-reservation"  # constants.AppLabelName = the binder's flag value
+NAMESPACE = "kai-resource-reservation"  # the binder's --resource-reservation-namespace
+GROUP_LABEL = c.GPU_GROUP_LABEL  # KAI's constants.GPUGroup
 log = logging.getLogger("pykai.reservations")
+
+
+def reservation_pods(pods: list[Obj]) -> list[Obj]:
+    """The reservation pods of the bound shared-GPU pods (see the module's contract)."""
+    wanted: dict[tuple[str, str], None] = {}
+    for pod in pods:
+        node = str((pod.get("spec") or {}).get("nodeName") or "")
+        labels = pod["metadata"].get("labels") or {}
+        prefix = GROUP_LABEL + "/"
+        groups = {str(v) for k, v in labels.items() if k == GROUP_LABEL or k.startswith(prefix)}
+        for group in sorted(groups - {""}) if node else ():
+            wanted[(node, group)] = None
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": f"gpu-reservation-{node}-{group}".lower(),
+                "namespace": NAMESPACE,
+                "labels": {"app": APP_LABEL.partition("=")[2], GROUP_LABEL: group},
+            },
+            "spec": {
+                "nodeName": node,
+                "containers": [
+                    {
+                        "name": "resource-reservation",
+                        "image": "ubuntu",
+                        "args": ["sleep", "infinity"],
+                        "resources": {
+                            "limits": {"nvidia.com/gpu": "1"},
+                            "requests": {"nvidia.com/gpu": "1"},
+                        },
+                    }
+                ],
+            },
+        }
+        for node, group in wanted
+    ]
 
 
 def device_id(node: str, index: int) -> str:
