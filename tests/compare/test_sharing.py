@@ -5,7 +5,7 @@ stand-in's choice of device (pykai.kube.reservations)."""
 from __future__ import annotations
 
 from pykai.compare.diff import differences
-from pykai.compare.observe import gpu_groups
+from pykai.compare.observe import amounts, gpu_groups
 from pykai.compare.record import Record, StepRecord
 from pykai.kube.reservations import ANNOTATION, Devices, device_id, reservation_pods
 from pykai.model.meta import Obj
@@ -109,3 +109,10 @@ def test_shared_pods_bound_already_get_the_reservation_pods_kai_made_for_them() 
         assert reserved["metadata"]["labels"]["app"] == "kai-resource-reservation"
         limits = reserved["spec"]["containers"][0]["resources"]["limits"]
         assert limits == {"nvidia.com/gpu": "1"}
+
+
+def test_kai_gpu_memory_requests_are_read_in_mib() -> None:
+    # KAI's podgroupcontroller writes a gpu-memory pod's request as run.ai/gpu.memory
+    # (requested.go), which reaches the queue's status.requested
+    found = amounts({"cpu": "300m", "run.ai/gpu.memory": "60k", "example.com/x": "1"})
+    assert found == {"cpu": 300.0, "gpu-memory": 60000.0}

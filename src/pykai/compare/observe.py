@@ -7,13 +7,14 @@ whether terminating, the GPU groups its binder's labels name (``gpu_groups``: KA
 binder writes alike; pods without are left out); each Queue's ``status.allocated``,
 ``allocatedNonPreemptible`` and ``requested`` and each PodGroup's scheduling-condition
 reasons and ``resourcesStatus.allocated`` (as ``record`` types; quantities as numbers: cpu in
-millicores, memory in bytes, ``nvidia.com/gpu`` in devices, other resources and zeros left
-out); the actions of the ``Evict`` events on each PodGroup (pykai's ``action`` field, KAI's
-``evictor-action-type`` annotation); and a ``digest`` of all that plus the BindRequests'
-phases, which changes whenever any of it does (settling waits on it). PodGroups are keyed by
-namespace and name less a trailing ``-<uid>`` of an owner: a PodGroup that a pod-grouper names
-after its owner's random uid (KAI's ``pg-<pod>-<uid>`` for a bare pod) has one key on both
-sides."""
+millicores, memory in bytes, ``nvidia.com/gpu`` in devices, ``run.ai/gpu.memory`` (what KAI's
+podgroupcontroller writes for the requests of ``gpu-memory`` pods) in MiB as ``gpu-memory``,
+other resources and zeros left out); the actions of the ``Evict`` events on each PodGroup
+(pykai's ``action`` field, KAI's ``evictor-action-type`` annotation); and a ``digest`` of all
+that plus the BindRequests' phases, which changes whenever any of it does (settling waits on
+it). PodGroups are keyed by namespace and name less a trailing ``-<uid>`` of an owner: a
+PodGroup that a pod-grouper names after its owner's random uid (KAI's ``pg-<pod>-<uid>`` for
+a bare pod) has one key on both sides."""
 
 from __future__ import annotations
 
@@ -31,8 +32,9 @@ from pykai.model.meta import Obj
 from pykai.model.quantity import count, cpu_millis, memory_bytes
 
 ACTION_ANNOTATION = "evictor-action-type"  # KAI's Evict events (framework/interface.go)
-_PARSE = {"cpu": cpu_millis, "memory": memory_bytes, "nvidia.com/gpu": count}
-_NAMES = {"cpu": "cpu", "memory": "memory", "nvidia.com/gpu": "gpu"}
+GPU_MEMORY = "run.ai/gpu.memory"  # KAI's podgroupcontroller: gpu-memory requests, in MiB
+_PARSE = {"cpu": cpu_millis, "memory": memory_bytes, "nvidia.com/gpu": count, GPU_MEMORY: count}
+_NAMES = {"cpu": "cpu", "memory": "memory", "nvidia.com/gpu": "gpu", GPU_MEMORY: "gpu-memory"}
 RESERVATIONS = frozenset({RESERVATION_NAMESPACE, PYKAI_RESERVATIONS})
 
 

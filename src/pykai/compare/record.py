@@ -20,7 +20,8 @@ from dataclasses import dataclass, field
 from pykai.model.meta import Obj
 
 HOSTNAME = "kubernetes.io/hostname"
-Amounts = dict[str, float]  # cpu (millicores), memory (bytes), gpu (devices); no zeros
+Amounts = dict[str, float]  # cpu (millicores), memory (bytes), gpu (devices), gpu-memory
+# (MiB); no zeros
 
 
 @dataclass(frozen=True)
