@@ -7,7 +7,13 @@ from __future__ import annotations
 from pykai.compare.diff import differences
 from pykai.compare.observe import amounts, gpu_groups
 from pykai.compare.record import Record, StepRecord
-from pykai.kube.reservations import ANNOTATION, Devices, device_id, reservation_pods
+from pykai.kube.reservations import (
+    ANNOTATION,
+    Devices,
+    device_id,
+    received_types,
+    reservation_pods,
+)
 from pykai.model.meta import Obj
 
 NODES = {"n1": "node-big", "n2": "node-big", "n3": "node-small"}
@@ -116,3 +122,21 @@ def test_kai_gpu_memory_requests_are_read_in_mib() -> None:
     # (requested.go), which reaches the queue's status.requested
     found = amounts({"cpu": "300m", "run.ai/gpu.memory": "60k", "example.com/x": "1"})
     assert found == {"cpu": 300.0, "gpu-memory": 60000.0}
+
+
+def test_pods_bound_already_get_the_received_type_kai_binder_writes() -> None:
+    def pod(name: str, node: str, annotations: dict[str, str]) -> Obj:
+        meta = {"name": name, "namespace": "default", "annotations": annotations}
+        return {"metadata": meta, "spec": {"nodeName": node}}
+
+    pods = [
+        pod("shared", "n1", {"gpu-fraction": "0.5"}),
+        pod("memory", "n1", {"gpu-memory": "2000"}),
+        pod("whole", "n1", {}),
+        pod("pending", "", {"gpu-fraction": "0.5"}),
+    ]
+    assert received_types(pods) == {
+        "default/shared": "Fraction",
+        "default/memory": "Fraction",
+        "default/whole": "Regular",
+    }

@@ -1,5 +1,5 @@
-"""Shared GPUs side by side with the real KAI (issue 23): scenarios with ``gpu-fraction`` and
-``gpu-memory`` run under KAI v0.12.0 with kai-admission and the reservation stand-in
+"""Shared GPUs side by side with the real KAI (issue 23): scenarios with ``gpu-fraction`` run
+under KAI v0.12.0 with kai-admission and the reservation stand-in
 (pykai.kube.peer_kai.start_admission, pykai.kube.reservations), and under ``pykai run``; the
 pods sharing each device (GPU groups, pykai.compare.record.Record.sharing) are compared with
 the rest of the decisions. The expected outcome is what the real KAI decided.
@@ -18,7 +18,7 @@ from pykai.kube import peer_kai, peers
 
 SCENARIOS_ROOT = Path(__file__).parents[1] / "scenarios"
 SHARE = "72-gpu-fractions-share-a-group"  # 0.7 and 0.2 of a GPU: one device
-SCENARIOS = (SHARE, "75-gpu-memory-requests", "77-gpu-group-freed-by-last-pod")
+SCENARIOS = (SHARE, "73-gpu-fractions-spread", "74-gpu-fraction-never-spans-devices")
 
 try:
     for _name in peer_kai.COMPONENTS:

@@ -8,8 +8,8 @@ Event deleted and their absence checked within ``reset_deadline`` seconds; anyth
 the plan's row failed, naming it, and the next plan starts on a fresh cluster). Then it
 creates each ``apply`` step's objects (nodes and queues first, then the PodGroups and pods
 within one second of the apiserver's clock, so that equal ages are equal on both sides; on
-KAI's side then the reservation pods of the shared-GPU pods the step binds already, as KAI's
-binder made them: ``reservations.reservation_pods``), runs
+KAI's side then what KAI's binder wrote for the pods the step binds already: the reservation
+pods of their shared GPUs and their ``received-resource-type``, ``reservations``), runs
 the plan's steps in order (``delete``: the targets, at once; ``advance``: a real wait), each
 ``apply`` and ``delete`` with the scheduler stopped and started again after it (KAI:
 kai-scheduler alone, the other components kept, also from one plan to the next; pykai: a new
@@ -64,7 +64,7 @@ from pykai.kube import peer_kai
 from pykai.kube.api import KubeApi, connect
 from pykai.kube.localcluster import LocalCluster, alive, free_port, kai_crds
 from pykai.kube.nodes import create_ready_nodes
-from pykai.kube.reservations import reservation_pods
+from pykai.kube.reservations import RECEIVED_TYPE, received_types, reservation_pods
 from pykai.model.errors import PykaiError
 from pykai.model.kinds import BY_KIND, CLUSTER_SCOPED
 from pykai.model.meta import Obj
@@ -362,9 +362,14 @@ def _step(
         scheduler.stop()
     if step.action == "apply":
         create(api, list(step.objects))
-        if scheduler.side == "kai":  # what KAI's binder made for the shared pods bound already
-            for pod in reservation_pods([o for o in step.objects if o["kind"] == "Pod"]):
+        if scheduler.side == "kai":  # what KAI's binder wrote for the pods bound already
+            bound = [o for o in step.objects if o["kind"] == "Pod"]
+            for pod in reservation_pods(bound):
                 api.create_if_absent(BY_KIND["Pod"], pod)
+            for key, received in received_types(bound).items():
+                namespace, name = key.split("/", 1)
+                patch = {"metadata": {"annotations": {RECEIVED_TYPE: received}}}
+                api.patch(BY_KIND["Pod"], name, patch, namespace)
     elif step.action == "delete":
         for target in step.targets:
             kind = target["kind"]

@@ -26,7 +26,13 @@ These are the reservation pods the binder would have created
 (resource_reservation.go:381-531: namespace ``kai-resource-reservation``, labels
 ``app=kai-resource-reservation`` and ``runai-gpu-group=<group>``, bound to the node, one
 ``nvidia.com/gpu``), one per (node, group), for the harness to create with the pods; the
-stand-in annotates them as any other.
+stand-in annotates them as any other. ``received_types(pods)``: the annotation KAI's binder
+writes on every pod it binds, ``received-resource-type`` (``Fraction`` for a shared GPU, else
+``Regular``: pkg/binder/binding/binder.go:136-149), for each pod bound already, by
+``namespace/name``; KAI's podgroupcontroller counts a fraction's GPU in the PodGroup's and the
+queue's ``allocated`` only with it (podgroupcontroller/controllers/resources/received.go:
+22-34), and KAI's own integration tests give their running pods the same annotation
+(pkg/scheduler/test_utils/jobs_fake/jobs.go:303-311).
 
 pykai does not need it: ``pykai run``'s binder labels a shared-GPU pod with its GPU group
 itself, without a reservation pod (pykai.kube.binder)."""
@@ -86,6 +92,23 @@ def reservation_pods(pods: list[Obj]) -> list[Obj]:
         }
         for node, group in wanted
     ]
+
+
+RECEIVED_TYPE = "received-resource-type"  # KAI's constants.ReceivedResourceType
+SHARED_GPU = ("gpu-fraction", "gpu-memory")  # the annotations of a shared-GPU request
+
+
+def received_types(pods: list[Obj]) -> dict[str, str]:
+    """``received-resource-type`` of each pod bound already (see the module's contract)."""
+    found = {}
+    for pod in pods:
+        meta = pod["metadata"]
+        if not (pod.get("spec") or {}).get("nodeName"):
+            continue
+        shared = any(a in (meta.get("annotations") or {}) for a in SHARED_GPU)
+        key = f"{meta.get('namespace') or 'default'}/{meta['name']}"
+        found[key] = "Fraction" if shared else "Regular"
+    return found
 
 
 def device_id(node: str, index: int) -> str:
