@@ -6,22 +6,12 @@ from __future__ import annotations
 from pathlib import Path
 
 from pykai.compare.scenario import Scenario, Step, under_parents
+from pykai.model import builders
 from pykai.model.meta import Obj
 
 
 def queue(name: str, parent: str = "", gpu_quota: int = 2) -> Obj:
-    spec: Obj = {
-        "priority": 7,
-        "resources": {"gpu": {"quota": gpu_quota, "limit": 9, "overQuotaWeight": 3}},
-    }
-    if parent:
-        spec["parentQueue"] = parent
-    return {
-        "apiVersion": "scheduling.run.ai/v2",
-        "kind": "Queue",
-        "metadata": {"name": name},
-        "spec": spec,
-    }
+    return builders.queue(name, parent=parent, gpu=(gpu_quota, 9, 3), priority=7)
 
 
 def scenario(*steps: Step) -> Scenario:
@@ -60,19 +50,3 @@ def test_a_scenario_without_top_level_leaves_is_unchanged() -> None:
     assert under_parents(kept) is kept
     rejected_only = scenario(Step("reject", ("bad.yaml",), (queue("bad"),)))
     assert under_parents(rejected_only) is rejected_only
-
-
-def test_a_podgroup_named_after_its_owners_uid_is_keyed_without_it() -> None:
-    from pykai.compare.observe import group_key
-
-    owned: Obj = {
-        "metadata": {
-            "name": "pg-busy-0-1234-ab",
-            "namespace": "ns",
-            "ownerReferences": [{"kind": "Pod", "uid": "1234-ab"}],
-        }
-    }
-    assert group_key(owned) == "ns/pg-busy-0"
-    other: Obj = {"metadata": {"name": "job-x", "ownerReferences": [{"uid": "zz"}]}}
-    assert group_key(other) == "default/job-x"
-    assert group_key({"metadata": {"name": "g-", "ownerReferences": [{"uid": ""}]}}) == "default/g-"

@@ -47,6 +47,31 @@ def test_fake_gpu_nodes_are_ready_and_untainted(local_cluster: LocalCluster) -> 
     assert "Ready" in kubectl(local_cluster, "get", "nodes")
 
 
+def test_a_node_is_ready_with_its_capacity_from_its_first_revision(
+    local_cluster: LocalCluster,
+) -> None:
+    """KWOK's node-initialize stage takes a node that is not Ready and writes its status from
+    what it read, with defaults (cpu 1k, memory 1Ti) for a missing allocatable: a node that is
+    Ready with its capacity from its first revision is never taken, so it keeps its capacity
+    (a node created bare and patched after lost that race now and then)."""
+    api = connect(local_cluster.kubeconfig)
+    names = [f"small-node-{i}" for i in range(12)]
+    nodes = [builders.node(name, gpus=2, cpu="4", memory="8Gi") for name in names]
+    create_ready_nodes(api, nodes, time.time())
+    kind = BY_KIND["Node"]
+    for name in names:
+        node = api.get(kind, name)
+        allocatable = node["status"]["allocatable"]
+        assert (allocatable["cpu"], allocatable["memory"], allocatable["nvidia.com/gpu"]) == (
+            "4",
+            "8Gi",
+            "2",
+        ), name
+        ready = [c for c in node["status"]["conditions"] if c["type"] == "Ready"]
+        assert [c["status"] for c in ready] == ["True"], name
+        assert "phase" not in node["status"], f"{name}: KWOK's node-initialize took it"
+
+
 def test_down_leaves_no_process(tmp_path) -> None:  # type: ignore[no-untyped-def]
     cluster = LocalCluster(tmp_path)
     cluster.up(controller_manager=False)

@@ -68,6 +68,7 @@ from pykai.kube.reservations import RECEIVED_TYPE, received_types, reservation_p
 from pykai.model.errors import PykaiError
 from pykai.model.kinds import BY_KIND, CLUSTER_SCOPED
 from pykai.model.meta import Obj
+from pykai.model.queue import default_queues
 
 SIDES = ("kai", "pykai")
 KAI_QUIET = 3.0  # seconds without a change: three of KAI's 1 s cycles
@@ -196,13 +197,18 @@ class Side:
         return self.cluster
 
     def _ready(self, cluster: LocalCluster) -> KubeApi:
-        """The cluster up and empty (a used one emptied: ``reset``), else ``SideFailed``."""
+        """The cluster up and as installed (a used one emptied: ``reset``, then the default
+        queues made again, as the chart and ``LocalCluster.up`` make them), else
+        ``SideFailed``. Without the default queues, a scenario whose bare pods go to
+        ``default-queue`` found it on a fresh cluster and not on a used one."""
         if cluster.status().get("pids"):
             api = connect(cluster.kubeconfig)
             left = reset(api, self.reset_deadline)
             if left:
                 shown = ", ".join(left[:10])
                 raise NotEmpty(f"the cluster kept {len(left)} object(s) of a plan: {shown}")
+            for queue in default_queues():
+                api.create_if_absent(BY_KIND["Queue"], queue)
             return api
         cluster.up(timeout=self.start_timeout * 3)  # a loaded machine starts an apiserver slowly
         if self.side == "kai":  # its webhook mutates pods as they are created: before any is
@@ -329,6 +335,13 @@ class _Tracker:
 
     def __init__(self) -> None:
         self.bound: dict[str, tuple[str, str]] = {}
+        self.made: dict[str, str] = {}  # the class of every pod a controller made so far
+        self.groups: dict[str, str] = {}  # each pod's PodGroup as its annotation named it
+
+    def remember(self, made: dict[str, str]) -> dict[str, str]:
+        """Keep the classes of the pods controllers made; all of them so far."""
+        self.made.update(made)
+        return dict(self.made)
 
     def evictions(self, seen: Observation, deleted: set[str]) -> list[tuple[str, str]]:
         """(pod, node) of each pod bound before and now gone, re-created or terminating, not
@@ -384,6 +397,7 @@ def _step(
     quiet, cycles, deadline = settle()
     expected = {pod_key(o) for o in step.objects if o["kind"] == "Pod"}
     evictions: list[tuple[str, str]] = []
+    made = dict(tracker.made)  # pods made by controllers, kept once gone (an eviction's class)
     seen: set[str] = set()
     last, since, counted = "", time.monotonic(), 0
     end = time.monotonic() + deadline
@@ -393,6 +407,8 @@ def _step(
         now = observe(api)
         done = scheduler.cycles() if cycles else 0  # read after the cluster: a lower bound
         evictions += tracker.evictions(now, deleted)
+        made.update(now.made)
+        tracker.groups.update(now.pod_groups)
         seen |= set(now.placed)
         if now.digest != last or not expected <= seen:
             last, since, counted = now.digest, time.monotonic(), done
@@ -405,18 +421,25 @@ def _step(
         number,
         dict(now.placed),
         tuple(
-            Eviction(pod, node, now.evict_actions.get(groups.get(pod, ""), ()))
+            Eviction(
+                pod, node, now.evict_actions.get(groups.get(pod) or tracker.groups.get(pod, ""), ())
+            )
             for pod, node in evictions
         ),
         now.queues,
         now.podgroups,
+        tracker.remember(made),
+        now.grouped,
         now.gpu_groups,
     )
 
 
 def create(api: KubeApi, objects: list[Obj]) -> None:
-    """Create a step's objects: namespaces, nodes (Ready) and queues at once, then PodGroups
-    and pods within one second of the apiserver's clock (as far as they fit in one). A
+    """Create a step's objects: namespaces and nodes (Ready), then the queues within one
+    second of the apiserver's clock, then PodGroups and pods within the next (as far as each
+    fits in one). Queues of one age divide a remainder by name on both sides, as in the
+    scenario harness; queues straddling a second gave it to the older one on one side only
+    (KAI's resource_division.go gives it to the older queue, then by name). A
     PodGroup without the ``kai.scheduler/queue`` label gets it, naming its ``spec.queue``, as
     KAI's podgrouper labels the PodGroups it makes: KAI's queuecontroller sums only labelled
     PodGroups into a queue's status (resource_updater.go)."""
@@ -426,13 +449,17 @@ def create(api: KubeApi, objects: list[Obj]) -> None:
             BY_KIND["Namespace"],
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
         )
+    queues = [o for o in objects if o["kind"] == "Queue"]
     for obj in objects:
-        if obj not in jobs:
+        if obj not in jobs and obj not in queues:
             _create(api, obj)
-    api.list(BY_KIND["Pod"])  # the connection warm
-    time.sleep(1.0 - time.time() % 1.0 + 0.01)
-    for obj in jobs:
-        _create(api, obj)
+    for group in (queues, jobs):
+        if not group:
+            continue
+        api.list(BY_KIND["Pod"])  # the connection warm
+        time.sleep(1.0 - time.time() % 1.0 + 0.01)
+        for obj in group:
+            _create(api, obj)
 
 
 def _namespace(obj: Obj) -> str:

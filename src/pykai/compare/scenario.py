@@ -4,12 +4,12 @@
 
 Contract: ``read_scenario(folder)`` returns the folder's steps in order, each with its action
 (``apply``, ``delete``, ``advance`` or ``reject``), the objects of its manifests in file and
-document order (a pod without ``terminationGracePeriodSeconds`` gets 0: an evicted pod is gone
-at once), its delete targets and its advance in seconds; it reads nothing else and checks only
-the shape it needs (``ScenarioError`` otherwise). ``write_scenario`` writes a folder that
-``read_scenario`` reads back to equal steps. ``under_parents`` gives each top-level leaf queue
-a parent of its own (KAI v0.12.0 schedules no job of a queue without a parent,
-docs/conformance.md row (a))."""
+document order (a pod, or a pod template of a controller's workload, without
+``terminationGracePeriodSeconds`` gets 0: an evicted pod is gone at once), its delete targets
+and its advance in seconds; it reads nothing else and checks only the shape it needs
+(``ScenarioError`` otherwise). ``write_scenario`` writes a folder that ``read_scenario`` reads
+back to equal steps. ``under_parents`` gives each top-level leaf queue a parent of its own
+(KAI v0.12.0 schedules no job of a queue without a parent, docs/conformance.md row (a))."""
 
 from __future__ import annotations
 
@@ -70,7 +70,23 @@ def read_manifests(folder: Path, files: list[str] | tuple[str, ...]) -> list[Obj
             raise ScenarioError(f"{folder}: a manifest without kind or metadata: {obj!r:.80}")
         if obj["kind"] == "Pod":
             obj.setdefault("spec", {}).setdefault("terminationGracePeriodSeconds", 0)
+        else:
+            _release_at_once(obj.get("spec"))
     return objects
+
+
+def _release_at_once(value: object) -> None:
+    """Every pod template (``template.spec``) inside ``value`` without a grace period gets 0,
+    as a bare pod does: the pods a controller makes from it are gone at once once evicted."""
+    if isinstance(value, list):
+        for item in value:
+            _release_at_once(item)
+    elif isinstance(value, dict):
+        template = value.get("template")
+        if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+            template["spec"].setdefault("terminationGracePeriodSeconds", 0)
+        for item in value.values():
+            _release_at_once(item)
 
 
 def read_document(folder: Path) -> dict[str, Any]:

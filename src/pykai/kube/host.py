@@ -38,7 +38,7 @@ from pykai.kube.informer import Change
 from pykai.kube.writeback import Writeback
 from pykai.model.errors import AlreadyExists
 from pykai.model.kinds import BY_KIND
-from pykai.model.meta import Obj
+from pykai.model.meta import Obj, merge_patch
 
 log = logging.getLogger("pykai.run")
 
@@ -66,6 +66,7 @@ class KubeHost(ObjectCache):
         bind_pool: Executor | None = None,
         changes: queue.Queue[Change] | None = None,
         background: Executor | None = None,
+        events: Executor | None = None,
     ) -> None:
         """``report_binds``: this process tells a pod when the binder gave up on it (the
         scheduler's part: the controllers may not write events); ``bound(seconds, failed)``
@@ -73,16 +74,21 @@ class KubeHost(ObjectCache):
         cycle decides (default: ``BIND_THREADS`` of their own); ``changes`` is the queue the
         informers feed (default: a new one); ``background`` writes what no cycle waits for
         (status patches, events; default: ``pool``): apart from ``pool``, a backlog of them
-        never delays the next cycle's writes, which ``each`` waits for."""
+        never delays the next cycle's writes, which ``each`` waits for; ``events`` writes the
+        events (default: ``background``): apart from it, status patches (a Workload's
+        admission, its Finished condition) never queue behind a backlog of events."""
         self.background = background or pool
-        super().__init__(EventRecorder(api, self.background), report_binds, changes)
+        super().__init__(EventRecorder(api, events or self.background), report_binds, changes)
         self.api, self.pool = api, pool
         self.bound = bound
         self.binder = Binder(api, pool, self.events)
         self._binding = 0  # binds started and not answered (status patches give way to them)
         self._binding_lock = threading.Condition()
         self.writeback = Writeback(
-            api, self.background, self._patched, give_way=lambda: self._binding > 0
+            api,
+            self.background,
+            self._patched,
+            give_way=lambda: self._binding > 0,
         )
         self._serials = itertools.count(secrets.randbelow(1 << 30))  # fresh names per process
         # binds under way since their statement committed: (namespace, name, uid) -> the
@@ -121,6 +127,61 @@ class KubeHost(ObjectCache):
             self.writeback.patch(kind, namespace, name, "status" if status else "", patch)
             return
         self._patched(kind, self.api.patch(BY_KIND[kind], name, patch, namespace))
+
+    # ---- reading one's own background writes -------------------------------------------------
+    #
+    # A background patch reaches the cache when the apiserver answers it, a moment or (under
+    # load) seconds after a controller asked for it. Until then ``get``, ``list`` and ``owned``
+    # show the object with the patches still queued or under way applied (merge patches: one
+    # applied again changes nothing, so an answer already cached is harmless), so that the
+    # next pass does not decide on what it already changed: a Kueue pass that saw a Workload it
+    # admitted as still pending could admit another into the quota the first one holds. The
+    # object shown carries a version of its own (``<cached version>~<n>``), so that nothing
+    # remembered per resourceVersion takes it for the stored one. A patch the writeback gives
+    # up on is no longer shown.
+
+    def _shown(self, kind: str, obj: Obj) -> Obj:
+        meta = obj["metadata"]
+        namespace, name = str(meta.get("namespace") or ""), str(meta.get("name") or "")
+        serial, patches = self.writeback.queued(kind, namespace, name)
+        if not patches:
+            return obj
+        for patch in patches:
+            obj = merge_patch(obj, patch)
+        version = f"{meta.get('resourceVersion') or ''}~{serial}"
+        return {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
+
+    def apply(self, change: Change) -> None:
+        """A change into the cache; the writeback forgets the answers the cache now holds."""
+        super().apply(change)
+        if not self.writeback.writes(change.kind):
+            return
+        for obj in (change.obj,) if change.obj is not None else change.objects:
+            _, namespace, name = key_of(obj)
+            held = self.objects.get(change.kind, {}).get((namespace, name))
+            version = None if held is None else str(held["metadata"].get("resourceVersion"))
+            self.writeback.cached(change.kind, namespace, name, version)
+
+    def get(self, kind: str, name: str, namespace: str = "") -> Obj | None:
+        """The cached object, as our background patches under way make it."""
+        found = super().get(kind, name, namespace)
+        if found is None or not self.writeback.writes(kind):
+            return found
+        return self._shown(kind, found)
+
+    def list(self, kind: str) -> builtins.list[Obj]:
+        """The cached objects, as our background patches under way make them."""
+        found = super().list(kind)
+        if not self.writeback.writes(kind):
+            return found
+        return [self._shown(kind, obj) for obj in found]
+
+    def owned(self, owner: Obj, kind: str) -> builtins.list[Obj]:
+        """The cached objects ``owner`` controls, as our background patches make them."""
+        found = super().owned(owner, kind)
+        if not self.writeback.writes(kind):
+            return found
+        return [self._shown(kind, obj) for obj in found]
 
     def _patched(self, kind: str, written: Obj) -> None:
         written.setdefault("kind", kind)

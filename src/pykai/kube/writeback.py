@@ -64,6 +64,14 @@ def compose(first: Obj, then: Obj) -> Obj | None:
     return out
 
 
+def _reached(cached: str, answer: str) -> bool:
+    """Whether a cache at resourceVersion ``cached`` holds an answer at ``answer`` (versions
+    are etcd revisions as decimal strings; anything else only by equality)."""
+    if cached == answer or not answer:
+        return True
+    return cached.isdigit() and answer.isdigit() and int(cached) >= int(answer)
+
+
 def _transient(exc: Exception) -> bool:
     """True for a failure that a later try may not meet (not a refusal of the patch)."""
     if isinstance(exc, ApiError):
@@ -81,11 +89,16 @@ class Writeback:
         written: Callable[[str, Obj], None],
         give_way: Callable[[], bool] = lambda: False,
     ) -> None:
+        """``written(kind, answer)`` is told of each patch the apiserver took."""
         self.api, self.pool, self.written, self.give_way = api, pool, written, give_way
         self._lock = threading.Lock()
         self._waiting: dict[Key, list[Obj]] = {}  # not sent yet, in order
         self._sending: dict[Key, Obj] = {}  # under way
         self._active: set[Key] = set()  # a task is queued or running for these
+        self._serials: dict[Key, int] = {}  # patches asked per object while any is queued
+        # taken by the apiserver, their answers not in the reader's cache yet:
+        # (kind, namespace, name) -> [(the answer's resourceVersion, the patch)]
+        self._answered: dict[tuple[str, str, str], list[tuple[str, Obj]]] = {}
 
     def patch(self, kind: str, namespace: str, name: str, sub: str, patch: Obj) -> None:
         """Queue ``patch`` for the object (``sub``: "" or "status")."""
@@ -95,6 +108,7 @@ class Writeback:
             last = waiting[-1] if waiting else self._sending.get(key)
             if last == patch:
                 return
+            self._serials[key] = self._serials.get(key, 0) + 1
             if waiting:
                 composed = compose(waiting[-1], patch)
                 if composed is None:
@@ -107,6 +121,43 @@ class Writeback:
                 return
             self._active.add(key)
         self.pool.submit(self._drain, key)
+
+    def writes(self, kind: str) -> bool:
+        """Whether a patch of an object of ``kind`` is queued, under way, or answered and not
+        yet ``cached``."""
+        with self._lock:
+            return any(key[0] == kind for key in self._active) or any(
+                key[0] == kind for key in self._answered
+            )
+
+    def queued(self, kind: str, namespace: str, name: str) -> tuple[int, list[Obj]]:
+        """The patches of an object not in the reader's cache yet, in the order they went or
+        go out: answered, under way, queued (itself, then its status); and a serial that
+        changes whenever they do (0, [] if none)."""
+        with self._lock:
+            answered = self._answered.get((kind, namespace, name), [])
+            patches: list[Obj] = [patch for _, patch in answered]
+            serial = len(answered) << 20
+            for sub in ("", "status"):
+                key = (kind, namespace, name, sub)
+                sending = self._sending.get(key)
+                patches += ([sending] if sending is not None else []) + self._waiting.get(key, [])
+                serial += self._serials.get(key, 0)
+            return serial, patches
+
+    def cached(self, kind: str, namespace: str, name: str, version: str | None) -> None:
+        """The reader's cache now holds the object at ``version`` (None: it is gone): forget
+        the answered patches it holds."""
+        key = (kind, namespace, name)
+        with self._lock:
+            answered = self._answered.get(key)
+            if not answered:
+                return
+            kept = [] if version is None else [a for a in answered if not _reached(version, a[0])]
+            if kept:
+                self._answered[key] = kept
+            else:
+                del self._answered[key]
 
     def pending(self) -> int:
         """Objects with a write queued or under way."""
@@ -126,6 +177,7 @@ class Writeback:
                 if not waiting:
                     self._waiting.pop(key, None)
                     self._active.discard(key)
+                    self._serials.pop(key, None)
                     return
                 patch = waiting.pop(0)
                 self._sending[key] = patch
@@ -146,5 +198,8 @@ class Writeback:
             except Exception:  # a bug: logged, the next patch of the object still goes out
                 log.exception("patch of %s %s/%s failed", kind, namespace, name)
                 return
+            version = str(answer.get("metadata", {}).get("resourceVersion") or "")
+            with self._lock:
+                self._answered.setdefault((kind, namespace, name), []).append((version, patch))
             self.written(kind, answer)
             return

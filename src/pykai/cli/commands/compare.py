@@ -33,6 +33,15 @@ def compare(
             "(KAI v0.12.0 schedules no job of a queue without a parent)",
         ),
     ] = False,
+    max_advance: Annotated[
+        float,
+        typer.Option(
+            "--max-advance",
+            help="Replay an advance of up to this many seconds as a real wait (longer ones: "
+            "not expressible)",
+            min=0,
+        ),
+    ] = 5.0,
     work: Annotated[
         Path | None,
         typer.Option(
@@ -66,7 +75,7 @@ def compare(
     if parent_queues:
         folders = [under_parents(scenario) for scenario in folders]
     outcomes: list[Outcome] = []
-    with Batch(root / "runs", peer=peer) as batch:
+    with Batch(root / "runs", peer=peer, advance_limit=max_advance) as batch:
         for scenario in folders:
             outcome = batch.compare(scenario)
             outcomes.append(outcome)
