@@ -58,9 +58,9 @@ def test_placement_goes_to_both_sides_and_unknown_config_is_not_expressible() ->
         assert odd.problems == ("config exhaustiveSearch: KAI's scheduler has no setting for it",)
 
 
-def test_shared_gpus_are_not_expressible_yet() -> None:
-    found = planned("72-gpu-fractions-share-a-group")
-    assert any("shared GPUs (gpu-fraction)" in p for p in found.problems), found.problems
+def test_shared_gpus_are_expressible() -> None:
+    for name in ("72-gpu-fractions-share-a-group", "75-gpu-memory-requests"):
+        assert not planned(name).problems, name
 
 
 def test_ported_cases_replayed_by_a_controller_are_not_expressible() -> None:

@@ -5,6 +5,8 @@ records' canonical views differ, in step order, each with both sides' values as 
 
 - ``bound``: the classes of the bound pods;
 - ``packing``: the pods together on each node, up to identical nodes and twin pods;
+- ``sharing``: the pods together on each shared GPU (GPU group) of each node, up to identical
+  nodes, the devices of a node and twin pods (``Record.sharing``);
 - ``evicted``: the pods evicted during the step (pod class, node class, actions); an action
   only one side names is compared as it is, so a side that says none differs;
 - ``queue <name> <field>``: ``allocated``, ``allocatedNonPreemptible`` and ``requested`` of
@@ -66,6 +68,7 @@ def _step(peer: Record, a: StepRecord, pykai: Record, b: StepRecord) -> list[Dif
     views: dict[str, tuple[object, object]] = {
         "bound": (peer.bound(a), pykai.bound(b)),
         "packing": (peer.packing(a), pykai.packing(b)),
+        "sharing": (peer.sharing(a), pykai.sharing(b)),
         "evicted": (peer.evicted(a), pykai.evicted(b)),
     }
     for name, (mine, theirs) in views.items():

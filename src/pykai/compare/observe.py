@@ -1,13 +1,18 @@
 """Reading back from the apiserver what a scheduler wrote, the same way for both sides.
 
-Contract of ``observe(api)``: an ``Observation`` of the pods (but KAI's reservation pods):
-node ("" unbound), uid, whether terminating; each Queue's ``status.allocated``,
+Contract of ``observe(api)``: an ``Observation`` of the pods (but the reservation pods, in
+KAI's ``kai-resource-reservation`` or pykai's ``pykai-resv``): node ("" unbound), uid,
+whether terminating, the GPU groups its binder's labels name (``gpu_groups``: KAI's
+``runai-gpu-group=<g>`` and ``runai-gpu-group/<g>=<g>`` for further devices, which pykai's
+binder writes alike; pods without are left out); each Queue's ``status.allocated``,
 ``allocatedNonPreemptible`` and ``requested`` and each PodGroup's scheduling-condition
 reasons and ``resourcesStatus.allocated`` (as ``record`` types; quantities as numbers: cpu in
-millicores, memory in bytes, ``nvidia.com/gpu`` in devices, other resources and zeros left
-out); the actions of the ``Evict`` events on each PodGroup (pykai's ``action`` field, KAI's
-``evictor-action-type`` annotation); and a ``digest`` of all that plus the BindRequests'
-phases, which changes whenever any of it does (settling waits on it).
+millicores, memory in bytes, ``nvidia.com/gpu`` in devices, ``run.ai/gpu.memory`` (what KAI's
+podgroupcontroller writes for the requests of ``gpu-memory`` pods) in MiB as ``gpu-memory``,
+other resources and zeros left out); the actions of the ``Evict`` events on each PodGroup
+(pykai's ``action`` field, KAI's ``evictor-action-type`` annotation); and a ``digest`` of all
+that plus the BindRequests' phases, which changes whenever any of it does (settling waits on
+it).
 
 What controllers made is known by what made it (record's contract): ``made`` gives each pod
 whose owners lead to one of ``OWNER_KINDS`` in the cluster its class, ``<top owner key>
@@ -21,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from pykai.compare.record import (
     Amounts,
@@ -34,14 +39,18 @@ from pykai.compare.record import (
     pod_key,
 )
 from pykai.kube.api import KubeApi
+from pykai.kube.binding import RESERVATION_NAMESPACE as PYKAI_RESERVATIONS
 from pykai.kube.peer_kai import RESERVATION_NAMESPACE
+from pykai.model import constants as c
 from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 from pykai.model.quantity import count, cpu_millis, memory_bytes
 
 ACTION_ANNOTATION = "evictor-action-type"  # KAI's Evict events (framework/interface.go)
-_PARSE = {"cpu": cpu_millis, "memory": memory_bytes, "nvidia.com/gpu": count}
-_NAMES = {"cpu": "cpu", "memory": "memory", "nvidia.com/gpu": "gpu"}
+GPU_MEMORY = "run.ai/gpu.memory"  # KAI's podgroupcontroller: gpu-memory requests, in MiB
+_PARSE = {"cpu": cpu_millis, "memory": memory_bytes, "nvidia.com/gpu": count, GPU_MEMORY: count}
+_NAMES = {"cpu": "cpu", "memory": "memory", "nvidia.com/gpu": "gpu", GPU_MEMORY: "gpu-memory"}
+RESERVATIONS = frozenset({RESERVATION_NAMESPACE, PYKAI_RESERVATIONS})
 # what may make pods here, the outermost first (a RayService makes a RayCluster, which makes pods)
 OWNER_KINDS = ("RayService", "RayJob", "RayCluster", "Deployment", "ReplicaSet", "Job")
 GROUP_ANNOTATION = "pod-group-name"  # the grouper's (KAI's and pykai's) note on each pod
@@ -62,6 +71,7 @@ class Observation:
     made: dict[str, str]
     grouped: dict[str, GroupMade]
     pod_groups: dict[str, str]  # pod -> its PodGroup's namespace/name (pod-group-name)
+    gpu_groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 def amounts(resources: Obj | None) -> Amounts:
@@ -75,16 +85,26 @@ def amounts(resources: Obj | None) -> Amounts:
     return found
 
 
+def gpu_groups(pod: Obj) -> tuple[str, ...]:
+    """The GPU groups a pod's labels name (see the module's contract), sorted."""
+    labels = pod["metadata"].get("labels") or {}
+    prefix = c.GPU_GROUP_LABEL + "/"
+    found = {str(v) for k, v in labels.items() if k == c.GPU_GROUP_LABEL or k.startswith(prefix)}
+    return tuple(sorted(found - {""}))
+
+
 def observe(api: KubeApi) -> Observation:
     """The cluster now (see the module's contract)."""
     pods, _ = api.list(BY_KIND["Pod"])
-    placed, uids, terminating, pod_groups = {}, {}, set(), {}
+    placed, uids, terminating, pod_groups, groups_of = {}, {}, set(), {}, {}
     parts: list[object] = []
     for pod in pods:
         meta = pod["metadata"]
-        if meta.get("namespace") == RESERVATION_NAMESPACE:
+        if meta.get("namespace") in RESERVATIONS:
             continue
         key = pod_key(pod)
+        if gpu_groups(pod):
+            groups_of[key] = gpu_groups(pod)
         placed[key] = str(pod["spec"].get("nodeName") or "")
         uids[key] = str(meta.get("uid", ""))
         if meta.get("deletionTimestamp"):
@@ -93,7 +113,8 @@ def observe(api: KubeApi) -> Observation:
         if group:
             pod_groups[key] = f"{meta.get('namespace') or 'default'}/{group}"
         conditions = [(c["type"], c["status"]) for c in pod.get("status", {}).get("conditions", [])]
-        parts.append((key, uids[key], placed[key], key in terminating, sorted(conditions)))
+        shared = groups_of.get(key, ())
+        parts.append((key, uids[key], placed[key], key in terminating, sorted(conditions), shared))
     requests, _ = api.list(BY_KIND["BindRequest"])
     parts += [(pod_key(r), (r.get("status") or {}).get("phase")) for r in requests]
     queues = {
@@ -131,6 +152,7 @@ def observe(api: KubeApi) -> Observation:
         made,
         grouped,
         pod_groups,
+        groups_of,
     )
 
 

@@ -3,10 +3,12 @@ evicted (and by which action, where the side says), each queue's allocation and 
 PodGroup's status, plus what makes nodes and pods interchangeable.
 
 Contract: a ``Record`` holds only facts read back from the cluster (``observe``); its
-canonical views (``bound``, ``packing``, ``evicted``) name pods by ``pod_class`` and nodes by
-``node_class``, so two records that differ only by interchanging identical nodes, or twin pods
-of one PodGroup, have equal views. ``failure`` non-empty: the side did not finish (the text
-says why, ``log_tail`` what its log ended with); its steps are what it recorded before.
+canonical views (``bound``, ``packing``, ``sharing``, ``evicted``) name pods by ``pod_class``
+and nodes by ``node_class``, and ``sharing`` drops the GPU groups' names (KAI's are random
+UUIDs), so two records that differ only by interchanging identical nodes, the devices of a
+node, or twin pods of one PodGroup, have equal views. ``failure`` non-empty: the side did
+not finish (the text says why, ``log_tail`` what its log ended with); its steps are what it
+recorded before.
 
 Pods and PodGroups that a controller made (the KubeRay operator's Ray pods, a Deployment's;
 the PodGroups a pod-grouper made for them) have names generated on each side: a pod made by a
@@ -24,7 +26,8 @@ from dataclasses import dataclass, field
 from pykai.model.meta import Obj
 
 HOSTNAME = "kubernetes.io/hostname"
-Amounts = dict[str, float]  # cpu (millicores), memory (bytes), gpu (devices); no zeros
+Amounts = dict[str, float]  # cpu (millicores), memory (bytes), gpu (devices), gpu-memory
+# (MiB); no zeros
 
 
 @dataclass(frozen=True)
@@ -83,7 +86,9 @@ class StepRecord:
     """The cluster once step ``number`` settled: ``placed`` pod -> node ("" pending; a pod
     gone is absent), the evictions during the step, queues by name, PodGroups by key
     (``group_key``), the class of each pod a controller made during the step or before
-    (``made``), and the PodGroups a grouper made, by owner (``grouped``)."""
+    (``made``), the PodGroups a grouper made, by owner (``grouped``), and ``gpu_groups``:
+    pod -> the GPU groups (shared devices) its labels name, sorted (pods without are
+    absent)."""
 
     number: int
     placed: dict[str, str]
@@ -92,6 +97,7 @@ class StepRecord:
     podgroups: dict[str, GroupStatus] = field(default_factory=dict)
     made: dict[str, str] = field(default_factory=dict)
     grouped: dict[str, GroupMade] = field(default_factory=dict)
+    gpu_groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -123,6 +129,23 @@ class Record:
         return sorted(
             (self.node_class.get(node, f"unknown node {node}"), tuple(sorted(pods)))
             for node, pods in by_node.items()
+        )
+
+    def sharing(self, step: StepRecord) -> list[tuple[str, tuple[tuple[str, ...], ...]]]:
+        """Each node with shared GPUs: its class and, per GPU group on it (a shared device),
+        the classes of the bound pods in that group, sorted; a pod on several devices is in
+        each. Groups' names are left out: devices of one node are interchangeable."""
+        devices: dict[tuple[str, str], list[str]] = {}
+        for pod, groups in step.gpu_groups.items():
+            node = step.placed.get(pod, "")
+            for group in groups if node else ():
+                devices.setdefault((node, group), []).append(self.klass(step, pod))
+        by_node: dict[str, list[tuple[str, ...]]] = {}
+        for (node, _), pods in devices.items():
+            by_node.setdefault(node, []).append(tuple(sorted(pods)))
+        return sorted(
+            (self.node_class.get(node, f"unknown node {node}"), tuple(sorted(shared)))
+            for node, shared in by_node.items()
         )
 
     def evicted(self, step: StepRecord) -> list[tuple[str, str, tuple[str, ...]]]:

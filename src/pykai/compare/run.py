@@ -7,7 +7,9 @@ Contract of ``Side(side, directory)`` (a context manager; ``close`` on exit) and
 Event deleted and their absence checked within ``reset_deadline`` seconds; anything left makes
 the plan's row failed, naming it, and the next plan starts on a fresh cluster). Then it
 creates each ``apply`` step's objects (nodes and queues first, then the PodGroups and pods
-within one second of the apiserver's clock, so that equal ages are equal on both sides), runs
+within one second of the apiserver's clock, so that equal ages are equal on both sides; on
+KAI's side then what KAI's binder wrote for the pods the step binds already: the reservation
+pods of their shared GPUs and their ``received-resource-type``, ``reservations``), runs
 the plan's steps in order (``delete``: the targets, at once; ``advance``: a real wait), each
 ``apply`` and ``delete`` with the scheduler stopped and started again after it (KAI:
 kai-scheduler alone, the other components kept, also from one plan to the next; pykai: a new
@@ -62,6 +64,7 @@ from pykai.kube import peer_kai
 from pykai.kube.api import KubeApi, connect
 from pykai.kube.localcluster import LocalCluster, alive, free_port, kai_crds
 from pykai.kube.nodes import create_ready_nodes
+from pykai.kube.reservations import RECEIVED_TYPE, received_types, reservation_pods
 from pykai.model.errors import PykaiError
 from pykai.model.kinds import BY_KIND, CLUSTER_SCOPED
 from pykai.model.meta import Obj
@@ -208,6 +211,8 @@ class Side:
                 api.create_if_absent(BY_KIND["Queue"], queue)
             return api
         cluster.up(timeout=self.start_timeout * 3)  # a loaded machine starts an apiserver slowly
+        if self.side == "kai":  # its webhook mutates pods as they are created: before any is
+            peer_kai.start_admission(cluster, timeout=self.start_timeout)
         return connect(cluster.kubeconfig)
 
 
@@ -370,6 +375,14 @@ def _step(
         scheduler.stop()
     if step.action == "apply":
         create(api, list(step.objects))
+        if scheduler.side == "kai":  # what KAI's binder wrote for the pods bound already
+            bound = [o for o in step.objects if o["kind"] == "Pod"]
+            for pod in reservation_pods(bound):
+                api.create_if_absent(BY_KIND["Pod"], pod)
+            for key, received in received_types(bound).items():
+                namespace, name = key.split("/", 1)
+                patch = {"metadata": {"annotations": {RECEIVED_TYPE: received}}}
+                api.patch(BY_KIND["Pod"], name, patch, namespace)
     elif step.action == "delete":
         for target in step.targets:
             kind = target["kind"]
@@ -417,6 +430,7 @@ def _step(
         now.podgroups,
         tracker.remember(made),
         now.grouped,
+        now.gpu_groups,
     )
 
 

@@ -18,8 +18,10 @@ Contract of ``start``:
   start waits until port 8080 is free, launches kai-podgroupcontroller and waits until it holds
   the port, so the next start waits in turn until that stack is down; after ``port_wait``
   seconds it gives up with ``KaiStackError``;
-- the webhooks (PodGroup and Queue validation) are off: they only validate, and KWOK has no
-  kubelet to mount their certificates; kai-admission is not started (not built);
+- the webhooks of kai-podgroupcontroller and kai-queuecontroller (PodGroup and Queue
+  validation) are off: they only validate, and KWOK has no kubelet to mount their
+  certificates;
+- first ``start_admission`` (below), unless it ran already;
 - it returns once the scheduler serves its metrics and every component is still alive (within
   ``timeout``), else ``KaiStackError`` naming the log to read.
 
@@ -41,17 +43,36 @@ controllers serve every shard, as the operator deploys them once. ``stop_schedul
 ``restart_scheduler`` take ``shard=VALUE`` for it; ``restart_schedulers`` starts several
 stopped ones again at once.
 
+Contract of ``start_admission(cluster)`` (idempotent: nothing if kai-admission runs already):
+kai-admission, KAI's pod webhook, as the operator deploys it with ``global.gpuSharing: true``
+(operands/admission/resources.go buildArgsList; the chart's GPU runtime class ``nvidia``,
+which it creates as a RuntimeClass, as the GPU operator does on a real cluster), serving on a
+free loopback port with a certificate for 127.0.0.1 that a fresh CA signed, in
+``TMPDIR=kai-admission-tmp/`` (controller-runtime's webhook server reads
+``$TMPDIR/k8s-webhook-server/serving-certs``), and registered as the operator registers it:
+``mutating-kai-admission`` (pods, CREATE, ``/mutate--v1-pod``) and
+``validating-kai-admission`` (pods, CREATE and UPDATE, ``/validate--v1-pod``), failing closed,
+outside ``kube-system`` and ``kai-scheduler``. It returns once a dry-run shared-GPU pod comes
+back mutated (the apiserver calls the webhook), else ``KaiStackError``. Beside it, the
+reservation stand-in (``pykai.kube.reservations``, recorded as ``kai-resource-reservation``):
+what the reservation pod's program writes on a real node. Both are recorded by
+``LocalCluster.launch``, so ``LocalCluster.down`` stops them. A side-by-side run calls it
+before a scenario's first pods exist: the webhook mutates pods only as they are created.
+
 Pods reach it with ``spec.schedulerName: kai-scheduler``; a bare pod that names its PodGroup in
 the ``pod-group-name`` annotation keeps it (the podgrouper leaves it alone)."""
 
 from __future__ import annotations
 
+import base64
 import dataclasses
 import fcntl
 import json
 import os
+import shlex
 import signal
 import socket
+import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -60,7 +81,8 @@ from typing import cast
 
 import yaml
 
-from pykai.kube.api import connect
+from pykai.kube.api import KubeApi, connect
+from pykai.kube.certs import Authority
 from pykai.kube.localcluster import (
     LocalCluster,
     LocalClusterError,
@@ -68,8 +90,9 @@ from pykai.kube.localcluster import (
     answers,
     free_port,
     kai_crds,
+    write_private,
 )
-from pykai.model.kinds import BY_KIND
+from pykai.model.kinds import BY_KIND, KindSpec
 from pykai.model.meta import Obj
 
 SCHEDULER_NAME = "kai-scheduler"
@@ -80,8 +103,15 @@ NODE_POOL_LABEL = "kai.scheduler/node-pool"
 PINNED_PORT = 8080  # kai-podgroupcontroller's metrics, on every interface, whatever its flags
 SCHEDULER_ARGS = "kai-scheduler.args.json"  # how start launched it, for restart_scheduler
 LOCK = Path("/tmp/pykai-kai-stack.lock")  # taken while a stack starts (see the contract)
-# started in this order; down() stops them newest first, the scheduler before the rest
+ADMISSION = "kai-admission"
+RESERVATIONS = "kai-resource-reservation"  # the stand-in for the reservation pod's program
+SHARED_GPU_CONFIGMAP = "runai/shared-gpu-configmap"  # what admission adds to a fraction pod
+GPU_RUNTIME_CLASS = "nvidia"  # the chart's admission.gpuPodRuntimeClassName
+RUNTIME_CLASS = KindSpec("RuntimeClass", "node.k8s.io", ("v1",), "runtimeclasses", False)
+# started in this order (kai-admission by start_admission, maybe earlier); down() stops them
+# newest first, the scheduler before the rest
 COMPONENTS = (
+    ADMISSION,
     "kai-podgrouper",
     "kai-podgroupcontroller",
     "kai-queuecontroller",
@@ -144,12 +174,7 @@ def start(
         raise KaiStackError("the real KAI needs KAI's own CRDs: LocalCluster(crds=kai_crds())")
     for name in COMPONENTS:
         cluster.binary(name)
-    api = connect(cluster.kubeconfig)
-    for namespace in (NAMESPACE, RESERVATION_NAMESPACE):
-        api.create_if_absent(
-            BY_KIND["Namespace"],
-            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
-        )
+    start_admission(cluster, timeout=timeout)
     config = cluster.directory / "kai-scheduler.yaml"
     config.write_text(yaml.safe_dump(scheduler_config(gpu, cpu), sort_keys=False))
     env = {"KUBECONFIG": str(cluster.kubeconfig)}
@@ -191,7 +216,7 @@ def start(
         "kai-scheduler": _scheduler_args(config, "", loopback["metrics"], ports["plug"], flags),
     }
     with _turn(port_wait):
-        for name in COMPONENTS:
+        for name in COMPONENTS[1:]:
             if name == "kai-podgroupcontroller":
                 _wait_port(free=True, timeout=port_wait)
             launched = {f"{name}-{k}": v for k, v in ports.items()}
@@ -202,6 +227,156 @@ def start(
         json.dumps({"args": arguments["kai-scheduler"], "env": env, "url": loopback["metrics"]})
     )
     _wait_serving(cluster, f"http://{loopback['metrics']}/metrics", timeout)
+
+
+def start_admission(cluster: LocalCluster, *, timeout: float = 60.0) -> None:
+    """kai-admission, its webhooks and the reservation stand-in (see the module's contract)."""
+    pids = cast(dict[str, int], cluster.status().get("pids", {}))
+    if ADMISSION in pids and alive(pids[ADMISSION]):
+        return
+    cluster.binary(ADMISSION)
+    api = connect(cluster.kubeconfig)
+    for namespace in (NAMESPACE, RESERVATION_NAMESPACE):
+        api.create_if_absent(
+            BY_KIND["Namespace"],
+            {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
+        )
+    api.create_if_absent(
+        RUNTIME_CLASS,
+        {
+            "apiVersion": "node.k8s.io/v1",
+            "kind": "RuntimeClass",
+            "metadata": {"name": GPU_RUNTIME_CLASS},
+            "handler": GPU_RUNTIME_CLASS,
+        },
+    )
+    authority = Authority.new("kai-admission-ca")
+    service = f"kai-admission.{NAMESPACE}.svc"  # the operator's calculateServiceUrl
+    serving, key = authority.issue(service, hosts=[service, "127.0.0.1"])
+    temporary = cluster.directory / "kai-admission-tmp"
+    certs = temporary / "k8s-webhook-server" / "serving-certs"
+    certs.mkdir(parents=True, exist_ok=True, mode=0o700)
+    write_private(certs / "tls.crt", serving)
+    write_private(certs / "tls.key", key)
+    webhook, probe, metrics = free_port(), free_port(), free_port()
+    env = {"KUBECONFIG": str(cluster.kubeconfig), "TMPDIR": str(temporary)}
+    arguments = [
+        f"--scheduler-name={SCHEDULER_NAME}",
+        f"--webhook-addr={webhook}",
+        f"--health-probe-bind-address=127.0.0.1:{probe}",
+        f"--metrics-bind-address=127.0.0.1:{metrics}",
+        "--gpu-sharing-enabled=true",
+        f"--gpu-pod-runtime-class-name={GPU_RUNTIME_CLASS}",
+    ]
+    ports = {"kai-admission-webhook": webhook, "kai-admission-probe": probe}
+    pid = cluster.launch(ADMISSION, arguments, env, **ports, **{"kai-admission-metrics": metrics})
+    if not answers(f"http://127.0.0.1:{probe}/readyz", lambda: alive(pid), timeout):
+        raise KaiStackError(
+            f"kai-admission did not get ready within {timeout:g}s; "
+            f"see {cluster.directory / 'kai-admission.log'}"
+        )
+    _register_admission(api, f"https://127.0.0.1:{webhook}", authority.cert_pem, service)
+    _launch_reservations(cluster)
+    _wait_admitting(api, timeout)
+
+
+def _register_admission(api: KubeApi, base: str, ca: bytes, name: str) -> None:
+    """The two webhook configurations the operator writes (operands/admission/resources.go
+    mutatingWCForKAIConfig, validatingWCForKAIConfig, buildWebhookSelectors), by url."""
+    selector = {
+        "matchExpressions": [
+            {
+                "key": "kubernetes.io/metadata.name",
+                "operator": "NotIn",
+                "values": ["kube-system", NAMESPACE],
+            }
+        ]
+    }
+    bundle = base64.b64encode(ca).decode()
+
+    def hook(path: str, operations: list[str]) -> Obj:
+        return {
+            "name": name,
+            "admissionReviewVersions": ["v1"],
+            "sideEffects": "None",
+            "namespaceSelector": selector,
+            "failurePolicy": "Fail",
+            "clientConfig": {"url": base + path, "caBundle": bundle},
+            "rules": [
+                {
+                    "operations": operations,
+                    "apiGroups": [""],
+                    "apiVersions": ["v1"],
+                    "resources": ["pods"],
+                    "scope": "Namespaced",
+                }
+            ],
+        }
+
+    mutating = {**hook("/mutate--v1-pod", ["CREATE"]), "reinvocationPolicy": "IfNeeded"}
+    for kind, config, webhook in (
+        ("MutatingWebhookConfiguration", "mutating-kai-admission", mutating),
+        (
+            "ValidatingWebhookConfiguration",
+            "validating-kai-admission",
+            hook("/validate--v1-pod", ["CREATE", "UPDATE"]),
+        ),
+    ):
+        api.delete(BY_KIND[kind], config)
+        api.create(
+            BY_KIND[kind],
+            {
+                "apiVersion": "admissionregistration.k8s.io/v1",
+                "kind": kind,
+                "metadata": {"name": config, "labels": {"app": "admission"}},
+                "webhooks": [webhook],
+            },
+        )
+
+
+def _launch_reservations(cluster: LocalCluster) -> None:
+    """The reservation stand-in as a recorded process (through a launcher script in the
+    cluster's directory, as ``LocalCluster.launch`` starts binaries)."""
+    folder = cluster.directory / "kai-stand-ins"
+    folder.mkdir(exist_ok=True)
+    script = folder / RESERVATIONS
+    command = shlex.join([sys.executable, "-m", "pykai.kube.reservations"])
+    script.write_text(f'#!/bin/sh\nexec {command} "$@"\n')
+    script.chmod(0o755)
+    launcher = dataclasses.replace(cluster, binaries=folder)
+    launcher.launch(RESERVATIONS, [f"--kubeconfig={cluster.kubeconfig}"])
+
+
+def _wait_admitting(api: KubeApi, timeout: float) -> None:
+    """Until the apiserver calls kai-admission: a dry-run fraction pod comes back with the
+    shared-GPU ConfigMap annotation, else ``KaiStackError``."""
+    probe = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {
+            "name": "kai-admission-probe",
+            "namespace": "default",
+            "annotations": {"gpu-fraction": "0.5"},
+        },
+        "spec": {
+            "schedulerName": SCHEDULER_NAME,
+            "containers": [{"name": "probe", "image": "probe"}],
+        },
+    }
+    path = api.path(BY_KIND["Pod"], "default") + "?dryRun=All"
+    deadline = time.monotonic() + timeout
+    answer = ""
+    while time.monotonic() < deadline:
+        response = api.http.post(
+            path, content=json.dumps(probe), headers={"Content-Type": "application/json"}
+        )
+        answer = response.text
+        if response.status_code < 300:
+            annotations = response.json()["metadata"].get("annotations") or {}
+            if SHARED_GPU_CONFIGMAP in annotations:
+                return
+        time.sleep(0.25)
+    raise KaiStackError(f"the apiserver did not call kai-admission within {timeout:g}s: {answer}")
 
 
 def stop_scheduler(cluster: LocalCluster, timeout: float = 30.0, *, shard: str = "") -> None:
