@@ -10,10 +10,14 @@ records' canonical views differ, in step order, each with both sides' values as 
 - ``queue <name> <field>``: ``allocated``, ``allocatedNonPreemptible`` and ``requested`` of
   every queue either side wrote a status for;
 - ``podgroup <key> reasons`` and ``podgroup <key> allocated``: the scheduling condition's
-  reasons and ``resourcesStatus.allocated``.
+  reasons and ``resourcesStatus.allocated``;
+- ``recreated``: how many evicted pods the harness's controller created again during the step
+  (``recreate_evicted``; it also counts pods evicted before they were bound, which ``evicted``
+  does not see).
 
 Not compared (docs/compare.md): pykai's PodGroup ``phase``, ``running`` and ``pending`` (no
-KAI v0.12.0 component writes them) and the Queue conditions (pykai's ``FairShare`` is its own).
+KAI v0.12.0 component writes them), the Queue conditions (pykai's ``FairShare`` is its own)
+and the PodGroups' ``created`` (each side's own clock; ``run`` checks their order).
 A failed side is one ``failure`` difference; steps the two records do not both have are
 ``step`` differences."""
 
@@ -63,6 +67,7 @@ def _step(peer: Record, a: StepRecord, pykai: Record, b: StepRecord) -> list[Dif
         "bound": (peer.bound(a), pykai.bound(b)),
         "packing": (peer.packing(a), pykai.packing(b)),
         "evicted": (peer.evicted(a), pykai.evicted(b)),
+        "recreated": (a.recreated, b.recreated),
     }
     for name, (mine, theirs) in views.items():
         if mine != theirs:

@@ -3,7 +3,8 @@
 Contract of ``observe(api)``: an ``Observation`` of the pods (but KAI's reservation pods):
 node ("" unbound), uid, whether terminating; each Queue's ``status.allocated``,
 ``allocatedNonPreemptible`` and ``requested`` and each PodGroup's scheduling-condition
-reasons and ``resourcesStatus.allocated`` (as ``record`` types; quantities as numbers: cpu in
+reasons and ``resourcesStatus.allocated`` (as ``record`` types) and ``creationTimestamp`` (as
+``created``; quantities as numbers: cpu in
 millicores, memory in bytes, ``nvidia.com/gpu`` in devices, other resources and zeros left
 out); the actions of the ``Evict`` events on each PodGroup (pykai's ``action`` field, KAI's
 ``evictor-action-type`` annotation); and a ``digest`` of all that plus the BindRequests'
@@ -38,6 +39,7 @@ class Observation:
     queues: dict[str, QueueStatus]
     podgroups: dict[str, GroupStatus]
     evict_actions: dict[str, tuple[str, ...]]
+    created: dict[str, str]
 
 
 def amounts(resources: Obj | None) -> Amounts:
@@ -72,7 +74,9 @@ def observe(api: KubeApi) -> Observation:
     queues = {
         q["metadata"]["name"]: _queue(q.get("status") or {}) for q in api.list(BY_KIND["Queue"])[0]
     }
-    groups = {pod_key(g): _group(g.get("status") or {}) for g in api.list(BY_KIND["PodGroup"])[0]}
+    podgroups = api.list(BY_KIND["PodGroup"])[0]
+    groups = {pod_key(g): _group(g.get("status") or {}) for g in podgroups}
+    created = {pod_key(g): str(g["metadata"].get("creationTimestamp", "")) for g in podgroups}
     actions: dict[str, set[str]] = {}
     for event in api.list(BY_KIND["Event"])[0]:
         involved = event.get("involvedObject") or {}
@@ -93,6 +97,7 @@ def observe(api: KubeApi) -> Observation:
         queues,
         groups,
         {group: tuple(sorted(names)) for group, names in actions.items()},
+        created,
     )
 
 

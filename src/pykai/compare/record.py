@@ -54,13 +54,18 @@ class GroupStatus:
 @dataclass(frozen=True)
 class StepRecord:
     """The cluster once step ``number`` settled: ``placed`` pod -> node ("" pending; a pod
-    gone is absent), the evictions during the step, queues by name, PodGroups by key."""
+    gone is absent), the evictions during the step, queues by name, PodGroups by key;
+    ``recreated``: the pods the harness's controller created again during the step
+    (``recreate_evicted``: one per evicted controlled pod, bound or not); ``created``: each
+    PodGroup's ``creationTimestamp`` (its age, as the scheduler orders jobs)."""
 
     number: int
     placed: dict[str, str]
     evictions: tuple[Eviction, ...] = ()
     queues: dict[str, QueueStatus] = field(default_factory=dict)
     podgroups: dict[str, GroupStatus] = field(default_factory=dict)
+    recreated: int = 0
+    created: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

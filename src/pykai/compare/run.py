@@ -6,9 +6,12 @@ Contract of ``Side(side, directory)`` (a context manager; ``close`` on exit) and
 (``reset.reset``: the scheduler stopped, every pod, BindRequest, PodGroup, Queue, Node and
 Event deleted and their absence checked within ``reset_deadline`` seconds; anything left makes
 the plan's row failed, naming it, and the next plan starts on a fresh cluster). Then it
-creates each ``apply`` step's objects (nodes and queues first, then the PodGroups and pods
-within one second of the apiserver's clock, so that equal ages are equal on both sides), runs
-the plan's steps in order (``delete``: the targets, at once; ``advance``: a real wait), each
+creates each ``apply`` step's objects (``create``: nodes and queues first, then the PodGroups
+and pods within one second of the apiserver's clock, so that equal ages are equal on both
+sides; with ``Plan.ages`` ``file-order`` each PodGroup with its pods in a second of its own,
+in file order, checked on the record: a PodGroup not younger than the one before it fails the
+side; a terminating pod is created, then deleted, held by its finalizer), runs the plan's
+steps in order (``delete``: the targets, at once; ``advance``: a real wait), each
 ``apply`` and ``delete`` with the scheduler stopped and started again after it (KAI:
 kai-scheduler alone, the other components kept, also from one plan to the next; pykai: a new
 ``pykai run``; a scheduler that saw half of a step would decide on half of it, at a point
@@ -28,12 +31,19 @@ reset checks it empty); a fresh cluster starts in a folder of its own under ``di
 (``cluster-1``, ``cluster-2``…). ``close`` stops every process the side started. A plan's
 record does not depend on the plans run before it on the same ``Side``.
 
+With ``Plan.recreate`` (``recreate_evicted``) the harness plays the pods' controller on the
+side (``controller.PodController``): while a step runs and settles, every controlled pod of
+the applied manifests that is gone, but for the scenario's own deletes, is created again,
+Pending, at the first read of the cluster that misses it; a step with a recreation in its
+last read has not settled; ``StepRecord.recreated`` counts them.
+
 ``run_side(plan, side, directory)`` is one plan on a ``Side`` of its own: every process it
 started is stopped before it returns. ``binaries`` replaces the directory of peer binaries
 (tests point it at fakes)."""
 
 from __future__ import annotations
 
+import itertools
 import signal
 import subprocess
 import sys
@@ -46,7 +56,8 @@ import httpx
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from pykai.compare.expressible import Plan
+from pykai.compare.controller import PodController
+from pykai.compare.expressible import FILE_ORDER, Plan
 from pykai.compare.observe import Observation, observe
 from pykai.compare.record import (
     Eviction,
@@ -161,9 +172,23 @@ class Side:
             api = self._ready(cluster)
             scheduler = _Scheduler(plan, self.side, cluster, self.start_timeout, self.setup)
             tracker = _Tracker()
+            controller = PodController() if plan.recreate else None
             try:
                 for number, step in plan.steps:
-                    steps.append(_step(api, number, step, scheduler, tracker, groups, self._settle))
+                    recorded = _step(
+                        api,
+                        number,
+                        step,
+                        scheduler,
+                        tracker,
+                        groups,
+                        self._settle,
+                        controller=controller,
+                        ages=plan.ages,
+                    )
+                    steps.append(recorded)
+                    if plan.ages == FILE_ORDER:
+                        check_ages(recorded, [o for _, st in plan.steps for o in st.objects])
             finally:
                 scheduler.stop()
                 self.setup = scheduler.setup
@@ -349,14 +374,21 @@ def _step(
     tracker: _Tracker,
     groups: dict[str, str],
     settle: Callable[[], tuple[float, int, float]],
+    *,
+    controller: PodController | None = None,
+    ages: str = "",
 ) -> StepRecord:
     """Apply the step with the scheduler stopped (started again after it: a scheduler that
-    sees half a step decides on half of it), settle, record."""
+    sees half a step decides on half of it), settle (recreating evicted controlled pods with
+    ``controller``), record."""
     deleted: set[str] = set()
+    recreated = 0
     if step.action != "advance":
         scheduler.stop()
     if step.action == "apply":
-        create(api, list(step.objects))
+        create(api, list(step.objects), ages=ages)
+        if controller is not None:
+            controller.track(step.objects)
     elif step.action == "delete":
         for target in step.targets:
             kind = target["kind"]
@@ -364,6 +396,8 @@ def _step(
             api.delete(BY_KIND[kind], target["name"], namespace, grace_seconds=0)
             if kind == "Pod":
                 deleted.add(f"{namespace}/{target['name']}")
+                if controller is not None:
+                    controller.forget(f"{namespace}/{target['name']}")
     if step.action == "advance":
         time.sleep(step.seconds)
     else:
@@ -381,7 +415,9 @@ def _step(
         done = scheduler.cycles() if cycles else 0  # read after the cluster: a lower bound
         evictions += tracker.evictions(now, deleted)
         seen |= set(now.placed)
-        if now.digest != last or not expected <= seen:
+        restored = controller.restore(api, now.uids) if controller is not None else 0
+        recreated += restored
+        if now.digest != last or restored or not expected <= seen:
             last, since, counted = now.digest, time.monotonic(), done
         elif time.monotonic() - since >= quiet and done - counted >= cycles:
             break
@@ -397,15 +433,22 @@ def _step(
         ),
         now.queues,
         now.podgroups,
+        recreated,
+        dict(now.created),
     )
 
 
-def create(api: KubeApi, objects: list[Obj]) -> None:
+def create(api: KubeApi, objects: list[Obj], *, ages: str = "") -> None:
     """Create a step's objects: namespaces, nodes (Ready) and queues at once, then PodGroups
-    and pods within one second of the apiserver's clock (as far as they fit in one). A
-    PodGroup without the ``kai.scheduler/queue`` label gets it, naming its ``spec.queue``, as
-    KAI's podgrouper labels the PodGroups it makes: KAI's queuecontroller sums only labelled
-    PodGroups into a queue's status (resource_updater.go)."""
+    and pods within one second of the apiserver's clock (as far as they fit in one); with
+    ``ages`` ``file-order`` (``age_batches``) each PodGroup with its pods from the start of a
+    second of its own, in file order (the apiserver stamps ``creationTimestamp`` in whole
+    seconds of the machine's clock, which it shares), so that each is younger than the one
+    before it, on both sides alike. A PodGroup without the ``kai.scheduler/queue`` label gets
+    it, naming its ``spec.queue``, as KAI's podgrouper labels the PodGroups it makes: KAI's
+    queuecontroller sums only labelled PodGroups into a queue's status (resource_updater.go).
+    A pod with a ``deletionTimestamp`` (KAI's Releasing task) is created with its finalizers,
+    bound as written, then deleted at once: its finalizer keeps it, terminating."""
     jobs = [o for o in objects if o["kind"] in ("PodGroup", "Pod")]
     for namespace in sorted({_namespace(o) for o in jobs}):
         api.create_if_absent(
@@ -416,9 +459,43 @@ def create(api: KubeApi, objects: list[Obj]) -> None:
         if obj not in jobs:
             _create(api, obj)
     api.list(BY_KIND["Pod"])  # the connection warm
-    time.sleep(1.0 - time.time() % 1.0 + 0.01)
+    for batch in age_batches(jobs) if ages == FILE_ORDER else [jobs]:
+        time.sleep(1.0 - time.time() % 1.0 + 0.01)
+        for obj in batch:
+            _create(api, obj)
+        for obj in batch:
+            meta = obj["metadata"]
+            if obj["kind"] == "Pod" and meta.get("deletionTimestamp"):
+                api.delete(BY_KIND["Pod"], meta["name"], _namespace(obj), grace_seconds=0)
+
+
+def age_batches(jobs: list[Obj]) -> list[list[Obj]]:
+    """PodGroups and pods in creation batches, for ``file-order`` ages: the pods no PodGroup
+    of the list claims (``pod-group-name``) first, then each PodGroup, in file order, with its
+    pods in file order."""
+    keys = [pod_key(o) for o in jobs if o["kind"] == "PodGroup"]
+    batches: dict[str, list[Obj]] = {key: [] for key in ["", *keys]}
     for obj in jobs:
-        _create(api, obj)
+        if obj["kind"] == "PodGroup":
+            batches[pod_key(obj)].insert(0, obj)
+            continue
+        name = (obj["metadata"].get("annotations") or {}).get("pod-group-name", "")
+        group = f"{_namespace(obj)}/{name}"
+        batches[group if group in batches else ""].append(obj)
+    return [batch for batch in batches.values() if batch]
+
+
+def check_ages(step: StepRecord, objects: list[Obj]) -> None:
+    """``SideFailed`` unless the PodGroups of ``objects`` that the step's record holds were
+    created each in a later second than the one before it in file order."""
+    order = [pod_key(o) for o in objects if o["kind"] == "PodGroup"]
+    stamps = [(key, step.created[key]) for key in order if key in step.created]
+    for (before, older), (after, younger) in itertools.pairwise(stamps):
+        if not older < younger:  # RFC 3339 in UTC, whole seconds: text order is time order
+            raise SideFailed(
+                f"step {step.number}: PodGroup {after} was created at {younger}, not after "
+                f"{before} ({older}): the ages are not in file order"
+            )
 
 
 def _namespace(obj: Obj) -> str:
