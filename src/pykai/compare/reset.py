@@ -3,10 +3,10 @@ that one LocalCluster serves many scenarios.
 
 Contract of ``reset(api, deadline)``: with the side's scheduler stopped, it deletes every
 object a scenario creates or a scheduler writes about it (``KINDS``: pods, at once, their
-finalizers removed first, then the
-BindRequests, PodGroups, Queues, Nodes and Events, in every namespace but ``kube-system``)
-and repeats until ``leftovers`` finds none or ``deadline`` seconds have passed; it returns the
-leftovers (empty: the cluster holds nothing of the last scenario). Namespaces, the
+finalizers removed first, then the BindRequests, PodGroups, Queues, Nodes and Events, in
+every namespace but ``kube-system``) and repeats until ``leftovers`` finds none or
+``deadline`` seconds have passed; it returns the leftovers (empty: the cluster holds nothing
+of the last scenario). Namespaces, the
 PriorityClasses and the CRDs stay: they are the same for every scenario.
 
 ``leftovers(api)`` is the check itself: each remaining object as ``Kind namespace/name``."""

@@ -398,13 +398,16 @@ def _step(
                 deleted.add(f"{namespace}/{target['name']}")
                 if controller is not None:
                     controller.forget(f"{namespace}/{target['name']}")
+    evictions: list[tuple[str, str]] = []
     if step.action == "advance":
         time.sleep(step.seconds)
     else:
+        # what the step created bound is bound before the scheduler starts: a pod it evicts
+        # before the first read below is still an eviction
+        evictions += tracker.evictions(observe(api), deleted)
         scheduler.start()
     quiet, cycles, deadline = settle()
     expected = {pod_key(o) for o in step.objects if o["kind"] == "Pod"}
-    evictions: list[tuple[str, str]] = []
     seen: set[str] = set()
     last, since, counted = "", time.monotonic(), 0
     end = time.monotonic() + deadline
