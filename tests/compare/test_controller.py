@@ -85,19 +85,43 @@ def test_pending_drops_what_a_controller_does_not_write() -> None:
     assert made["spec"] == {} and "status" not in made
 
 
+def queue(name: str) -> Obj:
+    return {"kind": "Queue", "metadata": {"name": name}}
+
+
+def names(batches: list[list[Obj]]) -> list[list[str]]:
+    return [[o["metadata"]["name"] for o in batch] for batch in batches]
+
+
 def test_file_order_batches_each_podgroup_with_its_pods() -> None:
     jobs = [group("b"), pod("b-0", "b"), pod("b-1", "b"), pod("lone"), group("a"), pod("a-0", "a")]
-    names = [[o["metadata"]["name"] for o in batch] for batch in age_batches(jobs)]
-    assert names == [["lone"], ["b", "b-0", "b-1"], ["a", "a-0"]]
+    assert names(age_batches(jobs)) == [["lone"], ["b", "b-0", "b-1"], ["a", "a-0"]]
     # a pod listed before its PodGroup still goes with it, after it
-    names = [[o["metadata"]["name"] for o in b] for b in age_batches([pod("c-0", "c"), group("c")])]
-    assert names == [["c", "c-0"]]
+    assert names(age_batches([pod("c-0", "c"), group("c")])) == [["c", "c-0"]]
+
+
+def test_file_order_batches_take_the_queues_one_a_second_beside_the_podgroups() -> None:
+    jobs = [group("b"), pod("b-0", "b"), group("a"), pod("a-0", "a")]
+    queues = [queue("dept"), queue("q1"), queue("q0")]
+    assert names(age_batches(jobs, queues)) == [["dept", "b", "b-0"], ["q1", "a", "a-0"], ["q0"]]
+    assert names(age_batches([], [queue("q")])) == [["q"]]
 
 
 def test_ages_must_follow_file_order_on_the_record() -> None:
-    objects = [group("b"), group("a"), group("c")]
-    good = {"default/b": "2026-11-28T16:00:01Z", "default/a": "2026-11-28T16:00:02Z"}
-    check_ages(StepRecord(1, {}, created=good | {"default/c": "2026-11-28T16:00:03Z"}), objects)
-    same = good | {"default/c": "2026-11-28T16:00:02Z"}
-    with pytest.raises(SideFailed, match=r"default/c .*not after default/a"):
+    objects = [queue("q1"), queue("q0"), group("b"), group("a"), group("c")]
+    good = {
+        "Queue q1": "2026-11-28T16:00:01Z",
+        "Queue q0": "2026-11-28T16:00:02Z",
+        "Queue default-queue": "2026-11-28T15:00:00Z",  # not the scenario's: not checked
+        "PodGroup default/b": "2026-11-28T16:00:01Z",  # a queue and a PodGroup may share one
+        "PodGroup default/a": "2026-11-28T16:00:02Z",
+    }
+    check_ages(
+        StepRecord(1, {}, created=good | {"PodGroup default/c": "2026-11-28T16:00:03Z"}), objects
+    )
+    same = good | {"PodGroup default/c": "2026-11-28T16:00:02Z"}
+    with pytest.raises(SideFailed, match=r"PodGroup default/c .*not after PodGroup default/a"):
         check_ages(StepRecord(1, {}, created=same), objects)
+    older = good | {"Queue q0": "2026-11-28T16:00:00Z"}
+    with pytest.raises(SideFailed, match=r"Queue q0 .*not after Queue q1"):
+        check_ages(StepRecord(1, {}, created=older), objects)

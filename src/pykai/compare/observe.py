@@ -3,8 +3,8 @@
 Contract of ``observe(api)``: an ``Observation`` of the pods (but KAI's reservation pods):
 node ("" unbound), uid, whether terminating; each Queue's ``status.allocated``,
 ``allocatedNonPreemptible`` and ``requested`` and each PodGroup's scheduling-condition
-reasons and ``resourcesStatus.allocated`` (as ``record`` types) and ``creationTimestamp`` (as
-``created``; quantities as numbers: cpu in
+reasons and ``resourcesStatus.allocated`` (as ``record`` types); each Queue's and PodGroup's
+``creationTimestamp`` (``created``, by ``age_key``; quantities as numbers: cpu in
 millicores, memory in bytes, ``nvidia.com/gpu`` in devices, other resources and zeros left
 out); the actions of the ``Evict`` events on each PodGroup (pykai's ``action`` field, KAI's
 ``evictor-action-type`` annotation); and a ``digest`` of all that plus the BindRequests'
@@ -71,12 +71,12 @@ def observe(api: KubeApi) -> Observation:
         parts.append((key, uids[key], placed[key], key in terminating, sorted(conditions)))
     requests, _ = api.list(BY_KIND["BindRequest"])
     parts += [(pod_key(r), (r.get("status") or {}).get("phase")) for r in requests]
-    queues = {
-        q["metadata"]["name"]: _queue(q.get("status") or {}) for q in api.list(BY_KIND["Queue"])[0]
-    }
+    listed = api.list(BY_KIND["Queue"])[0]
+    queues = {q["metadata"]["name"]: _queue(q.get("status") or {}) for q in listed}
     podgroups = api.list(BY_KIND["PodGroup"])[0]
     groups = {pod_key(g): _group(g.get("status") or {}) for g in podgroups}
-    created = {pod_key(g): str(g["metadata"].get("creationTimestamp", "")) for g in podgroups}
+    created = {age_key(o): str(o["metadata"].get("creationTimestamp", "")) for o in listed}
+    created |= {age_key(g): str(g["metadata"].get("creationTimestamp", "")) for g in podgroups}
     actions: dict[str, set[str]] = {}
     for event in api.list(BY_KIND["Event"])[0]:
         involved = event.get("involvedObject") or {}
@@ -99,6 +99,14 @@ def observe(api: KubeApi) -> Observation:
         {group: tuple(sorted(names)) for group, names in actions.items()},
         created,
     )
+
+
+def age_key(obj: Obj) -> str:
+    """How ``Observation.created`` names a Queue (``Queue NAME``) or a PodGroup (``PodGroup
+    NAMESPACE/NAME``)."""
+    if obj["kind"] == "Queue":
+        return f"Queue {obj['metadata']['name']}"
+    return f"{obj['kind']} {pod_key(obj)}"
 
 
 def _queue(status: Obj) -> QueueStatus:

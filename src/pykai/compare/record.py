@@ -57,7 +57,8 @@ class StepRecord:
     gone is absent), the evictions during the step, queues by name, PodGroups by key;
     ``recreated``: the pods the harness's controller created again during the step
     (``recreate_evicted``: one per evicted controlled pod, bound or not); ``created``: each
-    PodGroup's ``creationTimestamp`` (its age, as the scheduler orders jobs)."""
+    Queue's and PodGroup's ``creationTimestamp`` (``Queue NAME``, ``PodGroup NS/NAME``: their
+    ages, KAI's last tie-breaks between queues and between jobs)."""
 
     number: int
     placed: dict[str, str]

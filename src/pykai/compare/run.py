@@ -58,7 +58,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from pykai.compare.controller import PodController
 from pykai.compare.expressible import FILE_ORDER, Plan
-from pykai.compare.observe import Observation, observe
+from pykai.compare.observe import Observation, age_key, observe
 from pykai.compare.record import (
     Eviction,
     Record,
@@ -444,10 +444,12 @@ def _step(
 def create(api: KubeApi, objects: list[Obj], *, ages: str = "") -> None:
     """Create a step's objects: namespaces, nodes (Ready) and queues at once, then PodGroups
     and pods within one second of the apiserver's clock (as far as they fit in one); with
-    ``ages`` ``file-order`` (``age_batches``) each PodGroup with its pods from the start of a
-    second of its own, in file order (the apiserver stamps ``creationTimestamp`` in whole
-    seconds of the machine's clock, which it shares), so that each is younger than the one
-    before it, on both sides alike. A PodGroup without the ``kai.scheduler/queue`` label gets
+    ``ages`` ``file-order`` (``age_batches``) nodes at once, then from the start of each
+    second of the apiserver's clock the next queue and the next PodGroup with its pods, in
+    file order (the apiserver stamps ``creationTimestamp`` in whole seconds of the machine's
+    clock, which it shares), so that each queue is younger than the queue before it and each
+    PodGroup younger than the PodGroup before it, on both sides alike (KAI compares queues
+    with queues and jobs with jobs only). A PodGroup without the ``kai.scheduler/queue`` label gets
     it, naming its ``spec.queue``, as KAI's podgrouper labels the PodGroups it makes: KAI's
     queuecontroller sums only labelled PodGroups into a queue's status (resource_updater.go).
     A pod with a ``deletionTimestamp`` (KAI's Releasing task) is created with its finalizers,
@@ -458,11 +460,12 @@ def create(api: KubeApi, objects: list[Obj], *, ages: str = "") -> None:
             BY_KIND["Namespace"],
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
         )
+    aged = [o for o in objects if o["kind"] == "Queue"] if ages == FILE_ORDER else []
     for obj in objects:
-        if obj not in jobs:
+        if obj not in jobs and obj not in aged:
             _create(api, obj)
     api.list(BY_KIND["Pod"])  # the connection warm
-    for batch in age_batches(jobs) if ages == FILE_ORDER else [jobs]:
+    for batch in age_batches(jobs, aged) if ages == FILE_ORDER else [jobs]:
         time.sleep(1.0 - time.time() % 1.0 + 0.01)
         for obj in batch:
             _create(api, obj)
@@ -472,33 +475,38 @@ def create(api: KubeApi, objects: list[Obj], *, ages: str = "") -> None:
                 api.delete(BY_KIND["Pod"], meta["name"], _namespace(obj), grace_seconds=0)
 
 
-def age_batches(jobs: list[Obj]) -> list[list[Obj]]:
-    """PodGroups and pods in creation batches, for ``file-order`` ages: the pods no PodGroup
-    of the list claims (``pod-group-name``) first, then each PodGroup, in file order, with its
-    pods in file order."""
+def age_batches(jobs: list[Obj], queues: tuple[Obj, ...] | list[Obj] = ()) -> list[list[Obj]]:
+    """PodGroups, pods and queues in creation batches, one a second, for ``file-order`` ages:
+    batch k holds the k-th queue (in file order) and the k-th PodGroup with its pods (the
+    pods no PodGroup of the list claims by ``pod-group-name`` come first, in a batch of their
+    own)."""
     keys = [pod_key(o) for o in jobs if o["kind"] == "PodGroup"]
-    batches: dict[str, list[Obj]] = {key: [] for key in ["", *keys]}
+    grouped: dict[str, list[Obj]] = {key: [] for key in ["", *keys]}
     for obj in jobs:
         if obj["kind"] == "PodGroup":
-            batches[pod_key(obj)].insert(0, obj)
+            grouped[pod_key(obj)].insert(0, obj)
             continue
         name = (obj["metadata"].get("annotations") or {}).get("pod-group-name", "")
         group = f"{_namespace(obj)}/{name}"
-        batches[group if group in batches else ""].append(obj)
-    return [batch for batch in batches.values() if batch]
+        grouped[group if group in grouped else ""].append(obj)
+    batches = [batch for batch in grouped.values() if batch]
+    batches += [[] for _ in range(len(queues) - len(batches))]
+    return [([queues[k]] if k < len(queues) else []) + batch for k, batch in enumerate(batches)]
 
 
 def check_ages(step: StepRecord, objects: list[Obj]) -> None:
-    """``SideFailed`` unless the PodGroups of ``objects`` that the step's record holds were
-    created each in a later second than the one before it in file order."""
-    order = [pod_key(o) for o in objects if o["kind"] == "PodGroup"]
-    stamps = [(key, step.created[key]) for key in order if key in step.created]
-    for (before, older), (after, younger) in itertools.pairwise(stamps):
-        if not older < younger:  # RFC 3339 in UTC, whole seconds: text order is time order
-            raise SideFailed(
-                f"step {step.number}: PodGroup {after} was created at {younger}, not after "
-                f"{before} ({older}): the ages are not in file order"
-            )
+    """``SideFailed`` unless, among the queues and among the PodGroups of ``objects`` that the
+    step's record holds, each was created in a later second than the one before it in file
+    order."""
+    for kind in ("Queue", "PodGroup"):
+        order = [age_key(o) for o in objects if o["kind"] == kind]
+        stamps = [(key, step.created[key]) for key in order if key in step.created]
+        for (before, older), (after, younger) in itertools.pairwise(stamps):
+            if not older < younger:  # RFC 3339 in UTC, whole seconds: text order is time order
+                raise SideFailed(
+                    f"step {step.number}: {after} was created at {younger}, not after "
+                    f"{before} ({older}): the ages are not in file order"
+                )
 
 
 def _namespace(obj: Obj) -> str:
