@@ -173,6 +173,8 @@ class Side:
             scheduler = _Scheduler(plan, self.side, cluster, self.start_timeout, self.setup)
             tracker = _Tracker()
             controller = PodController() if plan.recreate else None
+            if controller is not None:
+                controller.start(connect(cluster.kubeconfig))
             try:
                 for number, step in plan.steps:
                     recorded = _step(
@@ -192,6 +194,8 @@ class Side:
             finally:
                 scheduler.stop()
                 self.setup = scheduler.setup
+                if controller is not None:
+                    controller.stop()
         except Exception as exc:  # any failure of the side is its row, never a crash
             failure = f"{type(exc).__name__}: {exc}"
             tail = _log_tail(cluster, self.side)
@@ -382,7 +386,7 @@ def _step(
     sees half a step decides on half of it), settle (recreating evicted controlled pods with
     ``controller``), record."""
     deleted: set[str] = set()
-    recreated = 0
+    first = made = controller.recreated if controller is not None else 0
     if step.action != "advance":
         scheduler.stop()
     if step.action == "apply":
@@ -418,8 +422,10 @@ def _step(
         done = scheduler.cycles() if cycles else 0  # read after the cluster: a lower bound
         evictions += tracker.evictions(now, deleted)
         seen |= set(now.placed)
-        restored = controller.restore(api, now.uids) if controller is not None else 0
-        recreated += restored
+        restored = False  # recreated since the last read (by the watch or just now)
+        if controller is not None:
+            controller.restore(api, now.uids)
+            restored, made = controller.recreated != made, controller.recreated
         if now.digest != last or restored or not expected <= seen:
             last, since, counted = now.digest, time.monotonic(), done
         elif time.monotonic() - since >= quiet and done - counted >= cycles:
@@ -436,7 +442,7 @@ def _step(
         ),
         now.queues,
         now.podgroups,
-        recreated,
+        made - first,
         dict(now.created),
     )
 
