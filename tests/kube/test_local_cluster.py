@@ -14,6 +14,7 @@ from pykai.kube.localcluster import LocalCluster, alive
 from pykai.kube.nodes import create_ready_nodes, gpu_nodes
 from pykai.model import builders
 from pykai.model.kinds import BY_KIND
+from pykai.model.meta import Obj
 from tests.kube.conftest import ROOT, kubectl, wait_for
 
 
@@ -45,6 +46,31 @@ def test_fake_gpu_nodes_are_ready_and_untainted(local_cluster: LocalCluster) -> 
     rows = [line.split() for line in out.splitlines()[1:] if line.startswith("gpu-node-")]
     assert rows == [["gpu-node-0", "8", "<none>"], ["gpu-node-1", "8", "<none>"]]
     assert "Ready" in kubectl(local_cluster, "get", "nodes")
+
+
+def test_kwok_keeps_the_nodes_allocatable_once_it_initialized_them(
+    local_cluster: LocalCluster,
+) -> None:
+    """KWOK's node-initialize stage writes the allocatable it finds (its defaults, 1k cpu and
+    1Ti memory, when it finds none): nodes are created with theirs, so whichever write lands
+    last, a node keeps the manifest's cpu, memory and pods."""
+    api = connect(local_cluster.kubeconfig)
+    nodes = [builders.node(f"small-node-{i}", cpu="20k", memory="100M") for i in range(6)]
+    create_ready_nodes(api, nodes, time.time())
+
+    def initialized() -> list[Obj]:
+        found = [api.get(BY_KIND["Node"], n["metadata"]["name"]) for n in nodes]
+        done = [n for n in found if n and (n.get("status") or {}).get("addresses")]
+        return done if len(done) == len(nodes) else []
+
+    assert wait_for(initialized), "KWOK did not initialize the nodes"
+    for node in initialized():
+        allocatable = node["status"]["allocatable"]
+        assert (allocatable["cpu"], allocatable["memory"], allocatable["pods"]) == (
+            "20k",
+            "100M",
+            "110",
+        ), node["metadata"]["name"]
 
 
 def test_down_leaves_no_process(tmp_path) -> None:  # type: ignore[no-untyped-def]
