@@ -42,7 +42,7 @@ OVER_EVICTION = (
 CASES = {
     "allocate_test/05-allocate-according-to-creation-time-when-share-is-equal": "",  # ages
     "preempt_test/02-1-train-job-running-1-build-job-pending-preempt": "",  # the controller
-    "consolidationGang_test/01-consolidate-gang-job-to-be-able-to-allocate-pending-job": "",
+    "consolidation_test/01-1-train-job-of-1-gpu-running-on-node0-1-train-job-of-1-gpu": "",
     "reclaim_test/27-q0-allocated-cpu-and-gpu-tasks-has-0-deserved-gpus-and": "",  # memory
     "preempt_test/08-job-with-a-running-pod-and-a-stuckinreleasing-pod-preempt": RELEASING_STATUS,
     "allocate_preempt_test/01-elastic-eviction-from-podset-above-minavailable-allocate": (
