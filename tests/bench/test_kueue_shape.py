@@ -10,6 +10,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from pykai.bench.kueue_ceiling import simulate
 from pykai.bench.kueue_shape import (
     CLASS_LABEL,
     DURATION,
@@ -128,7 +129,8 @@ def test_scale_and_nodes() -> None:
         (["--shape", "kueue", "--rows", "kai"], "cannot run rows kai"),
         (["--shape", "kueue", "--pods", "10"], "--pods does not apply"),
         (["--shape", "kueue", "--nodes", "2"], "do not fit on 2 nodes"),
-        (["--shape", "fill", "--scale", "10"], "--scale applies to --shape kueue only"),
+        (["--shape", "fill", "--scale", "10"], "--scale applies to --shape kueue"),
+        (["--shape", "kueue-backlog", "--nodes", "8"], "do not fit on 8 nodes"),
     ],
 )
 def test_what_the_kueue_shape_cannot_run_is_refused_before_measuring(
@@ -156,6 +158,7 @@ def test_the_table_has_each_rows_medians_its_ratio_to_kueue_and_a_failed_rows_lo
     canned = {
         "runs": runs,
         "rows": summarize(runs, ("kueue", "pykai"), figures(KUEUE_SHAPE), ("kueue",)),
+        "ceiling": simulate(KUEUE_SHAPE).figures(),
     }
     monkeypatch.setattr("pykai.bench.kueue_side_by_side.run_kueue_bench", lambda *_, **__: canned)
     result = CliRunner().invoke(app, ["bench", "kube", "--shape", "kueue"])
@@ -163,5 +166,27 @@ def test_the_table_has_each_rows_medians_its_ratio_to_kueue_and_a_failed_rows_lo
     assert "300 Jobs" in result.output and "× KUEUE" in result.output
     [kueue] = [line for line in result.output.splitlines() if line.startswith("kueue")]
     assert "2 (2-2)" in kueue and "15 (15-15)" in kueue and "1.0" in kueue
+    [ceiling] = [line for line in result.output.splitlines() if line.startswith("ceiling")]
+    assert "214.29" in ceiling and "1.4" in ceiling
     assert "failed: pykai run 1: RowFailed: 3 of 30 Jobs admitted" in result.output
     assert "the last line" in result.output
+
+
+def test_the_backlog_is_the_same_jobs_at_once_with_quota_for_all_of_them() -> None:
+    backlog = KUEUE_SHAPE.backlog()
+    assert backlog.demand_cpu() == 7 * 1 + 2 * 5 + 1 * 20
+    assert (backlog.name, backlog.nominal_cpu, backlog.at_once) == ("kueue-backlog", 37, True)
+    assert backlog.nodes == 12  # 30 ClusterQueues of 37 CPUs on nodes of 96
+    backlog.check()
+    arrivals = measured(backlog, "pykai")
+    assert {a.at_s for a in arrivals} == {0.0}
+    assert [a.job for a in arrivals] == [
+        a.job for a in sorted(measured(KUEUE_SHAPE, "pykai"), key=lambda a: a.key)
+    ]
+    queues = [o for o in setup(backlog) if o["kind"] == "ClusterQueue"]
+    [quota] = queues[0]["spec"]["resourceGroups"][0]["flavors"][0]["resources"]
+    assert quota["nominalQuota"] == "37"
+    # every Job is admitted the moment it is created: no rate, nothing waits
+    ceiling = simulate(backlog)
+    assert ceiling.all_admitted_s == 0.0 and ceiling.admissions_per_s is None
+    assert set(ceiling.waits.values()) == {(0.0, 0.0)}

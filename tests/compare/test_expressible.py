@@ -31,6 +31,15 @@ def test_a_long_advance_is_not_expressible_with_its_reason() -> None:
     assert any("advance" in p and "no clock" in p for p in found.problems), found.problems
 
 
+def test_a_longer_advance_limit_replays_the_advance_as_a_real_wait() -> None:
+    scenario = read_scenario(SCENARIOS / "43-stale-gang-evicted", "43")
+    assert not plan(scenario, advance_limit=31).problems
+    assert plan(scenario, advance_limit=30.5).problems == (
+        "step 4: advance 31s: a real cluster has no clock to advance (waits of up to 30.5s are "
+        "replayed)",
+    )
+
+
 def test_reject_steps_are_skipped_and_listed() -> None:
     found = planned("35-reject-missing-parent")
     assert found.skipped and all("reject" in s for s in found.skipped)

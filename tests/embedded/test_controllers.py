@@ -174,8 +174,7 @@ def test_status_is_written_once_and_settles(tmp_path: Path) -> None:
     assert set(queue) <= KAI_QUEUE_STATUS  # what KAI's Queue schema keeps
     listed = {"cpu": "1500m", "memory": "1Gi", "nvidia.com/gpu": "500m"}
     figures = queue_figures(queue)
-    assert queue["allocated"] == queue["requested"] == figures["fairShare"] == listed
-    assert figures["deserved"] == listed
+    assert queue["allocated"] == figures["fairShare"] == figures["deserved"] == listed
     assert queue["allocatedNonPreemptible"] == {"cpu": "0", "memory": "0", "nvidia.com/gpu": "0"}
     parent = stored(cluster, "Queue", "default-parent-queue")["status"]
     assert parent["childQueues"] == ["default-queue"]
@@ -183,6 +182,9 @@ def test_status_is_written_once_and_settles(tmp_path: Path) -> None:
     status = stored(cluster, "PodGroup", "g")["status"]
     assert (status["phase"], status["running"], status["pending"]) == ("Pending", 0, 2)
     assert status["resourcesStatus"]["requested"]["nvidia.com/gpu"] == "2"
+    # a queue requests what its PodGroups request (KAI's queue controller), whatever the
+    # engine's figure
+    assert queue["requested"] == status["resourcesStatus"]["requested"]
     (condition,) = status["schedulingConditions"]
     assert condition["type"] == "UnschedulableOnNodePool" and condition["status"] == "True"
     assert condition["nodePool"] == "default" and condition["transitionID"]

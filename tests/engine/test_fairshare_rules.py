@@ -27,7 +27,6 @@ def queue(
     request: float = 0,
     priority: int = 100,
     creation: float = 0,
-    uid: str | None = None,
 ) -> QueueShareInput:
     """A queue with these GPU figures; no CPU or memory quota or request."""
     return QueueShareInput(
@@ -39,7 +38,6 @@ def queue(
         over_quota_weight=Resources(1, 1, weight),
         request=Resources(gpu=request),
         creation=creation,
-        uid=name if uid is None else uid,
     )
 
 
@@ -172,12 +170,11 @@ def test_equal_rests_go_to_the_older_queue() -> None:
     assert shares == {"a": 5, "b": 6}
 
 
-def test_equal_rests_and_ages_go_by_uid() -> None:
-    shares = gpu_shares(
-        [queue("a", request=6, uid="u2"), queue("b", request=6, uid="u1")],
-        7,
-    )
-    assert shares == {"a": 3, "b": 4}
+def test_equal_rests_and_ages_go_by_name_never_by_uid() -> None:
+    # KAI's queue UID is its name (queue_info.go): a real apiserver's random uid must not
+    # decide (side by side with KAI, scenario 19)
+    shares = gpu_shares([queue("b", request=6), queue("a", request=6)], 7)
+    assert shares == {"a": 4, "b": 3}
 
 
 def test_cpu_is_divided_in_whole_millicores() -> None:
@@ -191,7 +188,6 @@ def test_cpu_is_divided_in_whole_millicores() -> None:
             over_quota_weight=Resources(1, 1, 1),
             request=Resources(cpu=1000),
             creation=creation,
-            uid=name,
         )
         for name, creation in (("a", 3), ("b", 1), ("c", 2))
     ]
@@ -339,7 +335,6 @@ def test_each_resource_is_divided_on_its_own() -> None:
         over_quota_weight=Resources(1, 1, 1),
         request=Resources(cpu=8000, memory=16e9, gpu=2),
         creation=0,
-        uid="a",
     )
     b = QueueShareInput(
         name="b",
@@ -350,7 +345,6 @@ def test_each_resource_is_divided_on_its_own() -> None:
         over_quota_weight=Resources(3, 1, 1),
         request=Resources(cpu=8000, memory=64e9, gpu=8),
         creation=0,
-        uid="b",
     )
     result = compute_fair_shares([a, b], Resources(cpu=10000, memory=64e9, gpu=8))
     # cpu: 2000 deserved, 8000 split 1:3; memory: a needs only 16G of its 32G offer, and b
@@ -440,7 +434,6 @@ def trees(draw: st.DrawFn) -> list[QueueShareInput]:
                     draw(st.integers(0, 160)) / 4,
                 ),
                 creation=draw(st.integers(0, 3)),
-                uid=name,
             )
         )
     return queues

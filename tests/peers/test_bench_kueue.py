@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from pykai.bench.kueue_ceiling import hold_for, simulate
 from pykai.bench.kueue_shape import KUEUE_SHAPE
 from pykai.bench.kueue_side_by_side import measure, run_kueue_bench
 from pykai.kube import peer_kueue, peers
@@ -52,6 +53,16 @@ def test_both_rows_admit_every_job_and_their_figures_are_sane() -> None:
     assert isinstance(summary, dict)
     assert summary["kueue"]["vs_kueue"]["admissions_per_s"] == 1.0
     assert summary["pykai"]["failed"] == 0 and summary["pykai"]["vs_kueue"]["admissions_per_s"] > 0
+    # the ceiling is the simulation's; each row's fraction of it and its hold come from its
+    # median time (the simulation admits the small shape's Jobs long before any real row)
+    ceiling = figures["ceiling"]
+    assert ceiling == simulate(SMALL).figures()
+    for row in ("kueue", "pykai"):
+        entry = summary[row]
+        rate = entry["admissions_per_s"]["median"]
+        assert entry["of_ceiling"] == round(rate / ceiling["admissions_per_s"], 4)
+        assert entry["hold_s"] == hold_for(SMALL, entry["all_admitted_s"]["median"])
+        assert entry["hold_s"] > 0
 
 
 def test_a_kueue_that_fails_to_start_is_a_failed_row_and_leaves_nothing(

@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from pykai.compare.expressible import plan
-from pykai.compare.scenario import Scenario, read_scenario, under_one_parent
+from pykai.compare.scenario import Scenario, read_scenario, under_parents
 from pykai.compare.side_by_side import AGREE, Outcome, compare
 from pykai.kube import peer_kai, peers
 
@@ -45,8 +45,9 @@ SCENARIOS = {
     "99-limit-before-quota": "",  # OverLimit up the tree before quota (fixed)
     "100-elastic-extras-no-condition": "",  # no condition while a pod holds a node (fixed)
 }
-# the same scenarios with their (all parentless) queues put under one unlimited parent, so that
-# KAI schedules them: scenario -> why the sides still differ ("": they agree)
+# the same scenarios with each top-level leaf queue under a parent of its own (with the leaf's
+# spec: pykai.compare.scenario.under_parents), so that KAI schedules them: scenario -> why the
+# sides still differ ("": they agree)
 UNDER_A_PARENT = {
     "01-gang-fits": "",
     "02-gang-all-or-nothing": "",
@@ -55,7 +56,6 @@ UNDER_A_PARENT = {
     # two steps: apply, then delete the running pod; b runs, and KAI keeps its condition
     "34-delete-frees-room": STALE_CONDITION,
 }
-PARENT = "side-by-side-root"
 
 try:
     for _name in peer_kai.COMPONENTS:
@@ -103,6 +103,6 @@ def test_pykai_decides_as_the_real_kai(name: str, tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("name", cases(UNDER_A_PARENT))
 def test_pykai_decides_as_the_real_kai_under_a_parent_queue(name: str, tmp_path: Path) -> None:
-    outcome = compare(under_one_parent(scenario(name), PARENT), tmp_path)
+    outcome = compare(under_parents(scenario(name)), tmp_path)
     print(report(outcome))
     assert outcome.verdict == AGREE, report(outcome)

@@ -6,4 +6,4 @@ KUBE_ROWS = ("ceiling", "cold-ceiling", "kube-scheduler", "pykai", "pykai+groupe
 # The rows and shapes of ``pykai bench kube --shape`` (bench/side_by_side.py, bench/shapes.py;
 # ``kueue``: bench/kueue_side_by_side.py, bench/kueue_shape.py).
 PEER_ROWS = ("kai", "pykai", "kube-scheduler", "warm-ceiling", "kueue")
-SHAPE_NAMES = ("fill", "reclaim", "distributed", "basic", "warm", "kueue")
+SHAPE_NAMES = ("fill", "reclaim", "distributed", "basic", "warm", "kueue", "kueue-backlog")

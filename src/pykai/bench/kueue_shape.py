@@ -25,10 +25,17 @@ created suspended (as Kueue's webhook, off in the peer, would store it: pykai.ku
 its pod with ``terminationGracePeriodSeconds: 0``; on the ``pykai`` row its pod names
 ``kai-scheduler``, on the ``kueue`` row none (kube-scheduler places it). Nodes: ``nodes`` KWOK
 nodes of 96 CPUs and 256Gi (the size of the baseline's TAS variant's nodes), enough that
-placement is never the limit: they hold every ClusterQueue's quota at once."""
+placement is never the limit: they hold every ClusterQueue's quota at once.
+
+``KueueShape.backlog`` (``--shape kueue-backlog``) is the same Jobs created at once, each
+ClusterQueue's nominal quota their whole demand (so the quota fills once and no Job waits for
+another to finish) and as many nodes as hold it: the time measured is the time to decide and
+write the admissions, not the running times nor the round trip of completing Jobs
+(bench/kueue_ceiling.py, docs/benchmarks.md)."""
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 
 from pykai.model import builders
@@ -97,10 +104,32 @@ class KueueShape:
     scale: int = 50
     nodes: int = 8
     rows: tuple[str, ...] = ROWS
+    at_once: bool = False  # every Job created at the start, not at the baseline's pace
 
     @property
     def cluster_queues(self) -> int:
         return self.cohorts * self.queues_per_cohort
+
+    def arrival_ms(self, cls: WorkloadClass, n: int) -> int:
+        """When the n-th Job of ``cls`` of each ClusterQueue is created, in ms after the start:
+        after (n + 1) intervals, or at once."""
+        return 0 if self.at_once else (n + 1) * cls.interval_ms
+
+    def demand_cpu(self) -> int:
+        """The CPUs all of one ClusterQueue's Jobs ask for together."""
+        return sum(self.per_queue(c) * c.cpu for c in self.classes)
+
+    def backlog(self) -> KueueShape:
+        """The same Jobs created at once, each ClusterQueue's nominal quota its whole demand,
+        on as many nodes as hold every ClusterQueue's quota."""
+        demand = self.demand_cpu()
+        return replace(
+            self,
+            name="kueue-backlog",
+            at_once=True,
+            nominal_cpu=demand,
+            nodes=max(self.nodes, math.ceil(self.cluster_queues * demand / NODE_CPU)),
+        )
 
     def per_queue(self, cls: WorkloadClass) -> int:
         """Workloads of ``cls`` per ClusterQueue: the baseline's count over ``scale``, ≥ 1."""
@@ -251,14 +280,15 @@ def job(name: str, namespace: str, cls: WorkloadClass, row: str) -> Obj:
 
 def measured(shape: KueueShape, row: str) -> list[Arrival]:
     """Every ClusterQueue's workloads, named as the baseline's (``<class>-<set>-<n>-0``), each
-    set's n-th created after (n + 1) intervals; ordered by arrival."""
+    set's n-th created after (n + 1) intervals (``at_once``: at the start); ordered by
+    arrival."""
     made = []
     for cohort in range(shape.cohorts):
         for index in range(shape.queues_per_cohort):
             namespace = cluster_queue_name(cohort, index)
             for number, cls in enumerate(shape.classes):
                 for n in range(shape.per_queue(cls)):
-                    at = (n + 1) * cls.interval_ms / 1000
+                    at = shape.arrival_ms(cls, n) / 1000
                     name = f"{cls.name}-{number}-{n}-0"
                     made.append(Arrival(at, cls.name, job(name, namespace, cls, row)))
     return sorted(made, key=lambda a: (a.at_s, a.key))

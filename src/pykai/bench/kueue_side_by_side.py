@@ -39,6 +39,7 @@ from typing import cast
 from pykai.bench.cpu import cpu_seconds
 from pykai.bench.figures import alternate, order, percentile, summarize
 from pykai.bench.kube import launch, pykai_command
+from pykai.bench.kueue_ceiling import hold_for, simulate
 from pykai.bench.kueue_shape import Arrival, KueueShape, measured, nodes, setup
 from pykai.bench.side_by_side import RowFailed, Scheduler, tail
 from pykai.bench.termination import terminated_as_exit
@@ -298,21 +299,37 @@ def run_kueue_bench(
     progress: Callable[[str], None] = lambda _: None,
 ) -> dict[str, object]:
     """Every row ``repeat`` times, in alternating order; the runs and each row's summary (with
-    ``vs_kueue``: how many times the real Kueue's figure each row's is, from the medians)."""
+    ``vs_kueue``: how many times the real Kueue's figure each row's is, from the medians);
+    ``ceiling``: the shape's ceiling (bench/kueue_ceiling.py), and per row ``of_ceiling``
+    (its median admissions per second as a fraction of the ceiling's; None where the ceiling
+    admits everything at once) and ``hold_s`` (the per-Job hold at which the simulation takes
+    the row's median time: what that time would mean if only quota held it up)."""
     shape.check()
     with terminated_as_exit():
         runs = alternate(
             shape.name, rows, shape.rows, repeat, lambda row: measure(shape, row, timeout), progress
         )
+    summary = summarize(runs, rows, figures(shape), ("kueue",))
+    ceiling = simulate(shape)
+    for entry in summary.values():
+        assert isinstance(entry, dict)
+        rate, total = entry.get(RATE), entry.get(TOTAL)
+        if isinstance(rate, dict) and isinstance(total, dict):
+            best = ceiling.admissions_per_s
+            entry["of_ceiling"] = None if best is None else round(rate["median"] / best, 4)
+            entry["hold_s"] = hold_for(shape, total["median"])
     return {
         "shape": shape.name,
         "nodes": shape.nodes,
         "cluster_queues": shape.cluster_queues,
         "cohorts": shape.cohorts,
         "scale": shape.scale,
+        "nominal_cpu": shape.nominal_cpu,
+        "at_once": shape.at_once,
         "workloads": shape.workloads,
         "per_queue": {cls.name: shape.per_queue(cls) for cls in shape.classes},
         "order": [row for _, row in order(rows, repeat)],
         "runs": runs,
-        "rows": summarize(runs, rows, figures(shape), ("kueue",)),
+        "rows": summary,
+        "ceiling": ceiling.figures(),
     }

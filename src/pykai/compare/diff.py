@@ -10,7 +10,10 @@ records' canonical views differ, in step order, each with both sides' values as 
 - ``queue <name> <field>``: ``allocated``, ``allocatedNonPreemptible`` and ``requested`` of
   every queue either side wrote a status for;
 - ``podgroup <key> reasons`` and ``podgroup <key> allocated``: the scheduling condition's
-  reasons and ``resourcesStatus.allocated``;
+  reasons and ``resourcesStatus.allocated`` (a PodGroup a grouper made is keyed by its owner);
+- ``grouped <owner> <field>``: what the pod-grouper put in the PodGroup it made for an owner
+  (``min_member``, ``queue``, ``priority_class``, ``preemptibility``, ``sub_groups``), or
+  ``grouped <owner>`` when only one side made one;
 - ``recreated``: how many evicted pods the harness's controller created again during the step
   (``recreate_evicted``; it also counts pods evicted before they were bound, which ``evicted``
   does not see).
@@ -43,6 +46,7 @@ QUEUE_FIELDS = {
     "allocatedNonPreemptible": "allocated_non_preemptible",
     "requested": "requested",
 }
+GROUPED_FIELDS = ("min_member", "queue", "priority_class", "preemptibility", "sub_groups")
 
 
 def differences(peer: Record, pykai: Record) -> list[Difference]:
@@ -86,4 +90,13 @@ def _step(peer: Record, a: StepRecord, pykai: Record, b: StepRecord) -> list[Dif
             right = getattr(gb, attribute) if gb else None
             if left != right:
                 found.append(Difference(a.number, f"podgroup {group} {attribute}", left, right))
+    for owner in sorted(set(a.grouped) | set(b.grouped)):
+        made, ours = a.grouped.get(owner), b.grouped.get(owner)
+        if made is None or ours is None:
+            found.append(Difference(a.number, f"grouped {owner}", made, ours))
+            continue
+        for attribute in GROUPED_FIELDS:
+            left, right = getattr(made, attribute), getattr(ours, attribute)
+            if left != right:
+                found.append(Difference(a.number, f"grouped {owner} {attribute}", left, right))
     return found

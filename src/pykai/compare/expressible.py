@@ -3,8 +3,9 @@
 Contract of ``plan(scenario)``: a ``Plan`` whose ``problems`` list, each with its reason,
 whatever the peer cannot express (then the scenario is "not expressible" and nothing runs):
 
-- an ``advance`` longer than ``ADVANCE_LIMIT`` seconds (a real cluster has no clock to
-  advance; a short one is replayed as a wait on both sides);
+- an ``advance`` longer than ``advance_limit`` seconds (``ADVANCE_LIMIT`` unless given: a
+  real cluster has no clock to advance; a shorter one is replayed as a real wait on both
+  sides);
 - a ``config`` key KAI's scheduler cannot be given (``EXPRESSIBLE_CONFIG`` lists the ones it
   can: placement through its configuration, the rest through kai-scheduler's flags);
 - shared GPUs (``gpu-fraction``, ``gpu-memory``, ``gpu-fraction-num-devices``): their binds
@@ -16,7 +17,10 @@ whatever the peer cannot express (then the scenario is "not expressible" and not
 - a terminating pod (``metadata.deletionTimestamp``) without a finalizer: on a real cluster
   only a finalizer keeps a deleted pod (the harness creates it, then deletes it: ``run.create``);
 - an ``ages`` key other than ``file-order``;
-- kinds outside KAI's API (Kueue's are compared elsewhere).
+- kinds outside KAI's API (Kueue's are compared elsewhere), and RayJobs (``NOT_REPLAYED``);
+- a RayCluster, RayService or Deployment (``GROUPED_KINDS``: the real KubeRay operator or
+  the Deployment controller makes its pods on both sides, each side's pod-grouper its
+  PodGroup) that asks for shared GPUs in a pod template (``grouped_problems``).
 
 ``recreate_evicted: true`` is expressible: the harness plays the pods' controller on both
 sides (``controller.PodController``; ``Plan.recreate``). ``ages: file-order`` (the ported KAI
@@ -37,9 +41,20 @@ from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 
 FILE_ORDER = "file-order"  # the one value of a scenario's ``ages`` key
-ADVANCE_LIMIT = 5.0  # seconds: longer advances are not replayed as real waits
+ADVANCE_LIMIT = 5.0  # seconds: longer advances are not replayed as real waits, by default
 SHARED_GPU = frozenset({"gpu-fraction", "gpu-memory", "gpu-fraction-num-devices"})
-KINDS = frozenset({"Node", "Queue", "PodGroup", "Pod", "PriorityClass", "Namespace"})
+KINDS = frozenset({"Node", "Queue", "PodGroup", "Pod", "PriorityClass", "Namespace", "Secret"})
+# workloads whose pods a controller makes (the KubeRay operator, kube-controller-manager) and
+# whose PodGroups each side's pod-grouper makes (KAI's kai-podgrouper; pykai's grouping)
+GROUPED_KINDS = frozenset({"RayCluster", "RayService", "Deployment"})
+# kinds KAI's API has but this harness cannot replay, and why
+NOT_REPLAYED = {
+    "RayJob": (
+        "KubeRay v1.5.0's kai-scheduler batch plugin refuses every RayJob (\"currently only "
+        'RayCluster is supported", batchscheduler/kai-scheduler/kai_scheduler.go:39-43), so '
+        "its RayCluster is never made on either side"
+    ),
+}
 # SchedulerConfig key -> how KAI is told it ("placementStrategy": its scheduler configuration)
 EXPRESSIBLE_CONFIG = {
     "placementStrategy": "the shard's placement (scheduler configuration)",
@@ -64,7 +79,7 @@ class Plan:
     ages: str = ""  # FILE_ORDER: each PodGroup in a second of its own, in file order
 
 
-def plan(scenario: Scenario) -> Plan:
+def plan(scenario: Scenario, advance_limit: float = ADVANCE_LIMIT) -> Plan:
     """The plan for ``scenario`` (see the module's contract)."""
     problems: list[str] = []
     steps: list[tuple[int, Step]] = []
@@ -73,10 +88,10 @@ def plan(scenario: Scenario) -> Plan:
         if step.action == "reject":
             skipped.append(f"step {number}: reject (a validation, not a decision)")
             continue
-        if step.action == "advance" and step.seconds > ADVANCE_LIMIT:
+        if step.action == "advance" and step.seconds > advance_limit:
             problems.append(
                 f"step {number}: advance {step.seconds:g}s: a real cluster has no clock to "
-                f"advance (waits of up to {ADVANCE_LIMIT:g}s are replayed)"
+                f"advance (waits of up to {advance_limit:g}s are replayed)"
             )
         problems += _object_problems(number, step)
         steps.append((number, step))
@@ -141,7 +156,11 @@ def _owner_problems(scenario: Scenario) -> list[str]:
 def _object_problems(number: int, step: Step) -> list[str]:
     problems = []
     for obj in step.objects:
-        if obj["kind"] not in KINDS:
+        if obj["kind"] in GROUPED_KINDS:
+            problems += grouped_problems(number, obj)
+        elif obj["kind"] in NOT_REPLAYED:
+            problems.append(f"step {number}: kind {obj['kind']}: {NOT_REPLAYED[obj['kind']]}")
+        elif obj["kind"] not in KINDS:
             problems.append(f"step {number}: kind {obj['kind']} is not in KAI's API")
         meta = obj["metadata"]
         if obj["kind"] == "Pod" and meta.get("deletionTimestamp") and not meta.get("finalizers"):
@@ -156,3 +175,27 @@ def _object_problems(number: int, step: Step) -> list[str]:
                 "a reservation-pod annotator and kai-admission's ConfigMap annotation"
             )
     return problems
+
+
+def grouped_problems(number: int, obj: Obj) -> list[str]:
+    """What the peer cannot express of a workload whose pods a controller makes: shared GPUs
+    asked for in any of its pod templates' annotations (as for a bare pod)."""
+    shared: set[str] = set()
+    pending: list[object] = [obj.get("spec") or {}]
+    while pending:
+        value = pending.pop()
+        if isinstance(value, dict):
+            template = value.get("template")
+            if isinstance(template, dict):
+                annotations = (template.get("metadata") or {}).get("annotations") or {}
+                shared |= SHARED_GPU & set(annotations)
+            pending += list(value.values())
+        elif isinstance(value, list):
+            pending += value
+    if not shared:
+        return []
+    return [
+        f"step {number}: {obj['kind']} {obj['metadata']['name']}: shared GPUs "
+        f"({', '.join(sorted(shared))}) in its pod templates: the binder needs a "
+        "reservation-pod annotator and kai-admission's ConfigMap annotation"
+    ]

@@ -6,7 +6,11 @@ Contract:
 - ``read(api, node_classes)`` is the decision of the cluster as it stands: per Kueue-managed
   job (a Job, RayJob or RayCluster labelled ``kueue.x-k8s.io/queue-name``, or owning a
   Workload), keyed
-  ``Kind namespace/name``: ``spec.suspend``, its Workload (the one it owns: whether it exists,
+  ``Kind namespace/name``; a job made by another one (a RayJob's RayCluster and submitter Job,
+  whose names KubeRay makes with a random suffix) is keyed by its maker,
+  ``Kind of <maker's key>``: ``spec.suspend`` (absent counts as false: KubeRay's RayJob
+  declares it ``omitempty``, so the real Kueue's unsuspend leaves no field, where a patch
+  leaves ``false``), its Workload (the one it owns: whether it exists,
   its ClusterQueue, the flavors per pod set, the status and reason of QuotaReserved, Admitted,
   Evicted, Preempted and Requeued; messages are not compared), its pods: the node class of
   each bound pod (``node_class``: nodes equal in allocatable, labels less the hostname, and
@@ -69,7 +73,7 @@ class WorkloadDecision:
 class JobDecision:
     """One Kueue-managed job: its suspension, its Workload, its pods."""
 
-    suspended: bool | None  # spec.suspend (None: not set)
+    suspended: bool  # spec.suspend (absent is false)
     workload: WorkloadDecision
     bound: tuple[str, ...]  # the node class of each bound pod, sorted
     unbound: int  # pods not bound and not being deleted
@@ -178,7 +182,12 @@ def usages(rows: list[Obj]) -> tuple[Usage, ...]:
     return tuple(sorted(found, key=lambda u: (u.flavor, u.resource)))
 
 
-def _key(obj: Obj) -> str:
+def _key(obj: Obj, by_uid: Mapping[str, Obj] | None = None, depth: int = 0) -> str:
+    """``Kind namespace/name``, or ``Kind of <maker's key>`` for a job another job made."""
+    for owner in obj["metadata"].get("ownerReferences", []) if by_uid else []:
+        maker = (by_uid or {}).get(str(owner.get("uid", "")))
+        if maker is not None and depth < len(JOB_KINDS):
+            return f"{obj['kind']} of {_key(maker, by_uid, depth + 1)}"
     return f"{obj['kind']} {obj['metadata'].get('namespace', '')}/{obj['metadata']['name']}"
 
 
@@ -188,20 +197,23 @@ def read(api: KubeApi, node_classes: Mapping[str, str] | None = None) -> KueueDe
     runs on a node may add labels), else by what the apiserver holds."""
     jobs: dict[str, Obj] = {}
     by_uid: dict[str, Obj] = {}
+    labelled: list[Obj] = []
     for kind in JOB_KINDS:
         items, _ = api.list(BY_KIND[kind])
         for listed in items:
             item = {**listed, "kind": kind}
             by_uid[item["metadata"]["uid"]] = item
             if QUEUE_LABEL in item["metadata"].get("labels", {}):
-                jobs[_key(item)] = item
+                labelled.append(item)
+    for item in labelled:
+        jobs[_key(item, by_uid)] = item
     workloads: dict[str, Obj] = {}
     for workload in api.list(BY_KIND["Workload"])[0]:
         for owner in workload["metadata"].get("ownerReferences", []):
             job = by_uid.get(owner.get("uid", ""))
             if job is not None:
-                jobs.setdefault(_key(job), job)
-                workloads[_key(job)] = workload
+                jobs.setdefault(_key(job, by_uid), job)
+                workloads[_key(job, by_uid)] = workload
     classes = dict(node_classes or {})
     if node_classes is None:
         classes = {n["metadata"]["name"]: node_class(n) for n in api.list(BY_KIND["Node"])[0]}
@@ -211,16 +223,16 @@ def read(api: KubeApi, node_classes: Mapping[str, str] | None = None) -> KueueDe
         if pod["metadata"].get("deletionTimestamp"):
             continue
         top = _top_job(pod, by_uid)
-        if top is None or _key(top) not in jobs:
+        if top is None or _key(top, by_uid) not in jobs:
             continue
         node = pod["spec"].get("nodeName", "")
         if node:
-            bound[_key(top)].append(classes.get(node, f"unknown node {node}"))
+            bound[_key(top, by_uid)].append(classes.get(node, f"unknown node {node}"))
         else:
-            unbound[_key(top)] += 1
+            unbound[_key(top, by_uid)] += 1
     decided = {
         key: JobDecision(
-            suspended=job.get("spec", {}).get("suspend"),
+            suspended=bool(job.get("spec", {}).get("suspend", False)),
             workload=_workload(workloads.get(key)),
             bound=tuple(sorted(bound[key])),
             unbound=unbound[key],

@@ -8,7 +8,15 @@ reasons and ``resourcesStatus.allocated`` (as ``record`` types); each Queue's an
 millicores, memory in bytes, ``nvidia.com/gpu`` in devices, other resources and zeros left
 out); the actions of the ``Evict`` events on each PodGroup (pykai's ``action`` field, KAI's
 ``evictor-action-type`` annotation); and a ``digest`` of all that plus the BindRequests'
-phases, which changes whenever any of it does (settling waits on it)."""
+phases, which changes whenever any of it does (settling waits on it).
+
+What controllers made is known by what made it (record's contract): ``made`` gives each pod
+whose owners lead to one of ``OWNER_KINDS`` in the cluster its class, ``<top owner key>
+<ray.io/group>`` (the top owner: the last of that chain, e.g. a RayService through its
+RayCluster, a Deployment through its ReplicaSet); ``podgroups`` are keyed by ``group_key``;
+``grouped`` holds, per owner, what the grouper put in each PodGroup that has an owner;
+``pod_groups`` names each pod's PodGroup as its ``pod-group-name`` annotation does (the key of
+the ``Evict`` events' actions)."""
 
 from __future__ import annotations
 
@@ -16,7 +24,16 @@ import hashlib
 import json
 from dataclasses import dataclass
 
-from pykai.compare.record import Amounts, GroupStatus, QueueStatus, pod_key
+from pykai.compare.record import (
+    Amounts,
+    GroupMade,
+    GroupStatus,
+    QueueStatus,
+    SubGroup,
+    group_key,
+    owner_key,
+    pod_key,
+)
 from pykai.kube.api import KubeApi
 from pykai.kube.peer_kai import RESERVATION_NAMESPACE
 from pykai.model.kinds import BY_KIND
@@ -26,6 +43,10 @@ from pykai.model.quantity import count, cpu_millis, memory_bytes
 ACTION_ANNOTATION = "evictor-action-type"  # KAI's Evict events (framework/interface.go)
 _PARSE = {"cpu": cpu_millis, "memory": memory_bytes, "nvidia.com/gpu": count}
 _NAMES = {"cpu": "cpu", "memory": "memory", "nvidia.com/gpu": "gpu"}
+# what may make pods here, the outermost first (a RayService makes a RayCluster, which makes pods)
+OWNER_KINDS = ("RayService", "RayJob", "RayCluster", "Deployment", "ReplicaSet", "Job")
+GROUP_ANNOTATION = "pod-group-name"  # the grouper's (KAI's and pykai's) note on each pod
+RAY_GROUP = "ray.io/group"  # KubeRay's label: headgroup, or the worker group's name
 
 
 @dataclass(frozen=True)
@@ -39,6 +60,9 @@ class Observation:
     queues: dict[str, QueueStatus]
     podgroups: dict[str, GroupStatus]
     evict_actions: dict[str, tuple[str, ...]]
+    made: dict[str, str]
+    grouped: dict[str, GroupMade]
+    pod_groups: dict[str, str]  # pod -> its PodGroup's namespace/name (pod-group-name)
     created: dict[str, str]
 
 
@@ -56,7 +80,7 @@ def amounts(resources: Obj | None) -> Amounts:
 def observe(api: KubeApi) -> Observation:
     """The cluster now (see the module's contract)."""
     pods, _ = api.list(BY_KIND["Pod"])
-    placed, uids, terminating = {}, {}, set()
+    placed, uids, terminating, pod_groups = {}, {}, set(), {}
     parts: list[object] = []
     for pod in pods:
         meta = pod["metadata"]
@@ -67,6 +91,9 @@ def observe(api: KubeApi) -> Observation:
         uids[key] = str(meta.get("uid", ""))
         if meta.get("deletionTimestamp"):
             terminating.add(key)
+        group = (meta.get("annotations") or {}).get(GROUP_ANNOTATION)
+        if group:
+            pod_groups[key] = f"{meta.get('namespace') or 'default'}/{group}"
         conditions = [(c["type"], c["status"]) for c in pod.get("status", {}).get("conditions", [])]
         parts.append((key, uids[key], placed[key], key in terminating, sorted(conditions)))
     requests, _ = api.list(BY_KIND["BindRequest"])
@@ -74,7 +101,13 @@ def observe(api: KubeApi) -> Observation:
     listed = api.list(BY_KIND["Queue"])[0]
     queues = {q["metadata"]["name"]: _queue(q.get("status") or {}) for q in listed}
     podgroups = api.list(BY_KIND["PodGroup"])[0]
-    groups = {pod_key(g): _group(g.get("status") or {}) for g in podgroups}
+    groups = {group_key(g): _group(g.get("status") or {}) for g in podgroups}
+    grouped = {
+        group_key(g): _made(g.get("spec") or {})
+        for g in podgroups
+        if g["metadata"].get("ownerReferences")
+    }
+    made = _made_pods(api, pods)
     created = {age_key(o): str(o["metadata"].get("creationTimestamp", "")) for o in listed}
     created |= {age_key(g): str(g["metadata"].get("creationTimestamp", "")) for g in podgroups}
     actions: dict[str, set[str]] = {}
@@ -88,6 +121,7 @@ def observe(api: KubeApi) -> Observation:
         actions.setdefault(group, set()).update([action] if action else [])
     parts += [sorted(queues.items()), sorted(groups.items())]
     parts += [sorted((group, sorted(names)) for group, names in actions.items())]
+    parts += [sorted(made.items()), sorted(grouped.items())]
     digest = hashlib.sha256(json.dumps(sorted(map(repr, parts))).encode()).hexdigest()
     return Observation(
         digest,
@@ -97,7 +131,52 @@ def observe(api: KubeApi) -> Observation:
         queues,
         groups,
         {group: tuple(sorted(names)) for group, names in actions.items()},
+        made,
+        grouped,
+        pod_groups,
         created,
+    )
+
+
+def _made_pods(api: KubeApi, pods: list[Obj]) -> dict[str, str]:
+    """The class of each pod a controller of ``OWNER_KINDS`` made (see the contract); the
+    owners are listed only when some pod has one."""
+    if not any(p["metadata"].get("ownerReferences") for p in pods):
+        return {}
+    by_uid = {
+        str(o["metadata"].get("uid")): {**o, "kind": kind}
+        for kind in OWNER_KINDS
+        for o in api.list(BY_KIND[kind])[0]
+    }
+    made = {}
+    for pod in pods:
+        meta = pod["metadata"]
+        top: Obj | None = None
+        owners = meta.get("ownerReferences") or []
+        for _ in OWNER_KINDS:
+            found = by_uid.get(str(owners[0].get("uid"))) if owners else None
+            if found is None:
+                break
+            top, owners = found, found["metadata"].get("ownerReferences") or []
+        if top is not None and meta.get("namespace") != RESERVATION_NAMESPACE:
+            key = owner_key(
+                top["kind"], top["metadata"].get("namespace", ""), top["metadata"]["name"]
+            )
+            made[pod_key(pod)] = f"{key} {(meta.get('labels') or {}).get(RAY_GROUP, '')}".strip()
+    return made
+
+
+def _made(spec: Obj) -> GroupMade:
+    subs = sorted(
+        SubGroup(str(g.get("name", "")), int(g.get("minMember") or 0), str(g.get("parent") or ""))
+        for g in spec.get("subGroups") or []
+    )
+    return GroupMade(
+        int(spec.get("minMember") or 0),
+        str(spec.get("queue") or ""),
+        str(spec.get("priorityClassName") or ""),
+        str(spec.get("preemptibility") or ""),
+        tuple(subs),
     )
 
 

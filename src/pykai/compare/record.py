@@ -6,7 +6,13 @@ Contract: a ``Record`` holds only facts read back from the cluster (``observe``)
 canonical views (``bound``, ``packing``, ``evicted``) name pods by ``pod_class`` and nodes by
 ``node_class``, so two records that differ only by interchanging identical nodes, or twin pods
 of one PodGroup, have equal views. ``failure`` non-empty: the side did not finish (the text
-says why, ``log_tail`` what its log ended with); its steps are what it recorded before."""
+says why, ``log_tail`` what its log ended with); its steps are what it recorded before.
+
+Pods and PodGroups that a controller made (the KubeRay operator's Ray pods, a Deployment's;
+the PodGroups a pod-grouper made for them) have names generated on each side: a pod made by a
+controller is known by ``StepRecord.made`` (its class: the top owner that made it and its Ray
+group, so the workers of one group are twins), a PodGroup with an owner by that owner
+(``group_key``), and the PodGroup the grouper made by ``GroupMade``, keyed by its owner."""
 
 from __future__ import annotations
 
@@ -51,20 +57,45 @@ class GroupStatus:
     allocated: Amounts
 
 
+@dataclass(frozen=True, order=True)
+class SubGroup:
+    """One of a PodGroup's ``spec.subGroups``."""
+
+    name: str
+    min_member: int
+    parent: str = ""
+
+
+@dataclass(frozen=True)
+class GroupMade:
+    """What a pod-grouper put in the PodGroup it made for an owner: ``minMember``, queue,
+    ``priorityClassName``, ``preemptibility`` and sub-groups (sorted by name)."""
+
+    min_member: int
+    queue: str
+    priority_class: str
+    preemptibility: str = ""
+    sub_groups: tuple[SubGroup, ...] = ()
+
+
 @dataclass(frozen=True)
 class StepRecord:
     """The cluster once step ``number`` settled: ``placed`` pod -> node ("" pending; a pod
-    gone is absent), the evictions during the step, queues by name, PodGroups by key;
-    ``recreated``: the pods the harness's controller created again during the step
-    (``recreate_evicted``: one per evicted controlled pod, bound or not); ``created``: each
-    Queue's and PodGroup's ``creationTimestamp`` (``Queue NAME``, ``PodGroup NS/NAME``: their
-    ages, KAI's last tie-breaks between queues and between jobs)."""
+    gone is absent), the evictions during the step, queues by name, PodGroups by key
+    (``group_key``), the class of each pod a controller made during the step or before
+    (``made``), and the PodGroups a grouper made, by owner (``grouped``); ``recreated``: the
+    pods the harness's controller created again during the step (``recreate_evicted``: one per
+    evicted controlled pod, bound or not); ``created``: each Queue's and PodGroup's
+    ``creationTimestamp`` (``Queue NAME``, ``PodGroup NS/NAME``: their ages, KAI's last
+    tie-breaks between queues and between jobs)."""
 
     number: int
     placed: dict[str, str]
     evictions: tuple[Eviction, ...] = ()
     queues: dict[str, QueueStatus] = field(default_factory=dict)
     podgroups: dict[str, GroupStatus] = field(default_factory=dict)
+    made: dict[str, str] = field(default_factory=dict)
+    grouped: dict[str, GroupMade] = field(default_factory=dict)
     recreated: int = 0
     created: dict[str, str] = field(default_factory=dict)
 
@@ -81,16 +112,20 @@ class Record:
     log_tail: str = ""
     seconds: float = 0.0
 
+    def klass(self, step: StepRecord, pod: str) -> str:
+        """The class of ``pod`` (a controller's pods by ``step.made``)."""
+        return step.made.get(pod) or self.pod_class.get(pod, pod)
+
     def bound(self, step: StepRecord) -> list[str]:
         """The classes of the pods bound once ``step`` settled, sorted."""
-        return sorted(self.pod_class.get(p, p) for p, node in step.placed.items() if node)
+        return sorted(self.klass(step, p) for p, node in step.placed.items() if node)
 
     def packing(self, step: StepRecord) -> list[tuple[str, tuple[str, ...]]]:
         """Each used node's class and its pods' classes, sorted."""
         by_node: dict[str, list[str]] = {}
         for pod, node in step.placed.items():
             if node:
-                by_node.setdefault(node, []).append(self.pod_class.get(pod, pod))
+                by_node.setdefault(node, []).append(self.klass(step, pod))
         return sorted(
             (self.node_class.get(node, f"unknown node {node}"), tuple(sorted(pods)))
             for node, pods in by_node.items()
@@ -99,7 +134,7 @@ class Record:
     def evicted(self, step: StepRecord) -> list[tuple[str, str, tuple[str, ...]]]:
         """The step's evictions as (pod class, node class, actions), sorted."""
         return sorted(
-            (self.pod_class.get(e.pod, e.pod), self.node_class.get(e.node, e.node), e.actions)
+            (self.klass(step, e.pod), self.node_class.get(e.node, e.node), e.actions)
             for e in step.evictions
         )
 
@@ -139,3 +174,17 @@ def pod_classes(pods: list[Obj]) -> dict[str, str]:
         grouped[pod_key(pod)] = bool((meta.get("annotations") or {}).get("pod-group-name"))
     counts = Counter(keys.values())
     return {pod: key if counts[key] > 1 and grouped[pod] else pod for pod, key in keys.items()}
+
+
+def owner_key(kind: str, namespace: str, name: str) -> str:
+    """``Kind namespace/name`` of an owner."""
+    return f"{kind} {namespace or 'default'}/{name}"
+
+
+def group_key(group: Obj) -> str:
+    """A PodGroup's key: its owner's (``owner_key``) when it has one, as its name is made
+    from the owner's uid, else ``namespace/name``."""
+    meta = group["metadata"]
+    for owner in meta.get("ownerReferences") or []:
+        return owner_key(str(owner.get("kind")), meta.get("namespace") or "", str(owner["name"]))
+    return pod_key(group)

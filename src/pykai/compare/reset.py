@@ -2,11 +2,11 @@
 that one LocalCluster serves many scenarios.
 
 Contract of ``reset(api, deadline)``: with the side's scheduler stopped, it deletes every
-object a scenario creates or a scheduler writes about it (``KINDS``: pods, at once, their
-finalizers removed first, then the BindRequests, PodGroups, Queues, Nodes and Events, in
-every namespace but ``kube-system``) and repeats until ``leftovers`` finds none or
-``deadline`` seconds have passed; it returns the leftovers (empty: the cluster holds nothing
-of the last scenario). Namespaces, the
+object a scenario creates or a scheduler writes about it (``KINDS``: RayServices, RayClusters,
+Deployments and ReplicaSets, then pods, at once, their finalizers removed first, then the
+BindRequests, PodGroups, Queues, Nodes and Events, in every namespace but ``kube-system``)
+and repeats until ``leftovers`` finds none or ``deadline`` seconds have passed; it returns the
+leftovers (empty: the cluster holds nothing of the last scenario). Namespaces, the
 PriorityClasses and the CRDs stay: they are the same for every scenario.
 
 ``leftovers(api)`` is the check itself: each remaining object as ``Kind namespace/name``."""
@@ -19,8 +19,20 @@ from pykai.kube.api import ApiError, KubeApi
 from pykai.model.kinds import BY_KIND, CLUSTER_SCOPED
 from pykai.model.meta import Obj
 
-# deleted in this order: pods first, so no controller acts on what goes next
-KINDS = ("Pod", "BindRequest", "PodGroup", "Queue", "Node", "Event")
+# deleted in this order: what makes pods first (the KubeRay operator and the Deployment
+# controller would make them again), then pods, so no controller acts on what goes next
+KINDS = (
+    "RayService",
+    "RayCluster",
+    "Deployment",
+    "ReplicaSet",
+    "Pod",
+    "BindRequest",
+    "PodGroup",
+    "Queue",
+    "Node",
+    "Event",
+)
 KEPT_NAMESPACES = frozenset({"kube-system"})
 
 

@@ -353,6 +353,13 @@ class _Tracker:
 
     def __init__(self) -> None:
         self.bound: dict[str, tuple[str, str]] = {}
+        self.made: dict[str, str] = {}  # the class of every pod a controller made so far
+        self.groups: dict[str, str] = {}  # each pod's PodGroup as its annotation named it
+
+    def remember(self, made: dict[str, str]) -> dict[str, str]:
+        """Keep the classes of the pods controllers made; all of them so far."""
+        self.made.update(made)
+        return dict(self.made)
 
     def evictions(self, seen: Observation, deleted: set[str]) -> list[tuple[str, str]]:
         """(pod, node) of each pod bound before and now gone, re-created or terminating, not
@@ -386,7 +393,7 @@ def _step(
     sees half a step decides on half of it), settle (recreating evicted controlled pods with
     ``controller``), record."""
     deleted: set[str] = set()
-    first = made = controller.recreated if controller is not None else 0
+    first = remade = controller.recreated if controller is not None else 0
     if step.action != "advance":
         scheduler.stop()
     if step.action == "apply":
@@ -412,6 +419,7 @@ def _step(
         scheduler.start()
     quiet, cycles, deadline = settle()
     expected = {pod_key(o) for o in step.objects if o["kind"] == "Pod"}
+    made = dict(tracker.made)  # pods made by controllers, kept once gone (an eviction's class)
     seen: set[str] = set()
     last, since, counted = "", time.monotonic(), 0
     end = time.monotonic() + deadline
@@ -421,11 +429,13 @@ def _step(
         now = observe(api)
         done = scheduler.cycles() if cycles else 0  # read after the cluster: a lower bound
         evictions += tracker.evictions(now, deleted)
+        made.update(now.made)
+        tracker.groups.update(now.pod_groups)
         seen |= set(now.placed)
         restored = False  # recreated since the last read (by the watch or just now)
         if controller is not None:
             controller.restore(api, now.uids)
-            restored, made = controller.recreated != made, controller.recreated
+            restored, remade = controller.recreated != remade, controller.recreated
         if now.digest != last or restored or not expected <= seen:
             last, since, counted = now.digest, time.monotonic(), done
         elif time.monotonic() - since >= quiet and done - counted >= cycles:
@@ -437,41 +447,51 @@ def _step(
         number,
         dict(now.placed),
         tuple(
-            Eviction(pod, node, now.evict_actions.get(groups.get(pod, ""), ()))
+            Eviction(
+                pod, node, now.evict_actions.get(groups.get(pod) or tracker.groups.get(pod, ""), ())
+            )
             for pod, node in evictions
         ),
         now.queues,
         now.podgroups,
-        made - first,
+        tracker.remember(made),
+        now.grouped,
+        remade - first,
         dict(now.created),
     )
 
 
 def create(api: KubeApi, objects: list[Obj], *, ages: str = "") -> None:
-    """Create a step's objects: namespaces, nodes (Ready) and queues at once, then PodGroups
-    and pods within one second of the apiserver's clock (as far as they fit in one); with
-    ``ages`` ``file-order`` (``age_batches``) nodes at once, then from the start of each
-    second of the apiserver's clock the next queue and the next PodGroup with its pods, in
-    file order (the apiserver stamps ``creationTimestamp`` in whole seconds of the machine's
-    clock, which it shares), so that each queue is younger than the queue before it and each
-    PodGroup younger than the PodGroup before it, on both sides alike (KAI compares queues
-    with queues and jobs with jobs only). A PodGroup without the ``kai.scheduler/queue`` label gets
-    it, naming its ``spec.queue``, as KAI's podgrouper labels the PodGroups it makes: KAI's
-    queuecontroller sums only labelled PodGroups into a queue's status (resource_updater.go).
-    A pod with a ``deletionTimestamp`` (KAI's Releasing task) is created with its finalizers,
-    bound as written, then deleted at once: its finalizer keeps it, terminating."""
+    """Create a step's objects: namespaces and nodes (Ready), then the queues within one
+    second of the apiserver's clock, then PodGroups and pods within the next (as far as each
+    fits in one). Queues of one age divide a remainder by name on both sides, as in the
+    scenario harness; queues straddling a second gave it to the older one on one side only
+    (KAI's resource_division.go gives it to the older queue, then by name). With ``ages``
+    ``file-order`` (``age_batches``) instead, from the start of each second of the apiserver's
+    clock the next queue and the next PodGroup with its pods, in file order (the apiserver
+    stamps ``creationTimestamp`` in whole seconds of the machine's clock, which it shares), so
+    that each queue is younger than the queue before it and each PodGroup younger than the
+    PodGroup before it, on both sides alike (KAI compares queues with queues and jobs with
+    jobs only). A PodGroup without the ``kai.scheduler/queue`` label gets it, naming its
+    ``spec.queue``, as KAI's podgrouper labels the PodGroups it makes: KAI's queuecontroller
+    sums only labelled PodGroups into a queue's status (resource_updater.go). A pod with a
+    ``deletionTimestamp`` (KAI's Releasing task) is created with its finalizers, bound as
+    written, then deleted at once: its finalizer keeps it, terminating."""
     jobs = [o for o in objects if o["kind"] in ("PodGroup", "Pod")]
     for namespace in sorted({_namespace(o) for o in jobs}):
         api.create_if_absent(
             BY_KIND["Namespace"],
             {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}},
         )
-    aged = [o for o in objects if o["kind"] == "Queue"] if ages == FILE_ORDER else []
+    queues = [o for o in objects if o["kind"] == "Queue"]
     for obj in objects:
-        if obj not in jobs and obj not in aged:
+        if obj not in jobs and obj not in queues:
             _create(api, obj)
-    api.list(BY_KIND["Pod"])  # the connection warm
-    for batch in age_batches(jobs, aged) if ages == FILE_ORDER else [jobs]:
+    batches = age_batches(jobs, queues) if ages == FILE_ORDER else [queues, jobs]
+    for batch in batches:
+        if not batch:
+            continue
+        api.list(BY_KIND["Pod"])  # the connection warm
         time.sleep(1.0 - time.time() % 1.0 + 0.01)
         for obj in batch:
             _create(api, obj)

@@ -4,12 +4,12 @@
 
 Contract: ``read_scenario(folder)`` returns the folder's steps in order, each with its action
 (``apply``, ``delete``, ``advance`` or ``reject``), the objects of its manifests in file and
-document order (a pod without ``terminationGracePeriodSeconds`` gets 0: an evicted pod is gone
-at once), its delete targets and its advance in seconds; it reads nothing else and checks only
-the shape it needs (``ScenarioError`` otherwise). ``write_scenario`` writes a folder that
-``read_scenario`` reads back to equal steps. ``under_one_parent`` puts a scenario's top-level
-queues under one new unlimited parent queue (what KAI's chart does with ``default-parent-queue``;
-KAI v0.12.0 schedules no job of a queue without a parent, docs/conformance.md row (a))."""
+document order (a pod, or a pod template of a controller's workload, without
+``terminationGracePeriodSeconds`` gets 0: an evicted pod is gone at once), its delete targets
+and its advance in seconds; it reads nothing else and checks only the shape it needs
+(``ScenarioError`` otherwise). ``write_scenario`` writes a folder that ``read_scenario`` reads
+back to equal steps. ``under_parents`` gives each top-level leaf queue a parent of its own
+(KAI v0.12.0 schedules no job of a queue without a parent, docs/conformance.md row (a))."""
 
 from __future__ import annotations
 
@@ -24,6 +24,7 @@ from pykai.model.errors import PykaiError
 from pykai.model.meta import Obj
 
 ACTIONS = ("apply", "delete", "advance", "reject")
+PARENT_SUFFIX = "-parent"  # under_parents: the parent of a top-level leaf queue
 
 
 class ScenarioError(PykaiError, ValueError):
@@ -69,7 +70,23 @@ def read_manifests(folder: Path, files: list[str] | tuple[str, ...]) -> list[Obj
             raise ScenarioError(f"{folder}: a manifest without kind or metadata: {obj!r:.80}")
         if obj["kind"] == "Pod":
             obj.setdefault("spec", {}).setdefault("terminationGracePeriodSeconds", 0)
+        else:
+            _release_at_once(obj.get("spec"))
     return objects
+
+
+def _release_at_once(value: object) -> None:
+    """Every pod template (``template.spec``) inside ``value`` without a grace period gets 0,
+    as a bare pod does: the pods a controller makes from it are gone at once once evicted."""
+    if isinstance(value, list):
+        for item in value:
+            _release_at_once(item)
+    elif isinstance(value, dict):
+        template = value.get("template")
+        if isinstance(template, dict) and isinstance(template.get("spec"), dict):
+            template["spec"].setdefault("terminationGracePeriodSeconds", 0)
+        for item in value.values():
+            _release_at_once(item)
 
 
 def read_document(folder: Path) -> dict[str, Any]:
@@ -124,39 +141,41 @@ def write_scenario(
     return read_scenario(folder)
 
 
-def under_one_parent(scenario: Scenario, parent: str) -> Scenario:
-    """``scenario`` with every queue its apply steps create without a ``parentQueue`` put under
-    ``parent``, a new queue unlimited in cpu, gpu and memory (quota and limit -1, weight 1),
-    created by the first apply step; unchanged when every queue has a parent already."""
-    if not any(
-        o["kind"] == "Queue" and not (o.get("spec") or {}).get("parentQueue")
+def under_parents(scenario: Scenario) -> Scenario:
+    """``scenario`` with each top-level leaf queue (created by an apply step without a
+    ``parentQueue``, and named as parent by no queue of the scenario) put under a new queue
+    ``<name>-parent`` created just before it, with the leaf's own spec: a lone child of a parent
+    with its own quota, limit, weight and priority gets what it would get alone, in KAI's
+    division as in pykai's. Top-level queues with children stay as they are; a scenario with no
+    top-level leaf is returned unchanged."""
+    queues = [
+        o
         for step in scenario.steps
         if step.action == "apply"
         for o in step.objects
-    ):
-        return scenario
-    unlimited = {"quota": -1, "limit": -1, "overQuotaWeight": 1}
-    root: Obj = {
-        "apiVersion": "scheduling.run.ai/v2",
-        "kind": "Queue",
-        "metadata": {"name": parent},
-        "spec": {"resources": {r: dict(unlimited) for r in ("cpu", "gpu", "memory")}},
+        if o["kind"] == "Queue"
+    ]
+    parents = {(q.get("spec") or {}).get("parentQueue") for q in queues}
+    leaves = {
+        q["metadata"]["name"]
+        for q in queues
+        if not (q.get("spec") or {}).get("parentQueue") and q["metadata"]["name"] not in parents
     }
+    if not leaves:
+        return scenario
 
-    def moved(obj: Obj) -> Obj:
-        spec = obj.get("spec") or {}
-        if obj["kind"] != "Queue" or spec.get("parentQueue"):
-            return obj
-        return {**obj, "spec": {**spec, "parentQueue": parent}}
+    def placed(obj: Obj) -> list[Obj]:
+        if obj["kind"] != "Queue" or obj["metadata"]["name"] not in leaves:
+            return [obj]
+        name = f"{obj['metadata']['name']}{PARENT_SUFFIX}"
+        spec = dict(obj.get("spec") or {})
+        parent = {"apiVersion": obj["apiVersion"], "kind": "Queue", "metadata": {"name": name}}
+        return [{**parent, "spec": spec}, {**obj, "spec": {**spec, "parentQueue": name}}]
 
-    first = next(i for i, step in enumerate(scenario.steps) if step.action == "apply")
     steps = [
-        replace(
-            step,
-            objects=tuple(([root] if i == first else []) + [moved(o) for o in step.objects]),
-        )
+        replace(step, objects=tuple(p for o in step.objects for p in placed(o)))
         if step.action == "apply"
         else step
-        for i, step in enumerate(scenario.steps)
+        for step in scenario.steps
     ]
     return replace(scenario, steps=tuple(steps))

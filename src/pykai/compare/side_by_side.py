@@ -10,7 +10,8 @@ behind (``run.run_side``).
 ``Batch(directory)`` (a context manager) compares many scenarios on one cluster per side
 (``run.Side``: emptied and checked empty between two scenarios, the scheduler started
 afresh); ``Batch.compare(scenario)`` gives the same ``Outcome`` as ``compare`` would, and
-leaving the batch stops every process it started."""
+leaving the batch stops every process it started. ``advance_limit``: the longest ``advance``
+replayed as a real wait (``expressible.plan``)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from pykai.compare.diff import Difference, differences
-from pykai.compare.expressible import plan
+from pykai.compare.expressible import ADVANCE_LIMIT, plan
 from pykai.compare.record import Record
 from pykai.compare.run import Side
 from pykai.compare.scenario import Scenario
@@ -62,7 +63,9 @@ class Batch:
         peer: str = "kai",
         binaries: Path | None = None,
         concurrently: bool = True,
+        advance_limit: float = ADVANCE_LIMIT,
     ) -> None:
+        self.advance_limit = advance_limit
         self.sides = tuple(
             Side(side, directory / side, binaries=binaries) for side in (peer, "pykai")
         )
@@ -82,7 +85,7 @@ class Batch:
 
     def compare(self, scenario: Scenario) -> Outcome:
         """The scenario's outcome (see the module's contract)."""
-        planned = plan(scenario)
+        planned = plan(scenario, self.advance_limit)
         if planned.problems:
             return Outcome(scenario.name, NOT_EXPRESSIBLE, planned.problems, planned.skipped)
         if not planned.steps:

@@ -22,18 +22,25 @@ from pykai.engine.state import ClusterState
 from pykai.model.conditions import Condition, condition_of, with_conditions
 from pykai.model.meta import Obj, format_time, mapping
 from pykai.model.partition import pool_of
+from pykai.model.positions import NOT_READY
 from pykai.model.problems import ObjectProblem
 from pykai.model.queue_status import FAIR_SHARE_CONDITION, queue_figures
 from pykai.model.resources import Resources, resource_list
 
+ZERO = Resources.ZERO
+
 
 def queue_statuses(
-    queues: list[Obj], result: CycleResult, evictions: Callable[[str], int]
+    queues: list[Obj],
+    result: CycleResult,
+    evictions: Callable[[str], int],
+    requested: dict[str, Resources] | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Queue name -> status, in the fields of KAI's Queue status: childQueues, allocated,
     allocatedNonPreemptible, requested; and pykai's own figures (fair share, deserved, the
     eviction total), for which KAI's schema has no field, as a ``FairShare`` condition whose
-    message is their JSON (KAI lets applications add conditions of their own)."""
+    message is their JSON (KAI lets applications add conditions of their own). ``requested``
+    (queue -> amount, from ``requested_by_queue``) replaces the engine's figure where given."""
     children: dict[str, list[str]] = {}
     for queue in queues:
         parent = mapping(queue.get("spec")).get("parentQueue")
@@ -50,7 +57,9 @@ def queue_statuses(
                 {
                     "allocated": resource_list(figures.allocated),
                     "allocatedNonPreemptible": resource_list(figures.allocated_non_preemptible),
-                    "requested": resource_list(figures.requested),
+                    "requested": resource_list(
+                        figures.requested if requested is None else requested.get(name, ZERO)
+                    ),
                 }
             )
             own = {
@@ -88,7 +97,11 @@ def podgroup_status(
     """phase, counts, resourcesStatus and the UnschedulableOnNodePool condition on node pool
     ``pool`` (kept as it was while the job was not looked at, and while any of its pods holds
     a node: KAI updates it only for a job with none, default_status_updater.go
-    markPodGroupUnschedulable; cleared when nothing is pending)."""
+    markPodGroupUnschedulable; cleared when nothing is pending). A job that only waits for its
+    pods to be created (``NotReady``) keeps it as it was too: KAI records the NotReady event
+    and leaves the condition (default_status_updater.go, ``IsReadyForScheduling``). A job
+    waiting on a pod pykai holds back as unreadable gets the condition, which says what to
+    fix."""
     tasks = list(job.tasks.values())
     running = sum(1 for t in tasks if t.status in HOLDS_NODE)
     pending = sum(
@@ -96,8 +109,8 @@ def podgroup_status(
         for t in tasks
         if t.status == TaskStatus.PENDING or (t.problem and t.status == TaskStatus.GATED)
     )
-    allocated = sum((t.request for t in tasks if t.status in HOLDS_NODE), Resources.ZERO)
-    requested = sum((t.request for t in tasks if t.status != TaskStatus.SUCCEEDED), Resources.ZERO)
+    allocated = sum((t.request for t in tasks if t.status in HOLDS_NODE), ZERO)
+    requested = sum((t.request for t in tasks if t.status != TaskStatus.SUCCEEDED), ZERO)
     status: dict[str, Any] = {
         "phase": "Running" if running >= job.min_member else "Pending",
         "running": running,
@@ -107,6 +120,9 @@ def podgroup_status(
             "requested": resource_list(requested),
         },
     }
+    waits_for_pods = bool(reasons) and all(r.reason == NOT_READY for r in reasons or [])
+    if waits_for_pods and not any(t.problem for t in tasks):
+        reasons = None
     if pending and reasons and not running:
         status["schedulingConditions"] = [_condition(reasons, old, now, pool)]
     elif pending and old.get("schedulingConditions"):
@@ -212,6 +228,28 @@ def _podgroup_of(host: Host, key: str) -> Obj | None:
     return host.get("PodGroup", name, namespace)
 
 
+def requested_by_queue(queues: list[Obj], jobs: list[Job]) -> dict[str, Resources]:
+    """Queue name -> what its jobs request, as KAI's queue controller sums it into a Queue's
+    ``status.requested``: each PodGroup's ``resourcesStatus.requested`` (every pod not
+    finished, gated pods and gangs still waiting for pods included; podgroup_status) into its
+    queue, each child queue's sum into its parent (resource_updater.go). The engine's own
+    figure leaves out the jobs allocate does not try."""
+    parents = {
+        q["metadata"]["name"]: mapping(q.get("spec")).get("parentQueue") or "" for q in queues
+    }
+    sums: dict[str, Resources] = {}
+    for job in jobs:
+        amount = sum(
+            (t.request for t in job.tasks.values() if t.status != TaskStatus.SUCCEEDED), ZERO
+        )
+        queue, seen = job.queue, set()
+        while queue in parents and queue not in seen:  # a cycle is the validator's to report
+            seen.add(queue)
+            sums[queue] = sums.get(queue, ZERO) + amount
+            queue = parents[queue]
+    return sums
+
+
 def _queues(host: Host, result: CycleResult) -> None:
     queues = host.list("Queue")
     new = evictions_by_queue(host, result)
@@ -227,7 +265,8 @@ def _queues(host: Host, result: CycleResult) -> None:
         )
         return (stored if isinstance(stored, int) and stored > 0 else 0) + new.get(name, 0)
 
-    statuses = queue_statuses(queues, result, evictions)
+    requested = requested_by_queue(queues, list(host.state.jobs.values()))
+    statuses = queue_statuses(queues, result, evictions, requested)
     changed = [
         (q, statuses[q["metadata"]["name"]])
         for q in queues
@@ -267,8 +306,8 @@ def _say_why(host: Host, group: Obj, job: Job, reasons: list[Reason], now: float
     """A job's reasons changed: the PodGroup's event (NotReady when it waits for pods, else
     Unschedulable), and each pending pod's event and condition."""
     text = reason_text(reasons)
-    not_ready = all(r.reason == "NotReady" for r in reasons)
-    host.record(group, "NotReady" if not_ready else "Unschedulable", text, NORMAL)
+    not_ready = all(r.reason == NOT_READY for r in reasons)
+    host.record(group, NOT_READY if not_ready else "Unschedulable", text, NORMAL)
     if not_ready:
         return
     pending = [

@@ -11,7 +11,8 @@ the children of a queue share that queue's fair share. Among siblings:
    wants no more than its offer takes what it wants; any other takes the offer floored to whole
    units (1 millicore, 1 byte, 1 GPU) and the floored-off rest is recorded. Rounds repeat while
    some queue wanted less than its offer. What the level still holds then goes, up to one unit
-   each, to the queues with the largest recorded rest (older queue, then uid, first on ties).
+   each, to the queues with the largest recorded rest (older queue, then name, first on ties:
+   KAI's resource_division.go, whose queue UID is the queue's name).
    Lower priority levels only get what higher ones left.
 """
 
@@ -36,8 +37,7 @@ class QueueShareInput:
     limit: Resources  # inf = no limit; 0 = nothing allowed
     over_quota_weight: Resources  # 0 = no over-quota share
     request: Resources  # leaf: allocated + pending; ignored for parents (sum of children)
-    creation: float  # seconds; older queues win remainder ties
-    uid: str  # final tie-break
+    creation: float  # seconds; older queues win remainder ties, then the name (KAI's UID)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,6 +220,7 @@ def _hand_out_rests(slots: list[_Slot], amount: float) -> float:
     return amount
 
 
-def _rest_order(slot: _Slot) -> tuple[float, float, str, str]:
-    """Largest rest first, then the older queue, then uid (the name only makes it total)."""
-    return (-round(slot.rest, 9), slot.queue.creation, slot.queue.uid, slot.queue.name)
+def _rest_order(slot: _Slot) -> tuple[float, float, str]:
+    """Largest rest first, then the older queue, then the name (KAI's queue UID is its name,
+    queue_info.go; a real apiserver's uid is random)."""
+    return (-round(slot.rest, 9), slot.queue.creation, slot.queue.name)

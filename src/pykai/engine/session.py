@@ -195,7 +195,6 @@ class Session:
                 over_quota_weight=q.over_quota_weight,
                 request=state.usage.get(q.name, QueueUsage()).requested,
                 creation=q.meta.creation,
-                uid=q.meta.uid,
             )
             for q in sorted(state.queues.values(), key=lambda q: q.name)
         ]

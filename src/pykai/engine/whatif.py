@@ -35,7 +35,7 @@ from pykai.engine.settings import SchedulerConfig
 from pykai.engine.state import STATE_KINDS, ClusterState
 from pykai.model import constants as c
 from pykai.model.meta import Obj
-from pykai.model.positions import Position
+from pykai.model.positions import NOT_READY, Position
 from pykai.model.quantity import parse_quantity
 from pykai.model.resources import EPS, RESOURCE_NAMES, Resources
 
@@ -269,7 +269,7 @@ def _verdict(
     first = codes[0] if codes else ""
     if first == "QueueDoesNotExist":
         return "missing queue", "it cannot run until its queue exists: " + _message(now, ever)
-    if first == "NotReady":
+    if first == NOT_READY:
         return "gang", "it waits for its gang's pods: " + _message(now, ever)
     if not ever.runs:
         rule = {"OverLimit": "limit", "NonPreemptibleOverQuota": "quota"}.get(first)

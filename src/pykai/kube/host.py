@@ -66,6 +66,7 @@ class KubeHost(ObjectCache):
         bind_pool: Executor | None = None,
         changes: queue.Queue[Change] | None = None,
         background: Executor | None = None,
+        events: Executor | None = None,
     ) -> None:
         """``report_binds``: this process tells a pod when the binder gave up on it (the
         scheduler's part: the controllers may not write events); ``bound(seconds, failed)``
@@ -73,9 +74,11 @@ class KubeHost(ObjectCache):
         cycle decides (default: ``BIND_THREADS`` of their own); ``changes`` is the queue the
         informers feed (default: a new one); ``background`` writes what no cycle waits for
         (status patches, events; default: ``pool``): apart from ``pool``, a backlog of them
-        never delays the next cycle's writes, which ``each`` waits for."""
+        never delays the next cycle's writes, which ``each`` waits for; ``events`` writes the
+        events (default: ``background``): apart from it, status patches (a Workload's
+        admission, its Finished condition) never queue behind a backlog of events."""
         self.background = background or pool
-        super().__init__(EventRecorder(api, self.background), report_binds, changes)
+        super().__init__(EventRecorder(api, events or self.background), report_binds, changes)
         self.api, self.pool = api, pool
         self.bound = bound
         self.binder = Binder(api, pool, self.events)

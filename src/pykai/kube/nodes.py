@@ -16,18 +16,18 @@ def gpu_nodes(count: int, gpus_per_node: int) -> list[Obj]:
 
 def create_ready_nodes(api: KubeApi, nodes: list[Obj], now: float) -> None:
     """Create (or keep) each node, then mark it Ready and clear its taints from admission
-    (safe from many threads: one httpx client). The node is created with its status but the
-    conditions (an apiserver keeps a Node's status on create): KWOK's node-initialize stage
-    writes the allocatable and capacity it finds, or its defaults (1k cpu, 1Ti memory, 1M
-    pods) when there are none, and its write may land after the patch below: a node created
-    bare then ended with KWOK's defaults over the manifest's cpu, memory and pods (seen side
-    by side: KAI scheduled on 1Ti of memory where the manifest gave 100M)."""
+    (safe from many threads: one httpx client).
+
+    A node is created with its status (allocatable, capacity, Ready), as a kubelet registers
+    one, so that no revision of it is ever not Ready. KWOK's node-initialize stage takes a node
+    that is not Ready and writes its status from the object it read, with its own defaults
+    (cpu 1k, memory 1Ti) where that had no allocatable. A node created bare and patched after
+    lost that race now and then: KWOK's write, made from its earlier read, replaced the patched
+    capacity, and the schedulers saw 1,000 cores (found side by side with KAI, scenario 92).
+    The patches after the create do the same for a node that existed already."""
     kind = BY_KIND["Node"]
     for obj in nodes:
         name = obj["metadata"]["name"]
-        body = {k: v for k, v in obj.items() if k != "status"}
-        given = {k: v for k, v in (obj.get("status") or {}).items() if k != "conditions"}
-        api.create_if_absent(kind, body | ({"status": given} if given else {}))
         stamp = format_time(now)
         status = dict(obj.get("status") or {})
         status["conditions"] = [
@@ -40,5 +40,6 @@ def create_ready_nodes(api: KubeApi, nodes: list[Obj], now: float) -> None:
                 "message": "pykai fake kubelet",
             },
         ]
+        api.create_if_absent(kind, {**obj, "status": status})
         api.patch(kind, name, {"status": status}, sub="status")
         api.patch(kind, name, {"spec": {"taints": (obj.get("spec") or {}).get("taints") or []}})

@@ -108,6 +108,12 @@ class KubeRunner:
             if pool is None
             else pool
         )
+        # events: a backlog of them never delays a status patch (kube/host.py)
+        self.events = (
+            ThreadPoolExecutor(max_workers=4, thread_name_prefix="pykai-events")
+            if pool is None
+            else pool
+        )
         self.host = KubeHost(
             api,
             self.pool,
@@ -116,6 +122,7 @@ class KubeRunner:
             bind_pool=bind_pool,
             changes=self.watch.changes,
             background=self.background,
+            events=self.events,
         )
         # Kueue's admission is cluster-wide: the default shard's scheduler runs it, no other
         kueue = "scheduler" in components and (partition is None or not partition.value)
@@ -192,6 +199,7 @@ class KubeRunner:
             # next process derives them again
             self.pool.shutdown(wait=True, cancel_futures=True)
             self.background.shutdown(wait=True, cancel_futures=True)
+            self.events.shutdown(wait=True, cancel_futures=True)
             self.host.bind_pool.shutdown(wait=True, cancel_futures=True)
 
     def _cycled(self) -> None:

@@ -9,6 +9,8 @@ from dataclasses import dataclass
 
 from pykai.model.meta import Obj
 
+NOT_READY = "NotReady"  # a gang waiting for its pods to be created (KAI's NotReady event)
+
 
 @dataclass(frozen=True, slots=True)
 class Reason:

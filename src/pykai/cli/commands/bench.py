@@ -147,13 +147,13 @@ def kube(
     from pykai.cli.progress import steps
 
     _check_output(output)
-    if shape == "kueue":
+    if shape in ("kueue", "kueue-backlog"):
         if pods is not None:
-            fail("--shape kueue: --pods does not apply; --scale sizes it")
-        _kueue_shape(nodes, scale, rows, repeat, timeout, output)
+            fail(f"--shape {shape}: --pods does not apply; --scale sizes it")
+        _kueue_shape(shape, nodes, scale, rows, repeat, timeout, output)
         return
     if scale is not None:
-        fail("--scale applies to --shape kueue only")
+        fail("--scale applies to --shape kueue and kueue-backlog only")
     if shape:
         _kube_shape(shape, nodes, pods, rows, repeat, timeout, output)
         return
@@ -249,15 +249,25 @@ def _kube_shape(
 
 
 def _kueue_shape(
-    nodes: int | None, scale: int | None, rows: str, repeat: int, timeout: float, output: str
+    name: str,
+    nodes: int | None,
+    scale: int | None,
+    rows: str,
+    repeat: int,
+    timeout: float,
+    output: str,
 ) -> None:
-    """``bench kube --shape kueue``: the real Kueue and pykai on Kueue's baseline, medians and
-    pykai's ratio to Kueue."""
+    """``bench kube --shape kueue`` (or ``kueue-backlog``: the same Jobs at once, quota for all
+    of them): the real Kueue and pykai on Kueue's baseline, medians, pykai's ratio to Kueue and
+    each row as a fraction of the shape's ceiling (bench/kueue_ceiling.py)."""
     from pykai.bench.kueue_shape import KUEUE_SHAPE
     from pykai.bench.kueue_side_by_side import RATE, TOTAL, run_kueue_bench
     from pykai.cli.progress import steps
 
-    shape = KUEUE_SHAPE.sized(nodes, scale)
+    shape = KUEUE_SHAPE.sized(scale=scale)
+    if name == "kueue-backlog":
+        shape = shape.backlog()
+    shape = shape.sized(nodes)
     chosen = tuple(r.strip() for r in rows.split(",") if r.strip()) or shape.rows
     try:
         with steps("bench kube --shape kueue") as step:
@@ -281,6 +291,7 @@ def _kueue_shape(
                 f"{value['median']:g} ({value['min']:g}-{value['max']:g})" if value else "-"
             )
         cells.append(str(entry.get("vs_kueue", {}).get(RATE, "-")))
+        cells.append(str(entry.get("of_ceiling", "-")))
         runs = [r for r in every_run if r["row"] == row and r.get("ok")]
         cells.append(",".join(str(r["preempted"]) for r in runs) or "-")
         cells.append(",".join(f"{r['cpu_total_s']:g}" for r in runs) or "-")
@@ -288,12 +299,22 @@ def _kueue_shape(
     headers = ["ROW", "OK", "ADMITTED/S", "ALL ADMITTED S"]
     for cls in shape.classes:
         headers += [f"{cls.name.upper()} MEDIAN S", f"{cls.name.upper()} P99 S"]
-    headers += ["× KUEUE", "PREEMPTED", "CPU S"]
+    headers += ["× KUEUE", "OF CEILING", "PREEMPTED", "CPU S"]
+    ceiling = figures["ceiling"]
+    assert isinstance(ceiling, dict)
+    lines.append(
+        ["ceiling", "-", str(ceiling[RATE] or "all at once"), f"{ceiling[TOTAL]:g}"]
+        + [f"{ceiling[figure]:g}" for figure in columns[2:]]
+        + ["-", "1" if ceiling[RATE] else "-", "-", "-"]
+    )
     typer.echo(
-        f"shape kueue: {shape.cluster_queues} ClusterQueues in {shape.cohorts} cohorts, "
+        f"shape {shape.name}: {shape.cluster_queues} ClusterQueues of {shape.nominal_cpu} CPUs "
+        f"in {shape.cohorts} cohorts, "
         f"{shape.workloads} Jobs (Kueue's baseline / {shape.scale}: "
         + ", ".join(f"{shape.per_queue(c)} {c.name}" for c in shape.classes)
-        + f" per ClusterQueue), {shape.nodes} nodes of 96 CPUs; medians (min-max)"
+        + f" per ClusterQueue{', created at once' if shape.at_once else ''}), "
+        f"{shape.nodes} nodes of 96 CPUs; medians (min-max); the ceiling: "
+        "bench/kueue_ceiling.py"
     )
     typer.echo(table(headers, lines))
     for run in every_run:

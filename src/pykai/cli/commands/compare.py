@@ -25,15 +25,23 @@ def compare(
     output: Annotated[str, typer.Option("--output", "-o", help="table|json")] = "table",
     seeds: SeedsOption = 0,
     first_seed: Annotated[int, typer.Option("--first-seed", help="The first seed")] = 0,
-    parent_queue: Annotated[
-        str,
+    parent_queues: Annotated[
+        bool,
         typer.Option(
-            "--parent-queue",
-            help="Put each scenario's top-level queues under one new unlimited parent queue "
-            "of this name, as KAI's chart does (KAI v0.12.0 schedules no job of a queue "
-            "without a parent)",
+            "--parent-queues",
+            help="Give each top-level leaf queue a parent of its own with the same spec "
+            "(KAI v0.12.0 schedules no job of a queue without a parent)",
         ),
-    ] = "",
+    ] = False,
+    max_advance: Annotated[
+        float,
+        typer.Option(
+            "--max-advance",
+            help="Replay an advance of up to this many seconds as a real wait (longer ones: "
+            "not expressible)",
+            min=0,
+        ),
+    ] = 5.0,
     work: Annotated[
         Path | None,
         typer.Option(
@@ -48,7 +56,7 @@ def compare(
     agree, differ (with each side's decision), failed (with the log's tail) or not
     expressible (with the reason). Exit 1 on any difference or failure."""
     from pykai.compare.generator import write
-    from pykai.compare.scenario import ScenarioError, read_scenario, under_one_parent
+    from pykai.compare.scenario import ScenarioError, read_scenario, under_parents
     from pykai.compare.side_by_side import AGREE, NOT_EXPRESSIBLE, Batch, Outcome
 
     if peer != "kai":
@@ -64,10 +72,10 @@ def compare(
         fail(str(exc))
     for seed in range(first_seed, first_seed + seeds):
         folders.append(write(seed, root / "seeds" / f"seed-{seed}"))
-    if parent_queue:
-        folders = [under_one_parent(scenario, parent_queue) for scenario in folders]
+    if parent_queues:
+        folders = [under_parents(scenario) for scenario in folders]
     outcomes: list[Outcome] = []
-    with Batch(root / "runs", peer=peer) as batch:
+    with Batch(root / "runs", peer=peer, advance_limit=max_advance) as batch:
         for scenario in folders:
             outcome = batch.compare(scenario)
             outcomes.append(outcome)

@@ -33,10 +33,13 @@ def run_kueue(
     ProvisioningRequests (else provisioning admission checks are inactive)."""
     if not any(host.list(kind) for kind in ("ClusterQueue", "LocalQueue", "Workload")):
         return
+    written: dict[str, Obj] = {}  # key -> the Workload as its patch of this pass makes it
     for workload in host.list("Workload"):
-        _finish_or_release(host, workload)
+        after = _finish_or_release(host, workload)
+        if after is not None:
+            written[_key(workload)] = after
     run_admission_checks(host, provisioning=provisioning)
-    workloads = host.list("Workload")
+    workloads = _as_written(host.list("Workload"), written)
     objs = Objects(
         workloads,
         host.list("LocalQueue"),
@@ -52,7 +55,32 @@ def run_kueue(
     )
     decisions = admit(objs, host.state, config or SchedulerConfig(), host.now())
     _write_workloads(host, decisions)
-    _write_queues(host, decisions, objs)
+    _write_queues(host, decisions, objs, written)
+
+
+def _as_written(workloads: list[Obj], written: dict[str, Obj]) -> list[Obj]:
+    """The Workloads with this pass's finishing and releasing patches applied where the host
+    does not show them yet (a real cluster writes status in the background): the quota they
+    free is free in this pass, as it is where the host writes at once. A Workload the host
+    shows at another version than the one patched (the patch landed, or something else
+    changed it) is taken as the host has it."""
+    out = []
+    for workload in workloads:
+        after = written.get(_key(workload))
+        same = after is not None and _version(after) == _version(workload)
+        out.append(_unversioned(after) if same and after is not None else workload)
+    return out
+
+
+def _version(obj: Obj) -> str:
+    return str(obj["metadata"].get("resourceVersion") or "")
+
+
+def _unversioned(obj: Obj) -> Obj:
+    """``obj`` without a resourceVersion: a state no stored version has (read afresh, never
+    from engine/kueue/admission.py's per-version views)."""
+    meta = {k: v for k, v in obj["metadata"].items() if k != "resourceVersion"}
+    return {**obj, "metadata": meta}
 
 
 def _owner(host: Host, workload: Obj) -> Obj | None:
@@ -95,12 +123,15 @@ def _job_finished(job: Obj) -> tuple[str, str] | None:
     return None
 
 
-def _finish_or_release(host: Host, workload: Obj) -> None:
+def _finish_or_release(host: Host, workload: Obj) -> Obj | None:
+    """Finish a Workload whose job is done, or release the quota of an evicted one whose job
+    is stopped; the Workload as the patch makes it, None if nothing is written."""
     if is_true(workload, "Finished"):
-        return
+        return None
     job = _owner(host, workload)
     now = host.now()
     done = _job_finished(job) if job is not None else None
+    status = mapping(workload.get("status"))
     if done is not None:
         reason, message = done
         finished = with_conditions(workload, now, Condition("Finished", "True", reason, message))
@@ -112,7 +143,7 @@ def _finish_or_release(host: Host, workload: Obj) -> None:
             f"Workload '{meta['namespace']}/{meta['name']}' is declared finished",
             NORMAL,
         )
-        return
+        return {**workload, "status": {**status, "conditions": finished}}
     stopped = job is None or mapping(job.get("spec")).get("suspend") is True
     if is_true(workload, "Evicted") and is_true(workload, "QuotaReserved") and stopped:
         evicted = condition_of(workload, "Evicted")
@@ -126,6 +157,9 @@ def _finish_or_release(host: Host, workload: Obj) -> None:
             ),
         )
         host.patch(workload, {"status": {"conditions": released, "admission": None}}, status=True)
+        kept = {k: v for k, v in status.items() if k != "admission"}
+        return {**workload, "status": {**kept, "conditions": released}}
+    return None
 
 
 def _write_workloads(host: Host, decisions: Decisions) -> None:
@@ -227,8 +261,8 @@ def _write_pending(host: Host, w: WorkloadView, reason: str, message: str, now: 
     host.record(w.obj, reason, message, WARNING)
 
 
-def _write_queues(host: Host, decisions: Decisions, objs: Objects) -> None:
-    workloads = [read_workload(w) for w in host.list("Workload")]
+def _write_queues(host: Host, decisions: Decisions, objs: Objects, written: dict[str, Obj]) -> None:
+    workloads = [read_workload(w) for w in _as_written(host.list("Workload"), written)]
     live = [w for w in workloads if not is_true(w.obj, "Finished")]
     admitted_keys = {a.workload.key for a in decisions.admitted}
     pending_by_cq = {

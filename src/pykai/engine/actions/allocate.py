@@ -16,6 +16,7 @@ from pykai.engine.jobs import Job, Task, TaskStatus
 from pykai.engine.ordering import JobQueue
 from pykai.engine.placement import explain
 from pykai.engine.session import Session
+from pykai.model.positions import NOT_READY
 from pykai.model.resources import Resources
 
 
@@ -84,7 +85,7 @@ def _blocker(session: Session, job: Job) -> Reason | None:
         if held:
             message += f"; pod {held[0].pod.meta.key} cannot be scheduled as written: "
             message += held[0].problem + (f" (and {len(held) - 1} more)" if len(held) > 1 else "")
-        return Reason("NotReady", message)
+        return Reason(NOT_READY, message)
     return None
 
 

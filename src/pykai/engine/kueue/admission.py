@@ -37,7 +37,7 @@ from pykai.model.conditions import condition_of, is_true
 from pykai.model.constraints import NodeConstraints
 from pykai.model.kueue.jobs import with_pod_set_info
 from pykai.model.meta import Obj, mapping, objects, parse_time
-from pykai.model.pod import read_pod
+from pykai.model.pod import PodView, read_pod
 
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 NAMESPACE_NAME_LABEL = "kubernetes.io/metadata.name"
@@ -81,6 +81,8 @@ class WorkloadView:
 
 _VIEWS: dict[str, tuple[str, WorkloadView]] = {}  # uid -> (resourceVersion, its view)
 _VIEWS_KEPT = 100_000
+# (uid, resourceVersion, per pod set its flavors) -> the pods NodeFit places for the Workload
+_PODS: dict[tuple[str, str, tuple[tuple[str, tuple[str, ...]], ...]], list[PodView]] = {}
 
 
 def read_workload(obj: Obj) -> WorkloadView:
@@ -480,19 +482,23 @@ class NodeFit:
         """Hold room for an admitted Workload's pods that are not on a node yet (``makers``:
         the UIDs of what owns its pods)."""
         present = sum(self._on_node.get(uid, 0) for uid in makers)
-        tasks = self._tasks(w.obj["metadata"], self._flavored(w.templates, w.assigned))
+        if present >= sum(count for _, count, _ in w.templates):
+            return  # all its pods are on nodes: nothing to hold
+        tasks = self._workload_tasks(w, w.assigned)
         if tasks[present:]:
             place_gang(self._session, self._statement, tasks[present:], satisfied=True)
 
     def place(self, w: WorkloadView, assigned: dict[str, list[str]]) -> str | None:
         """Place a Workload's gang (kept placed) with the flavors ``assigned`` to each pod
         set; None if it fits, else why not."""
-        return self.place_pods(w.obj["metadata"], self._flavored(w.templates, assigned))
+        return self._place(self._workload_tasks(w, assigned))
 
     def place_pods(self, meta: Obj, templates: list[tuple[str, int, Obj]]) -> str | None:
         """Place the pods of (pod set, count, pod template) all at once (kept placed); None if
         they fit, else why not (``meta``: of the object they stand for, for names)."""
-        tasks = self._tasks(meta, templates)
+        return self._place(self._tasks(meta, templates))
+
+    def _place(self, tasks: list[Task]) -> str | None:
         failed = place_gang(self._session, self._statement, tasks, satisfied=False)
         if failed is None:
             return None
@@ -501,6 +507,27 @@ class NodeFit:
             f"the gang does not fit on the current nodes: no node for a pod of pod set {name} "
             f"({failed} of {len(tasks)} pods placed)"
         )
+
+    def _workload_tasks(self, w: WorkloadView, assigned: dict[str, list[str]]) -> list[Task]:
+        """Fresh tasks for a Workload's pods with the flavors ``assigned``: their pods read
+        once per version of the Workload and of the flavors' node labels and tolerations (a
+        pass places each candidate, and holds room for each admitted one, every cycle)."""
+        meta = w.obj["metadata"]
+        uid, version = str(meta.get("uid") or ""), str(meta.get("resourceVersion") or "")
+        flavored = tuple(
+            (name, tuple(repr(self._flavors.get(f)) for f in assigned.get(name, [])))
+            for name, _, _ in w.templates
+        )
+        key = (uid, version, flavored)
+        pods = _PODS.get(key) if uid and version else None
+        if pods is None:
+            tasks = self._tasks(meta, self._flavored(w.templates, assigned))
+            if uid and version:
+                if len(_PODS) >= _VIEWS_KEPT:
+                    _PODS.clear()
+                _PODS[key] = [task.pod for task in tasks]
+            return tasks
+        return [Task(pod=pod, job_key="", subgroup="", request=pod.requests) for pod in pods]
 
     def close(self) -> None:
         """Undo every placement."""
