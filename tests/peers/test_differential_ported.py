@@ -30,8 +30,8 @@ from pykai.kube import peer_kai, peers
 PORTED = Path(__file__).parents[1] / "scenarios" / "kai"
 RELEASING_STATUS = (
     "KAI v0.12.0's podgroupcontroller counts a terminating pod that still runs in its "
-    "PodGroup's allocated and requested (and its queuecontroller in the queue's): pykai's "
-    "status leaves it out; the decisions agree: docs/conformance.md (p3)"
+    "PodGroup's allocated (and its queuecontroller in the queue's): pykai's status leaves it "
+    "out; the decisions agree: docs/conformance.md (p3)"
 )
 OVER_EVICTION = (
     "pykai's preempt evicts a third pod of an elastic job where KAI evicts two (KAI counts "
