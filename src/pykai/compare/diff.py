@@ -13,14 +13,14 @@ records' canonical views differ, in step order, each with both sides' values as 
   reasons and ``resourcesStatus.allocated`` (a PodGroup a grouper made is keyed by its owner);
 - ``grouped <owner> <field>``: what the pod-grouper put in the PodGroup it made for an owner
   (``min_member``, ``queue``, ``priority_class``, ``preemptibility``, ``sub_groups``), or
-  ``grouped <owner>`` when only one side made one;
-- ``recreated``: how many evicted pods the harness's controller created again during the step
-  (``recreate_evicted``; it also counts pods evicted before they were bound, which ``evicted``
-  does not see).
+  ``grouped <owner>`` when only one side made one.
 
 Not compared (docs/compare.md): pykai's PodGroup ``phase``, ``running`` and ``pending`` (no
-KAI v0.12.0 component writes them), the Queue conditions (pykai's ``FairShare`` is its own)
-and the PodGroups' ``created`` (each side's own clock; ``run`` checks their order).
+KAI v0.12.0 component writes them), the Queue conditions (pykai's ``FairShare`` is its own),
+the PodGroups' ``created`` (each side's own clock; ``run`` checks their order) and a step's
+``recreated`` (the controller sees every deletion on its watch, the reads 0.25 s apart can
+miss a pod bound and evicted between two of them, so the count differs by one from run to
+run on either side; ``evicted`` is the compared view).
 A failed side is one ``failure`` difference; steps the two records do not both have are
 ``step`` differences."""
 
@@ -71,7 +71,6 @@ def _step(peer: Record, a: StepRecord, pykai: Record, b: StepRecord) -> list[Dif
         "bound": (peer.bound(a), pykai.bound(b)),
         "packing": (peer.packing(a), pykai.packing(b)),
         "evicted": (peer.evicted(a), pykai.evicted(b)),
-        "recreated": (a.recreated, b.recreated),
     }
     for name, (mine, theirs) in views.items():
         if mine != theirs:
