@@ -37,6 +37,7 @@ test case; numbers are unique within a folder. Their scenario.yaml has more keys
     source: {repository: kai-scheduler/KAI-Scheduler, commit: <sha>, file: <go file>,
              test: <Go test function>, case: <1-based index in its table>, name: <case name>}
     recreate_evicted: true     # the harness plays the pods' controller (below)
+    ages: file-order           # PodGroups, and queues, a minute apart in file order
     xfail: "<cause>"            # pykai fails this KAI case today, for the named reason (strict)
     pykai_differs:              # pykai differs from KAI on purpose (docs/engine.md):
       reason: "..."             #   why, and pykai's own outcome, checked in place of the
@@ -132,6 +133,7 @@ SCENARIO_KEYS = {
     "steps",
     "source",
     "recreate_evicted",
+    "ages",
     "xfail",
     "pykai_differs",
 }
@@ -191,9 +193,10 @@ def read_objects(name: str, files: list[str]) -> list[Obj]:
     (pykai.compare.scenario.read_manifests: a pod that gives no terminationGracePeriodSeconds
     gets 0, so an evicted pod is gone once the kubelet stand-in next runs, in the same
     settling; a scenario about the grace period sets its own; one about a pod stuck
-    terminating gives it a finalizer). A ported KAI case's PodGroups get KAI's ages."""
+    terminating gives it a finalizer). A scenario with ``ages: file-order`` (every ported KAI
+    case) gets KAI's ages."""
     objects = read_manifests(ROOT / name, files)
-    if name.startswith("kai/"):
+    if load(name).get("ages") == "file-order":
         age_in_file_order(objects)
     return objects
 
@@ -205,11 +208,16 @@ def age_in_file_order(objects: list[Obj]) -> None:
     """Give the PodGroups of a ported KAI case the ages KAI's fakes give its jobs: each one a
     minute younger than the one before it (jobs_fake/jobs.go: job i of n is n - i minutes old),
     so equal-priority jobs go in file order, as in KAI's test, and not by name, which is KAI's
-    tie-break for jobs of equal age (cluster_info.go: a job's ID is its PodGroup's name)."""
-    groups = [o for o in objects if o.get("kind") == "PodGroup"]
-    for minute, group in enumerate(groups):
-        stamp = format_time(AGES_FROM + 60.0 * minute)
-        group["metadata"].setdefault("creationTimestamp", stamp)
+    tie-break for jobs of equal age (cluster_info.go: a job's ID is its PodGroup's name); and
+    the queues theirs: each a minute younger than the queue before it (test_utils_builder.go:
+    queue i and department i are created i minutes after the first), KAI's last tie-break
+    between queues (proportion/queue_order.go prioritizeBasedOnCreationTime; equal ages are
+    no tie-break there, so the order of its queue heap decides)."""
+    for kind in ("PodGroup", "Queue"):
+        aged = [o for o in objects if o.get("kind") == kind]
+        for minute, obj in enumerate(aged):
+            stamp = format_time(AGES_FROM + 60.0 * minute)
+            obj["metadata"].setdefault("creationTimestamp", stamp)
 
 
 def namespace_of(kind: str, obj_or_namespace: Obj | str | None) -> str:
@@ -682,6 +690,8 @@ def _kai_problems(name: str, scenario: dict[str, Any]) -> list[str]:
     problems: list[str] = []
     source = scenario.get("source")
     if name.startswith("kai/"):
+        if scenario.get("ages") != "file-order":
+            problems.append("a port of a KAI test has ages: file-order (KAI's fakes' ages)")
         if not isinstance(source, dict) or not set(source) >= SOURCE_KEYS:
             problems.append(f"source must give {', '.join(sorted(SOURCE_KEYS))}")
         elif not str(source["file"]).endswith(f"/{Path(name).parent.name}.go"):

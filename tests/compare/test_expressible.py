@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from pykai.compare.expressible import plan
+from pykai.compare.expressible import FILE_ORDER, plan, served
 from pykai.compare.scenario import read_scenario
 
 SCENARIOS = Path(__file__).parents[1] / "scenarios"
@@ -63,11 +63,42 @@ def test_shared_gpus_are_expressible() -> None:
         assert not planned(name).problems, name
 
 
-def test_ported_cases_replayed_by_a_controller_are_not_expressible() -> None:
-    ported = [
-        p
-        for p in sorted((SCENARIOS / "kai").rglob("scenario.yaml"))
-        if "recreate_evicted" in p.read_text()
-    ]
-    name = str(ported[0].parent.relative_to(SCENARIOS))
-    assert any("recreate_evicted" in p for p in planned(name).problems)
+def test_ported_cases_run_with_the_controller_and_ages_in_file_order() -> None:
+    found = planned("kai/preempt_test/02-1-train-job-running-1-build-job-pending-preempt")
+    assert not found.problems, found.problems
+    assert found.recreate and found.ages == FILE_ORDER
+    assert not planned("01-gang-fits").recreate and not planned("01-gang-fits").ages
+
+
+def test_a_ported_releasing_pod_held_by_a_finalizer_is_expressible() -> None:
+    name = "kai/preempt_test/07-job-with-a-stuckinreleasing-pod-is-not-a-preempt-victim"
+    assert not planned(name).problems
+
+
+def test_a_terminating_pod_without_a_finalizer_is_not_expressible() -> None:
+    name = "kai/preempt_test/07-job-with-a-stuckinreleasing-pod-is-not-a-preempt-victim"
+    scenario = read_scenario(SCENARIOS / name, name)
+    step = scenario.steps[0]
+    objects = tuple(
+        {**o, "metadata": {k: v for k, v in o["metadata"].items() if k != "finalizers"}}
+        for o in step.objects
+    )
+    bare = replace(scenario, steps=(replace(step, objects=objects),))
+    assert any("without a finalizer" in p for p in plan(bare).problems), plan(bare).problems
+
+
+def test_a_pod_owned_by_a_kind_the_cluster_serves_is_not_expressible() -> None:
+    """65's pods name a ReplicaSet that no manifest can create with their uid: the garbage
+    collector deletes them on a real cluster; the ported cases' kai.test/v1 TestJob it cannot
+    look up, and leaves alone."""
+    found = planned("65-consolidation-moves-a-pod")
+    assert any("garbage collector" in p and "ReplicaSet" in p for p in found.problems)
+    assert served("apps/v1", "ReplicaSet") and served("v1", "ConfigMap")
+    assert served("ray.io/v1", "RayCluster")
+    assert not served("kai.test/v1", "TestJob")
+
+
+def test_an_unknown_ages_value_is_not_expressible() -> None:
+    scenario = read_scenario(SCENARIOS / "01-gang-fits", "01-gang-fits")
+    odd = replace(scenario, document={**scenario.document, "ages": "by-name"})
+    assert any("ages by-name" in p for p in plan(odd).problems)

@@ -18,7 +18,11 @@ records' canonical views differ, in step order, each with both sides' values as 
   ``grouped <owner>`` when only one side made one.
 
 Not compared (docs/compare.md): pykai's PodGroup ``phase``, ``running`` and ``pending`` (no
-KAI v0.12.0 component writes them) and the Queue conditions (pykai's ``FairShare`` is its own).
+KAI v0.12.0 component writes them), the Queue conditions (pykai's ``FairShare`` is its own),
+the PodGroups' ``created`` (each side's own clock; ``run`` checks their order) and a step's
+``recreated`` (the controller sees every deletion on its watch, the reads 0.25 s apart can
+miss a pod bound and evicted between two of them, so the count differs by one from run to
+run on either side; ``evicted`` is the compared view).
 A failed side is one ``failure`` difference; steps the two records do not both have are
 ``step`` differences."""
 

@@ -8,8 +8,13 @@ whatever the peer cannot express (then the scenario is "not expressible" and not
   sides);
 - a ``config`` key KAI's scheduler cannot be given (``EXPRESSIBLE_CONFIG`` lists the ones it
   can: placement through its configuration, the rest through kai-scheduler's flags);
-- ``recreate_evicted``: the pods' controller pykai's scenario harness plays has no real
-  counterpart for bare pods;
+- a pod owned by an object of a kind the cluster serves (``served``): no manifest can give
+  an object the uid an ownerReference names, and kube-controller-manager's garbage collector
+  deletes a pod whose owner it finds missing (``controller``'s contract says why the harness
+  creates no owners);
+- a terminating pod (``metadata.deletionTimestamp``) without a finalizer: on a real cluster
+  only a finalizer keeps a deleted pod (the harness creates it, then deletes it: ``run.create``);
+- an ``ages`` key other than ``file-order``;
 - kinds outside KAI's API (Kueue's are compared elsewhere), and RayJobs (``NOT_REPLAYED``);
 - a RayCluster, RayService or Deployment (``GROUPED_KINDS``: the real KubeRay operator or
   the Deployment controller makes its pods on both sides, each side's pod-grouper its
@@ -17,6 +22,11 @@ whatever the peer cannot express (then the scenario is "not expressible" and not
 
 Shared GPUs (``gpu-fraction``, ``gpu-memory``, ``gpu-fraction-num-devices``) are expressible:
 the KAI side runs kai-admission and the reservation stand-in (``peer_kai.start_admission``).
+
+``recreate_evicted: true`` is expressible: the harness plays the pods' controller on both
+sides (``controller.PodController``; ``Plan.recreate``). ``ages: file-order`` (the ported KAI
+cases) creates each PodGroup, with its pods, in an apiserver second of its own, in file order
+(``Plan.ages``), as KAI's fakes make each job older than the next.
 
 ``reject`` steps are not decisions: they are left out and listed in ``skipped``. Both sides
 get the same configuration: ``pykai_config`` for ``pykai run --scheduler-config``,
@@ -28,8 +38,10 @@ from dataclasses import dataclass, field
 
 from pykai.compare.scenario import Scenario, Step
 from pykai.model.duration import parse_duration
+from pykai.model.kinds import BY_KIND
 from pykai.model.meta import Obj
 
+FILE_ORDER = "file-order"  # the one value of a scenario's ``ages`` key
 ADVANCE_LIMIT = 5.0  # seconds: longer advances are not replayed as real waits, by default
 SHARED_GPU = frozenset({"gpu-fraction", "gpu-memory", "gpu-fraction-num-devices"})
 KINDS = frozenset({"Node", "Queue", "PodGroup", "Pod", "PriorityClass", "Namespace", "Secret"})
@@ -64,6 +76,8 @@ class Plan:
     placement: dict[str, str] = field(default_factory=dict)
     kai_flags: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+    recreate: bool = False  # recreate_evicted: the harness plays the pods' controller
+    ages: str = ""  # FILE_ORDER: each PodGroup in a second of its own, in file order
 
 
 def plan(scenario: Scenario, advance_limit: float = ADVANCE_LIMIT) -> Plan:
@@ -82,11 +96,10 @@ def plan(scenario: Scenario, advance_limit: float = ADVANCE_LIMIT) -> Plan:
             )
         problems += _object_problems(number, step)
         steps.append((number, step))
-    if scenario.document.get("recreate_evicted"):
-        problems.append(
-            "recreate_evicted: pykai's harness re-creates evicted pods as their controller "
-            "would; bare pods on a real cluster stay gone"
-        )
+    ages = str(scenario.document.get("ages") or "")
+    if ages not in ("", FILE_ORDER):
+        problems.append(f"ages {ages}: the harness knows only {FILE_ORDER}")
+    problems += _owner_problems(scenario)
     placement: dict[str, str] = {}
     flags: list[str] = []
     for key, value in scenario.config.items():
@@ -105,7 +118,40 @@ def plan(scenario: Scenario, advance_limit: float = ADVANCE_LIMIT) -> Plan:
         placement,
         tuple(flags),
         tuple(dict.fromkeys(problems)),
+        bool(scenario.document.get("recreate_evicted")),
+        ages,
     )
+
+
+def served(api_version: str, kind: str) -> bool:
+    """Whether a cluster of the harness serves ``kind`` of ``api_version``: Kubernetes' own
+    groups (no dot, or ending in ``.k8s.io``) and the kinds pykai knows (KAI's, KubeRay's,
+    Kueue's). The garbage collector can look such an owner up, and deletes its dependents
+    when it is missing."""
+    group = api_version.rpartition("/")[0]
+    if "." not in group or group.endswith(".k8s.io"):
+        return True
+    spec = BY_KIND.get(kind)
+    return spec is not None and spec.group == group
+
+
+def _owner_problems(scenario: Scenario) -> list[str]:
+    """Pods whose owner the garbage collector would look up and find missing: no manifest can
+    give an object the uid an ownerReference names."""
+    problems = []
+    for number, step in enumerate(scenario.steps, start=1):
+        for obj in step.objects if step.action == "apply" else ():
+            for ref in obj["metadata"].get("ownerReferences") or []:
+                kind = str(ref.get("kind"))
+                if served(str(ref.get("apiVersion", "")), kind):
+                    problems.append(
+                        f"step {number}: {obj['kind']} {obj['metadata']['name']} is owned by "
+                        f"{kind} {ref.get('name')} (uid {ref.get('uid')}), which no manifest "
+                        "can create: kube-controller-manager's garbage collector deletes the "
+                        "pod on a real cluster (and a real owner would make KAI's podgrouper "
+                        "regroup it)"
+                    )
+    return problems
 
 
 def _object_problems(number: int, step: Step) -> list[str]:
@@ -117,6 +163,12 @@ def _object_problems(number: int, step: Step) -> list[str]:
             problems.append(f"step {number}: kind {obj['kind']}: {NOT_REPLAYED[obj['kind']]}")
         elif obj["kind"] not in KINDS:
             problems.append(f"step {number}: kind {obj['kind']} is not in KAI's API")
+        meta = obj["metadata"]
+        if obj["kind"] == "Pod" and meta.get("deletionTimestamp") and not meta.get("finalizers"):
+            problems.append(
+                f"step {number}: pod {meta['name']} is terminating without a finalizer: a "
+                "real cluster removes it at once"
+            )
     return problems
 
 

@@ -6,10 +6,11 @@ whether terminating, the GPU groups its binder's labels name (``gpu_groups``: KA
 ``runai-gpu-group=<g>`` and ``runai-gpu-group/<g>=<g>`` for further devices, which pykai's
 binder writes alike; pods without are left out); each Queue's ``status.allocated``,
 ``allocatedNonPreemptible`` and ``requested`` and each PodGroup's scheduling-condition
-reasons and ``resourcesStatus.allocated`` (as ``record`` types; quantities as numbers: cpu in
+reasons and ``resourcesStatus.allocated`` (as ``record`` types); each Queue's and PodGroup's
+``creationTimestamp`` (``created``, by ``age_key``); quantities as numbers: cpu in
 millicores, memory in bytes, ``nvidia.com/gpu`` in devices, ``run.ai/gpu.memory`` (what KAI's
 podgroupcontroller writes for the requests of ``gpu-memory`` pods) in MiB as ``gpu-memory``,
-other resources and zeros left out); the actions of the ``Evict`` events on each PodGroup
+other resources and zeros left out; the actions of the ``Evict`` events on each PodGroup
 (pykai's ``action`` field, KAI's ``evictor-action-type`` annotation); and a ``digest`` of all
 that plus the BindRequests' phases, which changes whenever any of it does (settling waits on
 it).
@@ -71,6 +72,7 @@ class Observation:
     made: dict[str, str]
     grouped: dict[str, GroupMade]
     pod_groups: dict[str, str]  # pod -> its PodGroup's namespace/name (pod-group-name)
+    created: dict[str, str]
     gpu_groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
@@ -117,9 +119,8 @@ def observe(api: KubeApi) -> Observation:
         parts.append((key, uids[key], placed[key], key in terminating, sorted(conditions), shared))
     requests, _ = api.list(BY_KIND["BindRequest"])
     parts += [(pod_key(r), (r.get("status") or {}).get("phase")) for r in requests]
-    queues = {
-        q["metadata"]["name"]: _queue(q.get("status") or {}) for q in api.list(BY_KIND["Queue"])[0]
-    }
+    listed = api.list(BY_KIND["Queue"])[0]
+    queues = {q["metadata"]["name"]: _queue(q.get("status") or {}) for q in listed}
     podgroups = api.list(BY_KIND["PodGroup"])[0]
     groups = {group_key(g): _group(g.get("status") or {}) for g in podgroups}
     grouped = {
@@ -128,6 +129,8 @@ def observe(api: KubeApi) -> Observation:
         if g["metadata"].get("ownerReferences")
     }
     made = _made_pods(api, pods)
+    created = {age_key(o): str(o["metadata"].get("creationTimestamp", "")) for o in listed}
+    created |= {age_key(g): str(g["metadata"].get("creationTimestamp", "")) for g in podgroups}
     actions: dict[str, set[str]] = {}
     for event in api.list(BY_KIND["Event"])[0]:
         involved = event.get("involvedObject") or {}
@@ -152,6 +155,7 @@ def observe(api: KubeApi) -> Observation:
         made,
         grouped,
         pod_groups,
+        created,
         groups_of,
     )
 
@@ -196,6 +200,14 @@ def _made(spec: Obj) -> GroupMade:
         str(spec.get("preemptibility") or ""),
         tuple(subs),
     )
+
+
+def age_key(obj: Obj) -> str:
+    """How ``Observation.created`` names a Queue (``Queue NAME``) or a PodGroup (``PodGroup
+    NAMESPACE/NAME``)."""
+    if obj["kind"] == "Queue":
+        return f"Queue {obj['metadata']['name']}"
+    return f"{obj['kind']} {pod_key(obj)}"
 
 
 def _queue(status: Obj) -> QueueStatus:

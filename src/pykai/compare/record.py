@@ -88,7 +88,10 @@ class StepRecord:
     (``group_key``), the class of each pod a controller made during the step or before
     (``made``), the PodGroups a grouper made, by owner (``grouped``), and ``gpu_groups``:
     pod -> the GPU groups (shared devices) its labels name, sorted (pods without are
-    absent)."""
+    absent); ``recreated``: the pods the harness's controller created again during the step
+    (``recreate_evicted``: one per evicted controlled pod, bound or not); ``created``: each
+    Queue's and PodGroup's ``creationTimestamp`` (``Queue NAME``, ``PodGroup NS/NAME``: their
+    ages, KAI's last tie-breaks between queues and between jobs)."""
 
     number: int
     placed: dict[str, str]
@@ -98,6 +101,8 @@ class StepRecord:
     made: dict[str, str] = field(default_factory=dict)
     grouped: dict[str, GroupMade] = field(default_factory=dict)
     gpu_groups: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    recreated: int = 0
+    created: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

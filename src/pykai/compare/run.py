@@ -6,11 +6,14 @@ Contract of ``Side(side, directory)`` (a context manager; ``close`` on exit) and
 (``reset.reset``: the scheduler stopped, every pod, BindRequest, PodGroup, Queue, Node and
 Event deleted and their absence checked within ``reset_deadline`` seconds; anything left makes
 the plan's row failed, naming it, and the next plan starts on a fresh cluster). Then it
-creates each ``apply`` step's objects (nodes and queues first, then the PodGroups and pods
-within one second of the apiserver's clock, so that equal ages are equal on both sides; on
-KAI's side then what KAI's binder wrote for the pods the step binds already: the reservation
-pods of their shared GPUs and their ``received-resource-type``, ``reservations``), runs
-the plan's steps in order (``delete``: the targets, at once; ``advance``: a real wait), each
+creates each ``apply`` step's objects (``create``: nodes and queues first, then the PodGroups
+and pods within one second of the apiserver's clock, so that equal ages are equal on both
+sides; with ``Plan.ages`` ``file-order`` each PodGroup with its pods in a second of its own,
+in file order, checked on the record: a PodGroup not younger than the one before it fails the
+side; a terminating pod is created, then deleted, held by its finalizer; on KAI's side then
+what KAI's binder wrote for the pods the step binds already: the reservation pods of their
+shared GPUs and their ``received-resource-type``, ``reservations``), runs the plan's
+steps in order (``delete``: the targets, at once; ``advance``: a real wait), each
 ``apply`` and ``delete`` with the scheduler stopped and started again after it (KAI:
 kai-scheduler alone, the other components kept, also from one plan to the next; pykai: a new
 ``pykai run``; a scheduler that saw half of a step would decide on half of it, at a point
@@ -30,12 +33,19 @@ reset checks it empty); a fresh cluster starts in a folder of its own under ``di
 (``cluster-1``, ``cluster-2``…). ``close`` stops every process the side started. A plan's
 record does not depend on the plans run before it on the same ``Side``.
 
+With ``Plan.recreate`` (``recreate_evicted``) the harness plays the pods' controller on the
+side (``controller.PodController``): while a step runs and settles, every controlled pod of
+the applied manifests that is gone, but for the scenario's own deletes, is created again,
+Pending, at the first read of the cluster that misses it; a step with a recreation in its
+last read has not settled; ``StepRecord.recreated`` counts them.
+
 ``run_side(plan, side, directory)`` is one plan on a ``Side`` of its own: every process it
 started is stopped before it returns. ``binaries`` replaces the directory of peer binaries
 (tests point it at fakes)."""
 
 from __future__ import annotations
 
+import itertools
 import signal
 import subprocess
 import sys
@@ -48,8 +58,9 @@ import httpx
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from pykai.compare.expressible import Plan
-from pykai.compare.observe import Observation, observe
+from pykai.compare.controller import PodController
+from pykai.compare.expressible import FILE_ORDER, Plan
+from pykai.compare.observe import Observation, age_key, observe
 from pykai.compare.record import (
     Eviction,
     Record,
@@ -165,12 +176,30 @@ class Side:
             api = self._ready(cluster)
             scheduler = _Scheduler(plan, self.side, cluster, self.start_timeout, self.setup)
             tracker = _Tracker()
+            controller = PodController() if plan.recreate else None
+            if controller is not None:
+                controller.start(connect(cluster.kubeconfig))
             try:
                 for number, step in plan.steps:
-                    steps.append(_step(api, number, step, scheduler, tracker, groups, self._settle))
+                    recorded = _step(
+                        api,
+                        number,
+                        step,
+                        scheduler,
+                        tracker,
+                        groups,
+                        self._settle,
+                        controller=controller,
+                        ages=plan.ages,
+                    )
+                    steps.append(recorded)
+                    if plan.ages == FILE_ORDER:
+                        check_ages(recorded, [o for _, st in plan.steps for o in st.objects])
             finally:
                 scheduler.stop()
                 self.setup = scheduler.setup
+                if controller is not None:
+                    controller.stop()
         except Exception as exc:  # any failure of the side is its row, never a crash
             failure = f"{type(exc).__name__}: {exc}"
             tail = _log_tail(cluster, self.side)
@@ -367,14 +396,19 @@ def _step(
     tracker: _Tracker,
     groups: dict[str, str],
     settle: Callable[[], tuple[float, int, float]],
+    *,
+    controller: PodController | None = None,
+    ages: str = "",
 ) -> StepRecord:
     """Apply the step with the scheduler stopped (started again after it: a scheduler that
-    sees half a step decides on half of it), settle, record."""
+    sees half a step decides on half of it), settle (recreating evicted controlled pods with
+    ``controller``), record."""
     deleted: set[str] = set()
+    first = remade = controller.recreated if controller is not None else 0
     if step.action != "advance":
         scheduler.stop()
     if step.action == "apply":
-        create(api, list(step.objects))
+        create(api, list(step.objects), ages=ages)
         if scheduler.side == "kai":  # what KAI's binder wrote for the pods bound already
             bound = [o for o in step.objects if o["kind"] == "Pod"]
             for pod in reservation_pods(bound):
@@ -383,6 +417,8 @@ def _step(
                 namespace, name = key.split("/", 1)
                 patch = {"metadata": {"annotations": {RECEIVED_TYPE: received}}}
                 api.patch(BY_KIND["Pod"], name, patch, namespace)
+        if controller is not None:
+            controller.track(step.objects)
     elif step.action == "delete":
         for target in step.targets:
             kind = target["kind"]
@@ -390,13 +426,18 @@ def _step(
             api.delete(BY_KIND[kind], target["name"], namespace, grace_seconds=0)
             if kind == "Pod":
                 deleted.add(f"{namespace}/{target['name']}")
+                if controller is not None:
+                    controller.forget(f"{namespace}/{target['name']}")
+    evictions: list[tuple[str, str]] = []
     if step.action == "advance":
         time.sleep(step.seconds)
     else:
+        # what the step created bound is bound before the scheduler starts: a pod it evicts
+        # before the first read below is still an eviction
+        evictions += tracker.evictions(observe(api), deleted)
         scheduler.start()
     quiet, cycles, deadline = settle()
     expected = {pod_key(o) for o in step.objects if o["kind"] == "Pod"}
-    evictions: list[tuple[str, str]] = []
     made = dict(tracker.made)  # pods made by controllers, kept once gone (an eviction's class)
     seen: set[str] = set()
     last, since, counted = "", time.monotonic(), 0
@@ -410,7 +451,11 @@ def _step(
         made.update(now.made)
         tracker.groups.update(now.pod_groups)
         seen |= set(now.placed)
-        if now.digest != last or not expected <= seen:
+        restored = False  # recreated since the last read (by the watch or just now)
+        if controller is not None:
+            controller.restore(api, now.uids)
+            restored, remade = controller.recreated != remade, controller.recreated
+        if now.digest != last or restored or not expected <= seen:
             last, since, counted = now.digest, time.monotonic(), done
         elif time.monotonic() - since >= quiet and done - counted >= cycles:
             break
@@ -431,18 +476,27 @@ def _step(
         tracker.remember(made),
         now.grouped,
         now.gpu_groups,
+        remade - first,
+        dict(now.created),
     )
 
 
-def create(api: KubeApi, objects: list[Obj]) -> None:
+def create(api: KubeApi, objects: list[Obj], *, ages: str = "") -> None:
     """Create a step's objects: namespaces and nodes (Ready), then the queues within one
     second of the apiserver's clock, then PodGroups and pods within the next (as far as each
     fits in one). Queues of one age divide a remainder by name on both sides, as in the
     scenario harness; queues straddling a second gave it to the older one on one side only
-    (KAI's resource_division.go gives it to the older queue, then by name). A
-    PodGroup without the ``kai.scheduler/queue`` label gets it, naming its ``spec.queue``, as
-    KAI's podgrouper labels the PodGroups it makes: KAI's queuecontroller sums only labelled
-    PodGroups into a queue's status (resource_updater.go)."""
+    (KAI's resource_division.go gives it to the older queue, then by name). With ``ages``
+    ``file-order`` (``age_batches``) instead, from the start of each second of the apiserver's
+    clock the next queue and the next PodGroup with its pods, in file order (the apiserver
+    stamps ``creationTimestamp`` in whole seconds of the machine's clock, which it shares), so
+    that each queue is younger than the queue before it and each PodGroup younger than the
+    PodGroup before it, on both sides alike (KAI compares queues with queues and jobs with
+    jobs only). A PodGroup without the ``kai.scheduler/queue`` label gets it, naming its
+    ``spec.queue``, as KAI's podgrouper labels the PodGroups it makes: KAI's queuecontroller
+    sums only labelled PodGroups into a queue's status (resource_updater.go). A pod with a
+    ``deletionTimestamp`` (KAI's Releasing task) is created with its finalizers, bound as
+    written, then deleted at once: its finalizer keeps it, terminating."""
     jobs = [o for o in objects if o["kind"] in ("PodGroup", "Pod")]
     for namespace in sorted({_namespace(o) for o in jobs}):
         api.create_if_absent(
@@ -453,13 +507,52 @@ def create(api: KubeApi, objects: list[Obj]) -> None:
     for obj in objects:
         if obj not in jobs and obj not in queues:
             _create(api, obj)
-    for group in (queues, jobs):
-        if not group:
+    batches = age_batches(jobs, queues) if ages == FILE_ORDER else [queues, jobs]
+    for batch in batches:
+        if not batch:
             continue
         api.list(BY_KIND["Pod"])  # the connection warm
         time.sleep(1.0 - time.time() % 1.0 + 0.01)
-        for obj in group:
+        for obj in batch:
             _create(api, obj)
+        for obj in batch:
+            meta = obj["metadata"]
+            if obj["kind"] == "Pod" and meta.get("deletionTimestamp"):
+                api.delete(BY_KIND["Pod"], meta["name"], _namespace(obj), grace_seconds=0)
+
+
+def age_batches(jobs: list[Obj], queues: tuple[Obj, ...] | list[Obj] = ()) -> list[list[Obj]]:
+    """PodGroups, pods and queues in creation batches, one a second, for ``file-order`` ages:
+    batch k holds the k-th queue (in file order) and the k-th PodGroup with its pods (the
+    pods no PodGroup of the list claims by ``pod-group-name`` come first, in a batch of their
+    own)."""
+    keys = [pod_key(o) for o in jobs if o["kind"] == "PodGroup"]
+    grouped: dict[str, list[Obj]] = {key: [] for key in ["", *keys]}
+    for obj in jobs:
+        if obj["kind"] == "PodGroup":
+            grouped[pod_key(obj)].insert(0, obj)
+            continue
+        name = (obj["metadata"].get("annotations") or {}).get("pod-group-name", "")
+        group = f"{_namespace(obj)}/{name}"
+        grouped[group if group in grouped else ""].append(obj)
+    batches = [batch for batch in grouped.values() if batch]
+    batches += [[] for _ in range(len(queues) - len(batches))]
+    return [([queues[k]] if k < len(queues) else []) + batch for k, batch in enumerate(batches)]
+
+
+def check_ages(step: StepRecord, objects: list[Obj]) -> None:
+    """``SideFailed`` unless, among the queues and among the PodGroups of ``objects`` that the
+    step's record holds, each was created in a later second than the one before it in file
+    order."""
+    for kind in ("Queue", "PodGroup"):
+        order = [age_key(o) for o in objects if o["kind"] == kind]
+        stamps = [(key, step.created[key]) for key in order if key in step.created]
+        for (before, older), (after, younger) in itertools.pairwise(stamps):
+            if not older < younger:  # RFC 3339 in UTC, whole seconds: text order is time order
+                raise SideFailed(
+                    f"step {step.number}: {after} was created at {younger}, not after "
+                    f"{before} ({older}): the ages are not in file order"
+                )
 
 
 def _namespace(obj: Obj) -> str:

@@ -200,14 +200,24 @@ class Job:
         )
 
     def running_below_minimum(self) -> bool:
-        """KAI's stale gang: no pod succeeded, some pod holds a node, and the job or a
-        subgroup with pods has fewer active pods than its minimum."""
-        if any(t.status == TaskStatus.SUCCEEDED for t in self.tasks.values()):
+        """KAI's stale gang: no pod succeeded, some pod holds a node or releases one, and the
+        job or a subgroup with pods has fewer active or releasing pods than its minimum (KAI
+        v0.12.0 PodGroupInfo.IsStale counts a gang's "active used" pods, Releasing ones
+        among them: pod_status.go activeUsedStatuses, podset.go IsGangSatisfied)."""
+        tasks = self.tasks.values()
+        if any(t.status == TaskStatus.SUCCEEDED for t in tasks):
             return False
-        if not any(t.status in HOLDS_NODE for t in self.tasks.values()):
+        releasing = [t for t in tasks if t.status is TaskStatus.RELEASING]
+        if not releasing and not any(t.status in HOLDS_NODE for t in tasks):
             return False
-        return self.active < self.min_member or any(
-            0 < g.active < g.min_member for g in self.subgroups.values()
+        used = {name: group.active for name, group in self.subgroups.items()}
+        for task in releasing:
+            group = self.subgroups.get(task.subgroup)
+            while group is not None:
+                used[group.name] += 1
+                group = self.subgroups.get(group.parent)
+        return self.active + len(releasing) < self.min_member or any(
+            0 < used[name] < g.min_member for name, g in self.subgroups.items()
         )
 
     def elastic_state(self) -> int:
