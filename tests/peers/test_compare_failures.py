@@ -60,7 +60,7 @@ def test_the_command_lists_what_it_cannot_express_with_the_reason(tmp_path: Path
         [
             sys.executable,
             *("-m", "pykai", "compare", str(SCENARIOS / "43-stale-gang-evicted")),
-            *(str(SCENARIOS / "72-gpu-fractions-share-a-group"), f"--work={tmp_path}"),
+            *(str(SCENARIOS / "70-actions-configurable"), f"--work={tmp_path}"),
         ],
         capture_output=True,
         text=True,
@@ -70,4 +70,4 @@ def test_the_command_lists_what_it_cannot_express_with_the_reason(tmp_path: Path
     assert result.returncode == 0, result.stderr
     assert result.stdout.count("\tnot expressible") == 2, result.stdout
     assert "no clock to advance" in result.stdout
-    assert "shared GPUs" in result.stdout
+    assert "kind SchedulingShard is not in KAI's API" in result.stdout
