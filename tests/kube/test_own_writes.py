@@ -125,9 +125,19 @@ def test_a_patch_the_writeback_gives_up_on_is_no_longer_shown(
     background: ThreadPoolExecutor,
 ) -> None:
     api, host, cached = _running(background, ApiError(422, "refused"))
+    refused = host.get("PodGroup", "g", "default")
+    assert refused is not None
     api.gate.set()
     deadline = time.monotonic() + 10.0
     while host.writeback.pending():
         assert time.monotonic() < deadline, "the writeback never gave up"
         time.sleep(0.01)
     assert host.get("PodGroup", "g", "default") == cached
+    # the next patch's object never wears the refused one's version (a view remembered per
+    # resourceVersion would be taken for it)
+    api.gate.clear()
+    host.patch(cached, {"status": {"phase": "Pending"}}, status=True)
+    again = host.get("PodGroup", "g", "default")
+    assert again is not None and again["status"]["phase"] == "Pending"
+    assert again["metadata"]["resourceVersion"] != refused["metadata"]["resourceVersion"]
+    api.gate.set()

@@ -152,12 +152,10 @@ class KubeHost(ObjectCache):
         return {**obj, "metadata": {**obj["metadata"], "resourceVersion": version}}
 
     def apply(self, change: Change) -> None:
-        """A change into the cache; the writeback forgets the answers the cache now holds."""
+        """A change into the cache; the writeback forgets the answers the cache now holds (or
+        that concern an object it no longer holds)."""
         super().apply(change)
-        if not self.writeback.writes(change.kind):
-            return
-        for obj in (change.obj,) if change.obj is not None else change.objects:
-            _, namespace, name = key_of(obj)
+        for namespace, name in self.writeback.answered(change.kind):
             held = self.objects.get(change.kind, {}).get((namespace, name))
             version = None if held is None else str(held["metadata"].get("resourceVersion"))
             self.writeback.cached(change.kind, namespace, name, version)

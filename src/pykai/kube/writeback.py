@@ -25,6 +25,7 @@ merge patch goes out on ``pool``.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import threading
 import time
@@ -95,10 +96,13 @@ class Writeback:
         self._waiting: dict[Key, list[Obj]] = {}  # not sent yet, in order
         self._sending: dict[Key, Obj] = {}  # under way
         self._active: set[Key] = set()  # a task is queued or running for these
-        self._serials: dict[Key, int] = {}  # patches asked per object while any is queued
+        # the serial of the last patch asked for an object while any is queued (serials grow
+        # across all objects: a state of an object's patches is never given one twice)
+        self._serials: dict[Key, int] = {}
+        self._counter = itertools.count(1)
         # taken by the apiserver, their answers not in the reader's cache yet:
-        # (kind, namespace, name) -> [(the answer's resourceVersion, the patch)]
-        self._answered: dict[tuple[str, str, str], list[tuple[str, Obj]]] = {}
+        # (kind, namespace, name) -> [(the answer's resourceVersion, the patch, its serial)]
+        self._answered: dict[tuple[str, str, str], list[tuple[str, Obj, int]]] = {}
 
     def patch(self, kind: str, namespace: str, name: str, sub: str, patch: Obj) -> None:
         """Queue ``patch`` for the object (``sub``: "" or "status")."""
@@ -108,7 +112,7 @@ class Writeback:
             last = waiting[-1] if waiting else self._sending.get(key)
             if last == patch:
                 return
-            self._serials[key] = self._serials.get(key, 0) + 1
+            self._serials[key] = next(self._counter)
             if waiting:
                 composed = compose(waiting[-1], patch)
                 if composed is None:
@@ -132,18 +136,23 @@ class Writeback:
 
     def queued(self, kind: str, namespace: str, name: str) -> tuple[int, list[Obj]]:
         """The patches of an object not in the reader's cache yet, in the order they went or
-        go out: answered, under way, queued (itself, then its status); and a serial that
-        changes whenever they do (0, [] if none)."""
+        go out: answered, under way, queued (itself, then its status); and the serial of the
+        last of them asked (0, [] if none)."""
         with self._lock:
             answered = self._answered.get((kind, namespace, name), [])
-            patches: list[Obj] = [patch for _, patch in answered]
-            serial = len(answered) << 20
+            patches: list[Obj] = [patch for _, patch, _ in answered]
+            serial = max((asked for _, _, asked in answered), default=0)
             for sub in ("", "status"):
                 key = (kind, namespace, name, sub)
                 sending = self._sending.get(key)
                 patches += ([sending] if sending is not None else []) + self._waiting.get(key, [])
-                serial += self._serials.get(key, 0)
+                serial = max(serial, self._serials.get(key, 0))
             return serial, patches
+
+    def answered(self, kind: str) -> list[tuple[str, str]]:
+        """(namespace, name) of each object of ``kind`` with answers not yet ``cached``."""
+        with self._lock:
+            return [(key[1], key[2]) for key in self._answered if key[0] == kind]
 
     def cached(self, kind: str, namespace: str, name: str, version: str | None) -> None:
         """The reader's cache now holds the object at ``version`` (None: it is gone): forget
@@ -181,9 +190,10 @@ class Writeback:
                     return
                 patch = waiting.pop(0)
                 self._sending[key] = patch
-            self._send(key, patch)
+                serial = self._serials.get(key, 0)
+            self._send(key, patch, serial)
 
-    def _send(self, key: Key, patch: Obj) -> None:
+    def _send(self, key: Key, patch: Obj, serial: int = 0) -> None:
         kind, namespace, name, sub = key
         for attempt in range(1, ATTEMPTS + 1):
             try:
@@ -200,6 +210,7 @@ class Writeback:
                 return
             version = str(answer.get("metadata", {}).get("resourceVersion") or "")
             with self._lock:
-                self._answered.setdefault((kind, namespace, name), []).append((version, patch))
+                answered = (version, patch, serial)
+                self._answered.setdefault((kind, namespace, name), []).append(answered)
             self.written(kind, answer)
             return
