@@ -18,8 +18,8 @@ import pytest
 
 from pykai.compare.expressible import plan
 from pykai.compare.scenario import Scenario, read_scenario, under_parents
-from pykai.compare.side_by_side import AGREE, Outcome, compare
-from pykai.kube import peer_kai, peers
+from pykai.compare.side_by_side import AGREE, compare
+from tests.peers.cases import cases, needs_kai, report
 
 SCENARIOS_ROOT = Path(__file__).parents[1] / "scenarios"
 # KAI v0.12.0 schedules no job whose queue has no parent (docs/conformance.md)
@@ -62,33 +62,11 @@ UNDER_A_PARENT = {
     "92-never-over-allocate-cpu-memory": "",  # nodes keep their capacity (KWOK's race)
 }
 
-try:
-    for _name in peer_kai.COMPONENTS:
-        peers.binary(_name)
-except peers.PeerMissing as missing:  # not in `make test`'s peers: `make peers` builds them
-    pytestmark = pytest.mark.skip(reason=str(missing))
+pytestmark = needs_kai()
 
 
 def scenario(name: str) -> Scenario:
     return read_scenario(SCENARIOS_ROOT / name, name)
-
-
-def cases(scenarios: dict[str, str]) -> list[object]:
-    return [
-        pytest.param(name, marks=pytest.mark.xfail(reason=why, strict=True)) if why else name
-        for name, why in scenarios.items()
-    ]
-
-
-def report(outcome: Outcome) -> str:
-    lines = [f"{outcome.name}: {outcome.verdict} {outcome.reasons}"]
-    for found in outcome.differences:
-        lines.append(f"  step {found.step} {found.field}\n    KAI:   {found.peer}")
-        lines.append(f"    pykai: {found.pykai}")
-    for record in outcome.records:
-        if record.failure:
-            lines.append(f"  {record.side}: {record.failure}\n{record.log_tail}")
-    return "\n".join(lines)
 
 
 def test_the_chosen_scenarios_are_expressible_on_both() -> None:

@@ -13,8 +13,9 @@ from pathlib import Path
 import pytest
 
 from pykai.compare.scenario import Scenario, read_scenario, under_parents
-from pykai.compare.side_by_side import AGREE, Batch, Outcome
+from pykai.compare.side_by_side import AGREE, Batch
 from pykai.kube import peer_kai, peers
+from tests.peers.cases import report
 
 SCENARIOS_ROOT = Path(__file__).parents[1] / "scenarios"
 SHARE = "72-gpu-fractions-share-a-group"  # 0.7 and 0.2 of a GPU: one device
@@ -29,17 +30,6 @@ except peers.PeerMissing as missing:  # scripts/peers builds them
 
 def scenario(name: str) -> Scenario:
     return under_parents(read_scenario(SCENARIOS_ROOT / name, name))
-
-
-def report(outcome: Outcome) -> str:
-    lines = [f"{outcome.name}: {outcome.verdict} {outcome.reasons}"]
-    for found in outcome.differences:
-        lines.append(f"  step {found.step} {found.field}\n    KAI:   {found.peer}")
-        lines.append(f"    pykai: {found.pykai}")
-    for record in outcome.records:
-        if record.failure:
-            lines.append(f"  {record.side}: {record.failure}\n{record.log_tail}")
-    return "\n".join(lines)
 
 
 def test_shared_gpus_decide_as_the_real_kai(tmp_path: Path) -> None:

@@ -24,8 +24,8 @@ from pykai.compare.observe import age_key
 from pykai.compare.record import Record
 from pykai.compare.run import check_ages
 from pykai.compare.scenario import Scenario, read_scenario
-from pykai.compare.side_by_side import AGREE, Outcome, compare
-from pykai.kube import peer_kai, peers
+from pykai.compare.side_by_side import AGREE, compare
+from tests.peers.cases import cases, needs_kai, report
 
 PORTED = Path(__file__).parents[1] / "scenarios" / "kai"
 RELEASING_STATUS = (
@@ -50,33 +50,11 @@ CASES = {
     ),
 }
 
-try:
-    for _name in peer_kai.COMPONENTS:
-        peers.binary(_name)
-except peers.PeerMissing as missing:  # not in `make test`'s peers: `make peers` builds them
-    pytestmark = pytest.mark.skip(reason=str(missing))
+pytestmark = needs_kai()
 
 
 def scenario(name: str) -> Scenario:
     return read_scenario(PORTED / name, f"kai/{name}")
-
-
-def cases() -> list[object]:
-    return [
-        pytest.param(name, marks=pytest.mark.xfail(reason=why, strict=True)) if why else name
-        for name, why in CASES.items()
-    ]
-
-
-def report(outcome: Outcome) -> str:
-    lines = [f"{outcome.name}: {outcome.verdict} {outcome.reasons}"]
-    for found in outcome.differences:
-        lines.append(f"  step {found.step} {found.field}\n    KAI:   {found.peer}")
-        lines.append(f"    pykai: {found.pykai}")
-    for record in outcome.records:
-        if record.failure:
-            lines.append(f"  {record.side}: {record.failure}\n{record.log_tail}")
-    return "\n".join(lines)
 
 
 def test_the_chosen_cases_are_expressible_with_the_controller_and_file_order_ages() -> None:
@@ -96,7 +74,7 @@ def ages_held(record: Record, case: Scenario) -> None:
         check_ages(step, objects)
 
 
-@pytest.mark.parametrize("name", cases())
+@pytest.mark.parametrize("name", cases(CASES))
 def test_the_ported_case_decides_as_the_real_kai(name: str, tmp_path: Path) -> None:
     case = scenario(name)
     outcome = compare(case, tmp_path)
