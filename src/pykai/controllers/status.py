@@ -27,20 +27,19 @@ from pykai.model.problems import ObjectProblem
 from pykai.model.queue_status import FAIR_SHARE_CONDITION, queue_figures
 from pykai.model.resources import Resources, resource_list
 
-ZERO = Resources.ZERO
-
 
 def queue_statuses(
     queues: list[Obj],
     result: CycleResult,
     evictions: Callable[[str], int],
-    requested: dict[str, Resources] | None = None,
+    requested: dict[str, Resources],
 ) -> dict[str, dict[str, Any]]:
     """Queue name -> status, in the fields of KAI's Queue status: childQueues, allocated,
     allocatedNonPreemptible, requested; and pykai's own figures (fair share, deserved, the
     eviction total), for which KAI's schema has no field, as a ``FairShare`` condition whose
     message is their JSON (KAI lets applications add conditions of their own). ``requested``
-    (queue -> amount, from ``requested_by_queue``) replaces the engine's figure where given."""
+    (queue -> amount, ``requested_by_queue``) is what KAI's queue controller writes there, not
+    the engine's figure."""
     children: dict[str, list[str]] = {}
     for queue in queues:
         parent = mapping(queue.get("spec")).get("parentQueue")
@@ -57,9 +56,7 @@ def queue_statuses(
                 {
                     "allocated": resource_list(figures.allocated),
                     "allocatedNonPreemptible": resource_list(figures.allocated_non_preemptible),
-                    "requested": resource_list(
-                        figures.requested if requested is None else requested.get(name, ZERO)
-                    ),
+                    "requested": resource_list(requested.get(name, Resources.ZERO)),
                 }
             )
             own = {
@@ -109,8 +106,8 @@ def podgroup_status(
         for t in tasks
         if t.status == TaskStatus.PENDING or (t.problem and t.status == TaskStatus.GATED)
     )
-    allocated = sum((t.request for t in tasks if t.status in HOLDS_NODE), ZERO)
-    requested = sum((t.request for t in tasks if t.status != TaskStatus.SUCCEEDED), ZERO)
+    allocated = sum((t.request for t in tasks if t.status in HOLDS_NODE), Resources.ZERO)
+    requested = job_requested(job)
     status: dict[str, Any] = {
         "phase": "Running" if running >= job.min_member else "Pending",
         "running": running,
@@ -120,7 +117,7 @@ def podgroup_status(
             "requested": resource_list(requested),
         },
     }
-    waits_for_pods = bool(reasons) and all(r.reason == NOT_READY for r in reasons or [])
+    waits_for_pods = bool(reasons) and all(r.reason == NOT_READY for r in reasons or ())
     if waits_for_pods and not any(t.problem for t in tasks):
         reasons = None
     if pending and reasons and not running:
@@ -239,15 +236,21 @@ def requested_by_queue(queues: list[Obj], jobs: list[Job]) -> dict[str, Resource
     }
     sums: dict[str, Resources] = {}
     for job in jobs:
-        amount = sum(
-            (t.request for t in job.tasks.values() if t.status != TaskStatus.SUCCEEDED), ZERO
-        )
+        amount = job_requested(job)
         queue, seen = job.queue, set()
         while queue in parents and queue not in seen:  # a cycle is the validator's to report
             seen.add(queue)
-            sums[queue] = sums.get(queue, ZERO) + amount
+            sums[queue] = sums.get(queue, Resources.ZERO) + amount
             queue = parents[queue]
     return sums
+
+
+def job_requested(job: Job) -> Resources:
+    """What a PodGroup's ``resourcesStatus.requested`` says: every pod not finished."""
+    return sum(
+        (t.request for t in job.tasks.values() if t.status != TaskStatus.SUCCEEDED),
+        Resources.ZERO,
+    )
 
 
 def _queues(host: Host, result: CycleResult) -> None:
